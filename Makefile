@@ -1,0 +1,43 @@
+# Everything runs from a project-local virtualenv so a fresh clone needs only python3.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed-stamp
+
+.PHONY: install demo test lint typecheck unit bench dashboards clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dashboards,test,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## demo: the support-desk workload on the embedded default (no collector needed)
+demo: $(STAMP)
+	$(BIN)/otel-ctx demo
+
+## test: lint, type-check, then the whole suite (unit, properties, OTLP, Prometheus e2e, promtool, compose)
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check otel_ctx tests bench
+	$(BIN)/ruff format --check otel_ctx tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+## bench: every performance figure, as ratios measured in one run (see BENCHMARKS.md)
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+## dashboards: regenerate dashboards/*.json and the alert rules from the names registry
+dashboards: $(STAMP)
+	$(BIN)/otel-ctx dashboards build
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,67 @@
+"""Budget policies: how many tokens a request of one task type may spend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _check_int(field: str, value: object, *, minimum: int) -> None:
+    from otel_ctx.errors import InvalidPolicyError
+
+    # bool is an int subclass; True tokens is a bug, not a budget.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidPolicyError(field, f"must be an integer number of tokens, got {value!r}")
+    if value < minimum:
+        raise InvalidPolicyError(field, f"must be >= {minimum}, got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetPolicy:
+    """The budget of one kind of request.
+
+    ``budget = min(context_length, request_limit or context_length) - reserved_output
+    - safety_margin``: the window (or a smaller per-task limit) less the room the
+    answer must have and a margin for estimation error. ``tool_result_cap`` caps each
+    tool result at the tool boundary, the cheapest cut (a result trimmed there is
+    trimmed on every later round).
+    """
+
+    context_length: int
+    reserved_output: int
+    safety_margin: int = 0
+    request_limit: int | None = None
+    tool_result_cap: int | None = None
+
+    def __post_init__(self) -> None:
+        from otel_ctx.errors import InvalidPolicyError
+
+        _check_int("context_length", self.context_length, minimum=1)
+        _check_int("reserved_output", self.reserved_output, minimum=0)
+        _check_int("safety_margin", self.safety_margin, minimum=0)
+        if self.request_limit is not None:
+            _check_int("request_limit", self.request_limit, minimum=1)
+        if self.tool_result_cap is not None:
+            _check_int("tool_result_cap", self.tool_result_cap, minimum=1)
+        if self.budget <= 0:
+            limit_expr = (
+                f"min(context_length={self.context_length}, request_limit={self.request_limit})"
+                if self.request_limit is not None
+                else f"context_length={self.context_length}"
+            )
+            raise InvalidPolicyError(
+                "budget",
+                f"{limit_expr} - reserved_output={self.reserved_output} - "
+                f"safety_margin={self.safety_margin} = {self.budget}; it must be positive",
+            )
+
+    @property
+    def limit(self) -> int:
+        """The request ceiling: the window, or the smaller per-task request limit."""
+        if self.request_limit is None:
+            return self.context_length
+        return min(self.context_length, self.request_limit)
+
+    @property
+    def budget(self) -> int:
+        """Tokens the prompt may spend: ``limit - reserved_output - safety_margin``."""
+        return self.limit - self.reserved_output - self.safety_margin

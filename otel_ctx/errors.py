@@ -1,0 +1,76 @@
+"""Typed errors: each names what was wrong and where, so a caller can act on it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from otel_ctx.result import FitResult
+
+
+class OtelCtxError(Exception):
+    """Base class of every error otel-ctx raises on purpose."""
+
+
+class InvalidPolicyError(OtelCtxError, ValueError):
+    """A budget policy whose numbers cannot describe a request budget."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+class InvalidRequestError(OtelCtxError, ValueError):
+    """A request that cannot be counted or sent as given.
+
+    ``where`` locates the problem (``messages[3].tool_call_id``, ``tools[1]``,
+    ``skills['refunds']``); nothing has been changed when this is raised.
+    """
+
+    def __init__(self, where: str, problem: str, *, index: int | None = None) -> None:
+        self.where = where
+        self.problem = problem
+        self.index = index
+        super().__init__(f"{where}: {problem}")
+
+
+class InvalidMessageError(InvalidRequestError):
+    """One message is malformed: unknown role, wrong content type, orphaned tool result."""
+
+
+class InvalidToolSchemaError(InvalidRequestError):
+    """A tool definition that is not a JSON object of the chat-completions shape."""
+
+
+class UnknownTaskTypeError(OtelCtxError, KeyError):
+    """A task type with no budget policy and no default to fall back on."""
+
+    def __init__(self, task_type: str | None, known: list[str]) -> None:
+        self.task_type = task_type
+        self.known = known
+        super().__init__(
+            f"task_type {task_type!r} has no budget policy and the fitter has no default; "
+            f"known task types: {', '.join(known) or '(none)'}"
+        )
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class ContextOverflow(OtelCtxError):
+    """The pinned floor alone exceeds the budget: escalate rather than send.
+
+    Carries the whole :class:`~otel_ctx.fit.FitResult`, so the caller can hand the
+    work so far (``result.messages``) and the reason (``result.breakdown``) to a person.
+    """
+
+    def __init__(self, result: FitResult) -> None:
+        self.result = result
+        b = result.breakdown
+        super().__init__(
+            f"pinned floor overflows the budget for task type {result.task_type!r}: "
+            f"{b.estimated} estimated tokens against a budget of {b.budget} "
+            f"({-b.remaining} over; transcript {b.transcript}, tool schema {b.tool_schema}, "
+            f"system prompt {b.system_prompt}, skills {b.skills})"
+        )

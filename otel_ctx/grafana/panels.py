@@ -1,0 +1,175 @@
+"""Small builders shared by the dashboards: data source, targets, variables, thresholds.
+
+Every panel and query points at the ``${datasource}`` variable rather than a data
+source uid, so the same JSON works in any Grafana whatever its Prometheus is called.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.models import common as common_m
+from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import prometheus as prom_m
+
+from otel_ctx import names
+from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import promql as q
+
+DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${" + q.VAR_DATASOURCE + "}")
+#: Tag shared by every shipped dashboard; dashboard links list the others by it.
+TAG = "otel-ctx"
+
+_REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def targets(*queries: prom_b.Dataquery) -> list[prom_b.Dataquery]:
+    """Give the queries refIds A, B, ... and the templated data source."""
+    return [t.ref_id(_REF_IDS[i]).datasource(DATASOURCE) for i, t in enumerate(queries)]
+
+
+def query(
+    expr: str,
+    legend: str = "",
+    *,
+    instant: bool = False,
+    exemplar: bool = False,
+    fmt: prom_m.PromQueryFormat | None = None,
+) -> prom_b.Dataquery:
+    """One PromQL target; ``exemplar`` asks Grafana to fetch exemplars (trace links) too."""
+    t = prom_b.Dataquery().expr(expr).legend_format(legend or "__auto")
+    t = t.instant() if instant else t.range()
+    if fmt is not None:
+        t = t.format(fmt)
+    if exemplar:
+        t = t.exemplar(True)
+    return t
+
+
+def table_query(expr: str) -> prom_b.Dataquery:
+    """An instant query whose labels become table columns."""
+    return query(expr, instant=True, fmt=prom_m.PromQueryFormat.TABLE)
+
+
+def legend(label: str) -> str:
+    return "{{" + label + "}}"
+
+
+def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
+    return (
+        dash_b.ThresholdsConfig()
+        .mode(dash_m.ThresholdsMode.ABSOLUTE)
+        .steps([dash_m.Threshold(value=None, color=base)] + [dash_m.Threshold(value=v, color=c) for v, c in steps])
+    )
+
+
+def legend_table(*calcs: str) -> common_b.VizLegendOptions:
+    return (
+        common_b.VizLegendOptions()
+        .display_mode(common_m.LegendDisplayMode.TABLE)
+        .placement(common_m.LegendPlacement.BOTTOM)
+        .show_legend(True)
+        .calcs(list(calcs))
+    )
+
+
+def reduce_last() -> common_b.ReduceDataOptions:
+    return common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False)
+
+
+def label_values(metric: str, label: str, *filters: tuple[str, str]) -> str:
+    """``label_values(metric{filters}, label)``: a variable's options, cascading on earlier ones."""
+    sel = ", ".join(f'{lab}=~"${var}"' for lab, var in filters)
+    return f"label_values({metric}{{{sel}}}, {label})" if sel else f"label_values({metric}, {label})"
+
+
+def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | dash_b.DatasourceVariable]:
+    """The four shared template variables: data source, service, task type, model.
+
+    Options come from the fits counter (every fit and every observe increments it, so
+    every task type and model that was ever seen is there), each cascading on the
+    ones before it.
+    """
+    fits = names.FITS.prometheus
+    service = (q.JOB, q.VAR_SERVICE)
+    task = (q.TASK_TYPE, q.VAR_TASK_TYPE)
+
+    def query_var(name: str, label: str, expr: str, description: str) -> dash_b.QueryVariable:
+        return (
+            dash_b.QueryVariable(name)
+            .label(label)
+            .description(description)
+            .datasource(DATASOURCE)
+            .query(expr)
+            .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(dash_m.VariableSort.ALPHABETICAL_ASC)
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+            .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"]))
+        )
+
+    task_var = query_var(
+        q.VAR_TASK_TYPE,
+        "Task type",
+        label_values(fits, q.TASK_TYPE, service),
+        "Task type the budget was chosen for (`other`: outside the configured set).",
+    )
+    if not multi_task_type:
+        task_var = task_var.multi(False).include_all(False).current(dash_m.VariableOption(text="", value=""))
+    return [
+        dash_b.DatasourceVariable(q.VAR_DATASOURCE)
+        .label("Data source")
+        .description("The Prometheus that scrapes otel-ctx metrics.")
+        .type("prometheus"),
+        query_var(
+            q.VAR_SERVICE,
+            "Service",
+            label_values(fits, q.JOB),
+            "The Prometheus job label: the OpenTelemetry service.name of the agent.",
+        ),
+        task_var,
+        query_var(
+            q.VAR_MODEL,
+            "Model",
+            label_values(fits, q.MODEL, service, task),
+            "The model the requests were fitted for (gen_ai.request.model).",
+        ),
+    ]
+
+
+def jaeger_variable() -> dash_b.TextBoxVariable:
+    """Where Jaeger's UI is, as the browser sees it: editable on the dashboard."""
+    return (
+        dash_b.TextBoxVariable(q.VAR_JAEGER_URL)
+        .label("Jaeger UI")
+        .description("Base URL of the Jaeger UI the trace links open.")
+        .default_value(jaeger.DEFAULT_JAEGER_URL)
+        .current(dash_m.VariableOption(text=jaeger.DEFAULT_JAEGER_URL, value=jaeger.DEFAULT_JAEGER_URL))
+    )
+
+
+def dashboard_links() -> list[dash_b.DashboardLink]:
+    return [
+        dash_b.DashboardLink("otel-ctx dashboards")
+        .type(dash_m.DashboardLinkType.DASHBOARDS)
+        .tags([TAG])
+        .as_dropdown(True)
+        .include_vars(True)
+        .keep_time(True),
+        dash_b.DashboardLink("Jaeger: search traces")
+        .type(dash_m.DashboardLinkType.LINK)
+        .icon("external link")
+        .tooltip("Open Jaeger's search page")
+        .url("${" + q.VAR_JAEGER_URL + "}/search")
+        .target_blank(True),
+    ]
+
+
+def series_override_names(values: Sequence[str]) -> str:
+    """A Grafana field-name regex matching exactly these legend names."""
+    return "^(" + "|".join(re.escape(v) for v in values) + ")$"

@@ -1,0 +1,116 @@
+"""PromQL for the dashboards, spelled from the names registry.
+
+Every metric and label name below comes from :mod:`otel_ctx.names`; the only names
+written here are Prometheus's own (``job``, ``le``) and Grafana's template variables.
+The variable conventions (``$service``/``$task_type``/``$model``, ``$__rate_interval``)
+are shared with the alert rules and the end-to-end test, which substitutes ``.*`` and a
+fixed window for them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from otel_ctx import names
+
+#: Prometheus's scrape-job label; through the Collector it carries the OTel service name.
+JOB = "job"
+#: Prometheus's histogram bucket bound label.
+LE = "le"
+
+TASK_TYPE = names.prometheus_label(names.TASK_TYPE)
+MODEL = names.prometheus_label(names.GEN_AI_REQUEST_MODEL)
+COMPONENT = names.prometheus_label(names.COMPONENT)
+OUTCOME = names.prometheus_label(names.OUTCOME)
+ROUND = names.prometheus_label(names.ROUND)
+
+VAR_DATASOURCE = "datasource"
+VAR_SERVICE = "service"
+VAR_TASK_TYPE = "task_type"
+VAR_MODEL = "model"
+VAR_JAEGER_URL = "jaeger_url"
+
+RATE = "$__rate_interval"
+RANGE = "$__range"
+
+OVERFLOW = names.OUTCOMES[2]
+COMPACTED = names.OUTCOMES[1]
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def selector(metric: str, **matchers: str) -> str:
+    """``metric{job=~"$service", <task_type>=~"$task_type", <model>=~"$model", extra...}``.
+
+    Extra matchers are ``label=value`` (exact) or, when the value starts with ``~``,
+    ``label=~regex``.
+    """
+    parts = [
+        f"{JOB}=~{_quote('$' + VAR_SERVICE)}",
+        f"{TASK_TYPE}=~{_quote('$' + VAR_TASK_TYPE)}",
+        f"{MODEL}=~{_quote('$' + VAR_MODEL)}",
+    ]
+    for label, value in matchers.items():
+        if value.startswith("~"):
+            parts.append(f"{label}=~{_quote(value[1:])}")
+        else:
+            parts.append(f"{label}={_quote(value)}")
+    return f"{metric}{{{', '.join(parts)}}}"
+
+
+def one_of(values: Iterable[str]) -> str:
+    """A regex matcher value (for :func:`selector`) matching exactly these label values."""
+    return "~" + "|".join(re.escape(v) for v in values)
+
+
+def by(labels: Iterable[str]) -> str:
+    joined = ", ".join(labels)
+    return f" by ({joined})" if joined else ""
+
+
+def rate_sum(metric: str, group: Iterable[str] = (), window: str = RATE, **matchers: str) -> str:
+    """``sum by (group) (rate(selector[window]))``."""
+    return f"sum{by(group)} (rate({selector(metric, **matchers)}[{window}]))"
+
+
+def increase_sum(metric: str, group: Iterable[str] = (), window: str = RATE, **matchers: str) -> str:
+    return f"sum{by(group)} (increase({selector(metric, **matchers)}[{window}]))"
+
+
+def histogram_mean(
+    metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
+) -> str:
+    """Mean of a histogram over the window: rate of ``_sum`` over rate of ``_count``.
+
+    The denominator is filtered to ``> 0`` so an idle window drops the series instead of
+    showing NaN.
+    """
+    group = tuple(group)
+    num = rate_sum(metric.series("_sum"), group, window, **matchers)
+    den = rate_sum(metric.series("_count"), group, window, **matchers)
+    return f"{num}\n/\n({den} > 0)"
+
+
+def histogram_quantile(
+    q: float, metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
+) -> str:
+    inner = rate_sum(metric.series("_bucket"), (*group, LE), window, **matchers)
+    return f"histogram_quantile({q}, {inner})"
+
+
+def ratio(
+    counter: names.Metric, group: Iterable[str], window: str, numerator: dict[str, str]
+) -> str:
+    """Share of a counter's rate that matches ``numerator``, per group, 0 when none matched.
+
+    A counter series for an outcome only exists after its first increment, so a plain
+    division would show nothing (not 0) for a task type that never overflowed; the
+    ``or ... * 0`` arm fills those in.
+    """
+    group = tuple(group)
+    total = f"({rate_sum(counter.prometheus, group, window)} > 0)"
+    part = rate_sum(counter.prometheus, group, window, **numerator)
+    return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"

