@@ -9,7 +9,7 @@ STAMP   = $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dashboards,test,bench]'
+	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[dashboards,test,bench]'
 	touch $(STAMP)
 
 install: $(STAMP)

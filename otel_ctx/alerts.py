@@ -121,32 +121,44 @@ def _num(value: float) -> str:
     return repr(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def overflow_expr(s: AlertSettings) -> str:
+def overflow_signal(s: AlertSettings) -> str:
+    """Share of fits that overflowed, per service and task type (0-1)."""
     fits = names.FITS.prometheus
     by = _by(JOB, TASK)
     w = s.overflow_window
-    expr = (
+    return (
         f"(\n"
         f"  sum {by} (rate({_selector(fits, {OUTCOME: 'overflow'})}[{w}]))\n"
         f"/\n"
         f"  sum {by} (rate({fits}[{w}]))\n"
-        f") > {_num(s.overflow_ratio)}"
+        f")"
     )
+
+
+def overflow_expr(s: AlertSettings) -> str:
+    expr = f"{overflow_signal(s)} > {_num(s.overflow_ratio)}"
     if s.overflow_min_fits > 0:
+        fits, by, w = names.FITS.prometheus, _by(JOB, TASK), s.overflow_window
         expr += f"\nand on ({JOB}, {TASK})\n  sum {by} (increase({fits}[{w}])) >= {_num(s.overflow_min_fits)}"
     return expr
 
 
-def utilization_expr(s: AlertSettings) -> str:
+def utilization_signal(s: AlertSettings) -> str:
+    """The utilization quantile (estimated ÷ budget), per service and task type."""
     bucket = names.UTILIZATION.series("_bucket")
     return (
         f"histogram_quantile({_num(s.utilization_quantile)},\n"
         f"  sum {_by(JOB, TASK, 'le')} (rate({bucket}[{s.utilization_window}]))\n"
-        f") > {_num(s.utilization_threshold)}"
+        f")"
     )
 
 
-def drift_expr(s: AlertSettings) -> str:
+def utilization_expr(s: AlertSettings) -> str:
+    return f"{utilization_signal(s)} > {_num(s.utilization_threshold)}"
+
+
+def drift_signal(s: AlertSettings) -> str:
+    """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     by = _by(JOB, TASK, MODEL)
     w = s.drift_window
     return (
@@ -154,12 +166,28 @@ def drift_expr(s: AlertSettings) -> str:
         f"  sum {by} (rate({names.ESTIMATE_ACCURACY.series('_sum')}[{w}]))\n"
         f"/\n"
         f"  sum {by} (rate({names.ESTIMATE_ACCURACY.series('_count')}[{w}]))\n"
-        f") > {_num(s.drift_ratio)}"
+        f")"
     )
+
+
+def drift_expr(s: AlertSettings) -> str:
+    return f"{drift_signal(s)} > {_num(s.drift_ratio)}"
 
 
 def absent_expr(s: AlertSettings) -> str:
     return f"absent_over_time({names.FITS.prometheus}[{s.absent_window}])"
+
+
+def signals(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
+    """Alert name -> the quantity its threshold applies to (absent has none).
+
+    Dashboards and the end-to-end test query these to see how close an alert is to firing.
+    """
+    return {
+        OVERFLOW_RATE: overflow_signal(settings),
+        UTILIZATION_NEAR_BUDGET: utilization_signal(settings),
+        ESTIMATE_DRIFT: drift_signal(settings),
+    }
 
 
 def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:

@@ -243,6 +243,7 @@ class ContextFitter:
         """
         policy = self.policy_for(task_type)
         prep = self._prepare(messages, tools, system_prompt, snippets, skills, cap=policy.tool_result_cap)
+        pins = _pinned_indexes(pinned, messages)
         cal = self._cal_e4
         budget = policy.budget
         n = len(prep.work)
@@ -251,7 +252,7 @@ class ContextFitter:
         if calibrated(total, cal) <= budget:
             return self._result(prep, policy, task_type, cal, list(range(n)), "fit", units=len(units))
 
-        pinned_units = self._pinned_units(units, prep, pinned, messages)
+        pinned_units = self._pinned_units(units, prep, pins)
         droppable = [u for u in range(len(units)) if not pinned_units[u]]
         order = _drop_order(droppable, self.strategy)
         unit_cost = [sum(prep.costs[s:e]) for s, e in units]
@@ -500,7 +501,7 @@ class ContextFitter:
         return out
 
     def _pinned_units(
-        self, units: list[tuple[int, int]], prep: _Prepared, pinned: Pinned, messages: Sequence[Message]
+        self, units: list[tuple[int, int]], prep: _Prepared, pins: list[int]
     ) -> list[bool]:
         """Which units compaction must keep: the floor."""
         n_units = len(units)
@@ -527,7 +528,7 @@ class ContextFitter:
                 keep[u] = True
                 break
         # The caller's pins: hard constraints, structured state.
-        for i in _pinned_indexes(pinned, messages):
+        for i in pins:
             keep[unit_of[i]] = True
         return keep
 

@@ -1,7 +1,194 @@
-"""``otel-ctx dashboards build|push`` (skeleton; the dashboards issue fills it in)."""
+"""``otel-ctx dashboards build|push``: regenerate the shipped dashboards, or upload them to a Grafana.
+
+The generator and the push need the ``dashboards`` extra; they are imported inside the
+commands so ``otel-ctx --help`` works without it.
+
+Exit codes: 0 done, 1 the dashboards are out of date (``build --check``) or Grafana
+refused/failed, 2 a usage or input error.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 app = typer.Typer(no_args_is_help=True, help="Build or push the shipped Grafana dashboards.")
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _fail(command: str, message: str, code: int) -> NoReturn:
+    # Plain echo, not Rich: an error must stay on one line whatever the terminal width.
+    typer.echo(f"otel-ctx dashboards {command}: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _grafana(command: str) -> ModuleType:
+    try:
+        import otel_ctx.grafana as grafana
+    except ImportError as exc:
+        _fail(
+            command,
+            f"the dashboards extra is not installed ({exc.name or exc}); pip install 'otel-ctx[dashboards]'",
+            EXIT_USAGE,
+        )
+    return grafana
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  otel-ctx dashboards build                   # rewrite ./dashboards/*.json\n\n"
+        "  otel-ctx dashboards build --out /etc/grafana/dashboards/otel-ctx\n\n"
+        "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale"
+    )
+)
+def build(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for the dashboard JSON files (created if missing).")
+    ] = Path("dashboards"),
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing; exit 1 if the files differ from what the code generates."),
+    ] = False,
+) -> None:
+    """Generate the Grafana dashboards (JSON for file provisioning) from the names registry."""
+    if out.exists() and not out.is_dir():
+        _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
+    grafana = _grafana("build")
+    console = Console()
+    if check:
+        drift = grafana.check(out)
+        if drift:
+            for item in drift:
+                typer.echo(f"otel-ctx dashboards build: {item.path} {item.problem}", err=True)
+            _fail("build", f"{len(drift)} dashboard file(s) out of date; run: otel-ctx dashboards build --out {out}", 1)
+        console.print(f"[green]✓[/green] {len(grafana.DASHBOARDS)} dashboards in {out} match the generator")
+        return
+    try:
+        written = grafana.write(out)
+    except OSError as exc:
+        _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+    models = grafana.build_dashboards()
+    table = Table(title=f"Dashboards written to {out}", title_justify="left")
+    for column in ("file", "title", "panels", "queries"):
+        table.add_column(column, justify="right" if column in ("panels", "queries") else "left")
+    for path in written:
+        model = models[path.name]
+        panels = [p for p in grafana.iter_panels(model) if p.get("type") != "row"]
+        table.add_row(path.name, model["title"], str(len(panels)), str(len(grafana.queries(model))))
+    console.print(table)
+
+
+def _basic_auth(user: str | None) -> tuple[str, str] | None:
+    if user is None:
+        return None
+    name, sep, password = user.partition(":")
+    if not sep or not name:
+        _fail("push", "--user takes USER:PASSWORD", EXIT_USAGE)
+    return name, password
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  GRAFANA_URL=https://grafana.example.com GRAFANA_TOKEN=glsa_... otel-ctx dashboards push\n\n"
+        "  otel-ctx dashboards push --url http://localhost:3000 --user admin:$GRAFANA_PASSWORD\n\n"
+        "  otel-ctx dashboards push --folder 'LLM agents' --datasource-uid prometheus-prod"
+    )
+)
+def push(
+    url: Annotated[
+        str | None,
+        typer.Option("--url", envvar="GRAFANA_URL", help="Grafana's root URL, e.g. http://localhost:3000."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="GRAFANA_TOKEN",
+            help="Service-account token (Editor role). Never printed.",
+            show_default=False,
+        ),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token.", show_default=False),
+    ] = None,
+    folder: Annotated[str, typer.Option("--folder", help="Folder title, created if missing.")] = "otel-ctx",
+    datasource: Annotated[
+        str, typer.Option("--datasource", help="Name of the Prometheus data source the dashboards open on.")
+    ] = "Prometheus",
+    datasource_uid: Annotated[
+        str | None, typer.Option("--datasource-uid", help="Or its uid (wins over --datasource).")
+    ] = None,
+    ca_cert: Annotated[
+        Path | None, typer.Option("--ca-cert", help="CA bundle to verify Grafana's TLS certificate with.")
+    ] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for each API call.", min=0.1)] = 10.0,
+) -> None:
+    """Upload every dashboard to a Grafana, into a folder, overwriting earlier versions."""
+    if not url:
+        _fail("push", "no Grafana URL: pass --url or set GRAFANA_URL", EXIT_USAGE)
+    if token and user:
+        _fail("push", "pass either --token (GRAFANA_TOKEN) or --user, not both", EXIT_USAGE)
+    if ca_cert is not None and insecure:
+        _fail("push", "--ca-cert and --insecure contradict each other", EXIT_USAGE)
+    if ca_cert is not None and not ca_cert.is_file():
+        _fail("push", f"--ca-cert {ca_cert} is not a file", EXIT_USAGE)
+    grafana = _grafana("push")
+    from otel_ctx.grafana import push as pusher
+
+    basic = _basic_auth(user)
+    if not token and basic is None and "@" not in url.split("//", 1)[-1].split("/", 1)[0]:
+        _fail("push", "no credentials: pass --token (or set GRAFANA_TOKEN) or --user USER:PASSWORD", EXIT_USAGE)
+    try:
+        target = pusher.GrafanaTarget(
+            url=url,
+            token=token or None,
+            basic_auth=basic,
+            verify=False if insecure else (str(ca_cert) if ca_cert is not None else True),
+            timeout=timeout,
+        )
+    except pusher.PushError as exc:
+        _fail("push", str(exc), EXIT_USAGE)
+    try:
+        result = pusher.push(
+            target,
+            grafana.build_dashboards(),
+            folder=folder,
+            datasource=None if datasource_uid else datasource,
+            datasource_uid=datasource_uid,
+        )
+    except pusher.PushError as exc:
+        _fail("push", str(exc), EXIT_USAGE if exc.kind == "usage" else EXIT_FAILED)
+    console = Console()
+    console.print(
+        f"Grafana {result.grafana_version or '(version unknown)'} at {target.display_url}: "
+        f"data source [bold]{result.datasource_name}[/bold] (uid {result.datasource_uid}) found; "
+        f"folder [bold]{result.folder_title}[/bold] "
+        f"{'created' if result.folder_created else 'reused'} (uid {result.folder_uid})"
+    )
+    table = Table(title="Dashboards pushed", title_justify="left")
+    table.add_column("title")
+    table.add_column("uid")
+    table.add_column("version", justify="right")
+    table.add_column("url", overflow="fold")
+    for board in result.dashboards:
+        table.add_row(board.title, board.uid, str(board.version or ""), board.url)
+    console.print(table)
+
+
+def main() -> None:  # pragma: no cover - convenience for ``python -m``
+    app(prog_name="otel-ctx dashboards")
+    sys.exit(0)

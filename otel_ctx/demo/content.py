@@ -131,6 +131,16 @@ TOOLS: list[dict[str, Any]] = [
         ["order_id"],
     ),
     _function(
+        "send_message_to_seller",
+        "Write to the seller on the order's thread; the buyer does not see it. Use for evidence requests.",
+        {
+            "order_id": _ORDER_ID,
+            "message": {"type": "string", "description": "Plain text, no buyer personal data."},
+            "reply_within_hours": {"type": "integer", "description": "Deadline the seller is given, 24-72."},
+        },
+        ["order_id", "message"],
+    ),
+    _function(
         "escalate_to_human",
         "Hand the ticket to a human agent with a summary of the work so far.",
         {

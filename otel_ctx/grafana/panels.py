@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
@@ -19,6 +20,9 @@ from grafana_foundation_sdk.models import prometheus as prom_m
 from otel_ctx import names
 from otel_ctx.grafana import jaeger
 from otel_ctx.grafana import promql as q
+
+#: Any panel builder (timeseries, stat, table, ...): they all build a dashboard panel.
+PanelBuilder = Builder[dash_m.Panel]
 
 DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${" + q.VAR_DATASOURCE + "}")
 #: Tag shared by every shipped dashboard; dashboard links list the others by it.

@@ -321,7 +321,7 @@ class Emitter:
         if attrs is None:
             attrs = self._build_attributes(key)
         record = self._tokens.record
-        for value, component_attrs in zip(component_values(b), attrs.tokens):
+        for value, component_attrs in zip(component_values(b), attrs.tokens, strict=True):
             record(value, component_attrs, context)
         self._utilization.record(b.estimated / b.budget, attrs.utilization, context)
         self._fits.add(1, attrs.fits, context)

@@ -1,0 +1,343 @@
+"""``otel-ctx demo``: the support-desk workload, summarised, inspected or run forever."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from otel_ctx.cli import notes
+from otel_ctx.cli import telemetry as cli_telemetry
+from otel_ctx.cli.console import make_console
+from otel_ctx.cli.errors import CliError
+from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table, summary_table
+from otel_ctx.demo.agent import TicketRun, bare_run, run_ticket
+from otel_ctx.demo.summary import WorkloadSummary
+from otel_ctx.demo.workload import Ticket, make_ticket, tickets
+from otel_ctx.fit import ContextFitter
+from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS
+
+#: ``--inspect`` without a ticket: the first ticket whose run compacted or overflowed.
+INSPECT_AUTO = "auto"
+#: Seconds between status lines in ``--forever`` mode (the compose stack's logs).
+STATUS_EVERY_S = 30.0
+
+HELP = """\
+Run the budget chapter's support-desk workload through the fit engine.
+
+Tickets are order-status questions (about 55%), returns and disputes, with budgets of
+4,000 / 8,000 / 16,000 tokens, real tool payloads (an 11-item order lookup is about
+4,200 tokens) and 1-12 rounds each; some disputes pin more than their budget and
+escalate. The same --seed gives the same tickets.
+
+[bold]Examples[/bold]
+
+  otel-ctx demo                        [dim]# 200 tickets, summary per task type[/dim]
+
+  otel-ctx demo --inspect              [dim]# round-by-round breakdown of a compacted run[/dim]
+
+  otel-ctx demo --inspect T00042       [dim]# ... of ticket 42[/dim]
+
+  otel-ctx demo --seed 3 --tickets 1000 --json
+
+  otel-ctx demo --forever --rate 2 --otlp http://otel-collector:4317
+"""
+
+
+def demo(
+    seed: Annotated[int, typer.Option(help="Workload seed: the same seed gives the same tickets.")] = 1,
+    count: Annotated[int, typer.Option("--tickets", min=1, help="Tickets to run.")] = 200,
+    inspect: Annotated[
+        str | None,
+        typer.Option(
+            "--inspect",
+            metavar="[TICKET]",
+            help="Show the per-round breakdown of one run (ticket id like T00042 or its number; "
+            "default: the first run that compacted).",
+        ),
+    ] = None,
+    otlp: Annotated[
+        str | None,
+        typer.Option(
+            "--otlp",
+            metavar="[URL]",
+            help=f"Export spans and metrics over OTLP (default URL {cli_telemetry.DEFAULT_OTLP_ENDPOINT}, "
+            "or OTEL_EXPORTER_OTLP_ENDPOINT).",
+        ),
+    ] = None,
+    prometheus_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Serve metrics for Prometheus to scrape on this port."),
+    ] = None,
+    prometheus_host: Annotated[
+        str, typer.Option(help="Address of the Prometheus endpoint (0.0.0.0 inside a container).")
+    ] = "127.0.0.1",
+    service_name: Annotated[
+        str | None,
+        typer.Option(help="service.name of the telemetry (default: OTEL_SERVICE_NAME, else otel-ctx-demo)."),
+    ] = None,
+    forever: Annotated[bool, typer.Option("--forever", help="Run tickets until Ctrl-C or SIGTERM.")] = False,
+    rate: Annotated[
+        float | None, typer.Option(min=0.001, help="Tickets per second with --forever (default 1).")
+    ] = None,
+    model: Annotated[str, typer.Option(help="Model whose tokenizer counts the requests.")] = "gpt-4o",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    if rate is not None and not forever:
+        raise CliError("--rate only applies with --forever")
+    if forever and inspect is not None:
+        raise CliError("--inspect and --forever do not go together: inspect one run, or run forever")
+    if otlp == "":
+        raise CliError("--otlp: the URL is empty")
+    out = make_console()
+    err = make_console(stderr=True)
+    fitter = ContextFitter(SUPPORT_DESK, model=model)
+    session = cli_telemetry.start(
+        otlp=otlp,
+        prometheus_port=prometheus_port,
+        prometheus_host=prometheus_host,
+        service_name=service_name,
+        task_types=SUPPORT_DESK,
+    )
+    try:
+        if inspect is not None:
+            _inspect(fitter, session, out, inspect=inspect, seed=seed, count=count, as_json=as_json)
+        elif forever:
+            _forever(fitter, session, out, err, seed=seed, rate=rate or 1.0, as_json=as_json)
+        else:
+            _batch(fitter, session, out, err, seed=seed, count=count, as_json=as_json)
+    finally:
+        session.shutdown()
+
+
+def _batch(
+    fitter: ContextFitter,
+    session: cli_telemetry.TelemetrySession,
+    out: Console,
+    err: Console,
+    *,
+    seed: int,
+    count: int,
+    as_json: bool,
+) -> None:
+    summary = WorkloadSummary(tuple(SUPPORT_DESK))
+    progress = Progress(
+        TextColumn("tickets"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal or as_json,
+    )
+    with progress:
+        task = progress.add_task("tickets", total=count)
+        for ticket in tickets(seed, count):
+            summary.add(run_ticket(fitter, ticket, opener=session.opener))
+            progress.advance(task)
+    if as_json:
+        out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=count)))
+        return
+    out.print(summary_table(summary, out, dict(SUPPORT_DESK_LIMITS)))
+    out.print(
+        "Shares: mean % of the estimated prompt per round. Compacted: rounds that dropped history. "
+        "Overflow: rounds whose pinned floor alone exceeded the budget (the agent escalated). "
+        "p95 util.: estimated ÷ budget.",
+        style="dim",
+    )
+    _footer(out, fitter, session, seed=seed)
+
+
+def _summary_json(
+    summary: WorkloadSummary,
+    fitter: ContextFitter,
+    session: cli_telemetry.TelemetrySession,
+    *,
+    seed: int,
+    count: int | None,
+) -> dict[str, Any]:
+    return {
+        "seed": seed,
+        "tickets": count if count is not None else summary.runs,
+        "model": fitter.model,
+        "encoding": fitter.encoding_name,
+        "encoding_fallback": fitter.encoding_fallback,
+        "telemetry": session.destination,
+        **summary.to_dict(),
+    }
+
+
+def _footer(out: Console, fitter: ContextFitter, session: cli_telemetry.TelemetrySession, *, seed: int) -> None:
+    out.print(f"Seed {seed}. {notes.encoding_note(fitter)} Telemetry: {session.destination}.", style="dim")
+
+
+def parse_ticket(value: str) -> int:
+    """``T00042``, ``t42`` or ``42`` -> 42."""
+    text = value.strip()
+    digits = text[1:] if text[:1] in ("T", "t") else text
+    if not digits.isdigit() or int(digits) < 1:
+        raise CliError(f"--inspect: {value!r} is not a ticket (expected an id like T00042 or a number from 1)")
+    return int(digits)
+
+
+def _choose(fitter: ContextFitter, inspect: str, seed: int, count: int) -> Ticket:
+    if inspect != INSPECT_AUTO:
+        return make_ticket(seed, parse_ticket(inspect))
+    probe = ContextFitter(SUPPORT_DESK, model=fitter.model)
+    for ticket in tickets(seed, count):
+        run = run_ticket(probe, ticket, opener=bare_run)
+        if any(r.outcome != "fit" for r in run.rounds):
+            return ticket
+    return make_ticket(seed, 1)
+
+
+def _inspect(
+    fitter: ContextFitter,
+    session: cli_telemetry.TelemetrySession,
+    out: Console,
+    *,
+    inspect: str,
+    seed: int,
+    count: int,
+    as_json: bool,
+) -> None:
+    ticket = _choose(fitter, inspect, seed, count)
+    run = run_ticket(fitter, ticket, opener=session.opener, keep_results=True)
+    if as_json:
+        out.print_json(json.dumps(inspect_json(run, seed)))
+        return
+    limit = SUPPORT_DESK_LIMITS.get(ticket.task_type)
+    out.print(
+        f"[bold]Ticket {ticket.ticket_id}[/bold] · {ticket.task_type} ({ticket.kind}) · "
+        f"request limit {limit:,} · {len(ticket.rounds)} rounds planned · seed {seed}"
+    )
+    for number, result in enumerate(run.results, start=1):
+        out.print()
+        header = outcome_line(result)
+        header.stylize("bold", 0, 0)
+        line = f"Round {number}: "
+        out.print(line, header, sep="", end="")
+        if result.dropped_indices:
+            out.print(f" (dropped messages {_ranges(result.dropped_indices)})", end="")
+        out.print()
+        out.print(breakdown_table(result.breakdown, out))
+    if run.escalated:
+        out.print(
+            f"\nEscalated to a person at round {len(run.results)}: the pinned floor (original ticket, "
+            "constraints, state and the newest turn) does not fit the budget.",
+            style="bold red",
+        )
+    if run.results:
+        sources = sources_table(run.results[-1].breakdown, out)
+        if sources is not None:
+            out.print("\n[bold]Sources[/bold] (names and data classes only, never text)")
+            out.print(sources)
+    out.print(notes.encoding_note(fitter), style="dim")
+
+
+def inspect_json(run: TicketRun, seed: int) -> dict[str, Any]:
+    t = run.ticket
+    return {
+        "seed": seed,
+        "ticket": t.ticket_id,
+        "task_type": t.task_type,
+        "kind": t.kind,
+        "escalated": run.escalated,
+        "rounds": [
+            {
+                "round": n,
+                "outcome": r.outcome,
+                "dropped_turns": r.dropped_turns,
+                "dropped_indices": list(r.dropped_indices),
+                "capped_tool_results": r.capped_tool_results,
+                "messages_sent": len(r.messages),
+                "breakdown": r.breakdown.to_dict(),
+            }
+            for n, r in enumerate(run.results, start=1)
+        ],
+    }
+
+
+def _ranges(indices: tuple[int, ...]) -> str:
+    """(3, 4, 5, 9) -> '3-5, 9'."""
+    parts: list[str] = []
+    start = prev = indices[0]
+    for i in [*indices[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(parts)
+
+
+@contextmanager
+def _stop_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and the first Ctrl-C finish the current ticket and stop; a second Ctrl-C aborts."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT and stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _forever(
+    fitter: ContextFitter,
+    session: cli_telemetry.TelemetrySession,
+    out: Console,
+    err: Console,
+    *,
+    seed: int,
+    rate: float,
+    as_json: bool,
+) -> None:
+    summary = WorkloadSummary(tuple(SUPPORT_DESK))
+    stop = threading.Event()
+    interval = 1.0 / rate
+    err.print(
+        f"otel-ctx demo: {rate:g} tickets/s until Ctrl-C or SIGTERM; telemetry: {session.destination}",
+        highlight=False,
+    )
+    with _stop_signals(stop):
+        index = 1
+        next_at = last_status = time.monotonic()
+        while not stop.is_set():
+            summary.add(run_ticket(fitter, make_ticket(seed, index), opener=session.opener))
+            index += 1
+            now = time.monotonic()
+            next_at += interval
+            if next_at < now - 5 * interval:
+                next_at = now  # after a stall (a suspended container), resume the rate; no burst
+            if now - last_status >= STATUS_EVERY_S:
+                last_status = now
+                total = summary.total()
+                err.print(
+                    f"otel-ctx demo: {total.runs} tickets, {total.rounds} rounds, {total.compacted} compacted, "
+                    f"{total.overflow} overflowed",
+                    highlight=False,
+                )
+            stop.wait(max(0.0, next_at - now))
+        err.print("otel-ctx demo: stopping; flushing telemetry", highlight=False)
+        session.shutdown()
+    if as_json:
+        out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=None)))
+    else:
+        out.print(summary_table(summary, out, dict(SUPPORT_DESK_LIMITS)))
+        _footer(out, fitter, session, seed=seed)

@@ -1,0 +1,211 @@
+"""``otel-ctx fit``: fit (or only measure) one request pulled out of a log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from otel_ctx.budget import BudgetPolicy
+from otel_ctx.cli import notes
+from otel_ctx.cli.console import make_console
+from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
+from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
+from otel_ctx.cli.request_file import ChatRequest, load_request
+from otel_ctx.errors import InvalidPolicyError, InvalidRequestError, UnknownTaskTypeError
+from otel_ctx.fit import ContextFitter
+from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
+from otel_ctx.result import FitResult
+
+DEFAULT_MODEL = "gpt-4o"
+#: The window assumed when neither --context-length nor a preset says (gpt-4o's).
+DEFAULT_CONTEXT_LENGTH = 128_000
+
+HELP = """\
+Fit or measure one request: an OpenAI chat-completions body (messages, tools).
+
+Prints the breakdown (where the window went, line by line) and what the fit would
+do: cap tool results, drop turns from the middle, or overflow at the pinned floor.
+With --measure nothing is changed: the request is accounted exactly as given.
+
+The budget comes from --task-type (status / returns / dispute: the support-desk
+presets) and the options below; the reserve defaults to the body's
+max_completion_tokens or max_tokens, else 800.
+
+[bold]Examples[/bold]
+
+  otel-ctx fit request.json --task-type returns
+
+  otel-ctx fit request.json --request-limit 8000 --reserve 800 --measure
+
+  otel-ctx fit - --budget 6000 --json < request.json
+
+  otel-ctx fit request.json --task-type dispute --fail-on-overflow -o fitted.json
+"""
+
+
+def fit(
+    request: Annotated[str, typer.Argument(metavar="REQUEST.json|-", help="The request body; - reads stdin.")],
+    task_type: Annotated[
+        str | None,
+        typer.Option(help="Task type; status, returns and dispute use the support-desk presets."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help=f"Model (default: the body's model, else {DEFAULT_MODEL}).")
+    ] = None,
+    context_length: Annotated[int | None, typer.Option(min=1, help="Model context window, tokens.")] = None,
+    request_limit: Annotated[
+        int | None, typer.Option(min=1, help="Per-request ceiling below the window, tokens.")
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Tokens the prompt may spend (the Budget line): sets the request limit to "
+            "budget + reserve + safety margin.",
+        ),
+    ] = None,
+    reserve: Annotated[int | None, typer.Option(min=0, help="Tokens reserved for the answer.")] = None,
+    safety_margin: Annotated[int, typer.Option(min=0, help="Tokens kept free for estimation error.")] = 0,
+    tool_result_cap: Annotated[int | None, typer.Option(min=1, help="Cap per tool result, tokens.")] = None,
+    pin: Annotated[
+        list[int] | None, typer.Option(help="Index of a message never to drop (repeatable).")
+    ] = None,
+    strategy: Annotated[str, typer.Option(help="Compaction order: middle or oldest.")] = "middle",
+    measure: Annotated[
+        bool, typer.Option("--measure", help="Only account the request as given; change nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the fitted request body (messages as they would be sent)."),
+    ] = None,
+    fail_on_overflow: Annotated[
+        bool, typer.Option("--fail-on-overflow", help="Exit 1 when the request overflows its budget.")
+    ] = False,
+) -> None:
+    if budget is not None and request_limit is not None:
+        raise CliError("give --budget or --request-limit, not both (--budget sets the request limit)")
+    if strategy not in ("middle", "oldest"):
+        raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
+    req = load_request(request)
+    policy = build_policy(
+        req,
+        task_type=task_type,
+        context_length=context_length,
+        request_limit=request_limit,
+        budget=budget,
+        reserve=reserve,
+        safety_margin=safety_margin,
+        tool_result_cap=tool_result_cap,
+    )
+    chosen_model = model or req.model or DEFAULT_MODEL
+    mode: Literal["middle", "oldest"] = "oldest" if strategy == "oldest" else "middle"
+    try:
+        fitter = ContextFitter(policy, model=chosen_model, strategy=mode)
+        if measure:
+            result = fitter.measure(req.messages, tools=req.tools, task_type=task_type)
+        else:
+            result = fitter.fit(req.messages, tools=req.tools, task_type=task_type, pinned=pin or None)
+    except (InvalidRequestError, UnknownTaskTypeError) as exc:
+        raise CliError(f"{req.source}: {exc}") from None
+
+    if output is not None:
+        _write_request(output, req, result)
+    if as_json:
+        make_console().print_json(json.dumps(fit_json(result, policy, measure=measure, source=req.source)))
+    else:
+        _print(result, fitter, measure=measure, source=req.source)
+    if fail_on_overflow and result.outcome == "overflow":
+        raise typer.Exit(EXIT_OVERFLOW)
+
+
+def build_policy(
+    req: ChatRequest,
+    *,
+    task_type: str | None,
+    context_length: int | None,
+    request_limit: int | None,
+    budget: int | None,
+    reserve: int | None,
+    safety_margin: int,
+    tool_result_cap: int | None,
+) -> BudgetPolicy:
+    """Preset (if the task type has one) < the body's output limit < explicit options."""
+    preset = SUPPORT_DESK.get(task_type) if task_type is not None else None
+    window = context_length or (preset.context_length if preset else DEFAULT_CONTEXT_LENGTH)
+    reserved = reserve
+    if reserved is None:
+        reserved = req.max_output_tokens
+    if reserved is None:
+        reserved = preset.reserved_output if preset else SUPPORT_DESK_RESERVE
+    limit = request_limit
+    if budget is not None:
+        limit = budget + reserved + safety_margin
+    elif limit is None and preset is not None:
+        limit = preset.request_limit
+    cap = tool_result_cap if tool_result_cap is not None else (preset.tool_result_cap if preset else None)
+    try:
+        return BudgetPolicy(
+            context_length=window,
+            reserved_output=reserved,
+            safety_margin=safety_margin,
+            request_limit=limit,
+            tool_result_cap=cap,
+        )
+    except InvalidPolicyError as exc:
+        raise CliError(f"budget policy: {exc}") from None
+
+
+def fit_json(result: FitResult, policy: BudgetPolicy, *, measure: bool, source: str) -> dict[str, Any]:
+    return {
+        "request": source,
+        "mode": "measure" if measure else "fit",
+        "outcome": result.outcome,
+        "task_type": result.task_type,
+        "model": result.model,
+        "encoding": result.encoding,
+        "calibration": result.calibration,
+        "policy": {
+            "context_length": policy.context_length,
+            "request_limit": policy.request_limit,
+            "reserved_output": policy.reserved_output,
+            "safety_margin": policy.safety_margin,
+            "tool_result_cap": policy.tool_result_cap,
+            "budget": policy.budget,
+        },
+        "dropped_turns": result.dropped_turns,
+        "kept_turns": result.kept_turns,
+        "dropped_messages": result.dropped_messages,
+        "dropped_indices": list(result.dropped_indices),
+        "capped_tool_results": result.capped_tool_results,
+        "messages_sent": len(result.messages),
+        "raw_tokens": result.raw_tokens,
+        "breakdown": result.breakdown.to_dict(),
+    }
+
+
+def _print(result: FitResult, fitter: ContextFitter, *, measure: bool, source: str) -> None:
+    out = make_console()
+    what = "Measured as given (nothing capped or dropped)" if measure else "Fitted"
+    task = f"task type {result.task_type}" if result.task_type else "no task type"
+    out.print(f"[bold]{source}[/bold] · {result.model} · {task} · {what}")
+    out.print(outcome_line(result))
+    out.print(breakdown_table(result.breakdown, out))
+    sources = sources_table(result.breakdown, out)
+    if sources is not None:
+        out.print(sources)
+    if result.dropped_indices:
+        out.print(f"Dropped message indexes: {', '.join(map(str, result.dropped_indices))}", style="dim")
+    out.print(notes.encoding_note(fitter), style="dim")
+
+
+def _write_request(path: Path, req: ChatRequest, result: FitResult) -> None:
+    body = dict(req.body)
+    body["messages"] = result.messages
+    try:
+        path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write the fitted request ({exc.strerror or exc})") from None

@@ -1,0 +1,116 @@
+"""Rich renderings of a breakdown, its sources and a workload summary."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from otel_ctx.breakdown import Breakdown
+from otel_ctx.cli.console import table_box
+from otel_ctx.demo.summary import COMPONENT_LINES, WorkloadSummary
+from otel_ctx.result import FitResult
+
+_ROW_STYLES = {
+    "limit": "",
+    "subtract": "",
+    "total": "bold",
+    "component": "",
+    "role": "dim",
+    "remaining": "bold green",
+}
+_COMPONENT_HEADERS = {
+    "transcript": "Transcript",
+    "tool_schema": "Tool schema",
+    "system_prompt": "System prompt",
+    "skills": "Skills",
+}
+
+
+def breakdown_table(breakdown: Breakdown, console: Console, *, title: str | None = None) -> Table:
+    """The ADR inspector's rows: limit, subtractions, budget, components, estimate, remaining."""
+    table = Table(box=table_box(console), title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("Line", no_wrap=True)
+    table.add_column("Tokens", justify="right", no_wrap=True)
+    table.add_column("Share", justify="right", no_wrap=True)
+    table.add_column("Note")
+    estimated = max(1, breakdown.estimated)
+    for row in breakdown.rows():
+        style = _ROW_STYLES.get(row.kind, "")
+        if row.kind == "remaining" and row.value is not None and row.value < 0:
+            style = "bold white on red"
+        share = ""
+        if row.kind in ("component", "role") and row.value is not None:
+            share = f"{row.value / estimated:.0%}"
+        value = "" if row.value is None else f"{row.value:,}"
+        table.add_row(row.label, value, share, row.note, style=style)
+    return table
+
+
+def sources_table(breakdown: Breakdown, console: Console) -> Table | None:
+    """Every injected source by name, its kind and declared data class, then the strictest."""
+    if not breakdown.sources:
+        return None
+    table = Table(box=table_box(console), show_edge=False, pad_edge=False)
+    table.add_column("Source", no_wrap=True)
+    table.add_column("Kind")
+    table.add_column("Data class")
+    for source in breakdown.sources:
+        table.add_row(source.name, source.kind, source.data_class or "none")
+    effective = breakdown.data_class or "none"
+    table.add_row(Text("effective (strictest)", style="bold"), "", Text(effective, style="bold"))
+    return table
+
+
+def outcome_line(result: FitResult) -> Text:
+    """One sentence on what the fit did."""
+    b = result.breakdown
+    style = {"fit": "green", "compacted": "yellow", "overflow": "bold red"}[result.outcome]
+    text = Text()
+    text.append(result.outcome.upper(), style=style)
+    if result.outcome == "overflow":
+        text.append(f": the pinned floor is {b.overflow:,} tokens over the budget of {b.budget:,}")
+    else:
+        text.append(f": {b.estimated:,} of {b.budget:,} tokens ({b.utilization:.0%})")
+    details = []
+    if result.dropped_turns:
+        details.append(f"dropped {result.dropped_turns} turns ({result.dropped_messages} messages)")
+    if result.capped_tool_results:
+        details.append(f"capped {result.capped_tool_results} tool results")
+    details.append(f"{len(result.messages)} messages sent")
+    text.append("; " + ", ".join(details))
+    return text
+
+
+def summary_table(summary: WorkloadSummary, console: Console, budgets: dict[str, int]) -> Table:
+    """Per task type: runs, rounds, compaction, overflow, mean component shares, p95 utilization."""
+    table = Table(box=table_box(console), show_edge=False, pad_edge=False)
+    table.add_column("Task type", no_wrap=True)
+    table.add_column("Limit", justify="right")
+    table.add_column("Runs", justify="right")
+    table.add_column("Rounds", justify="right")
+    table.add_column("Compacted", justify="right")
+    table.add_column("Overflow", justify="right")
+    for line in COMPONENT_LINES:
+        table.add_column(_COMPONENT_HEADERS[line], justify="right")
+    table.add_column("p95 util.", justify="right")
+    stats = [s for s in summary.by_task.values() if s.runs]
+    total = summary.total()
+    for s in [*stats, total]:
+        is_total = s is total
+        overflow = f"{s.overflow_rate:.1%}"
+        p95 = s.utilization_quantile(0.95)
+        limit = budgets.get(s.task_type)
+        table.add_row(
+            s.task_type,
+            f"{limit:,}" if limit else "",
+            f"{s.runs:,}",
+            f"{s.rounds:,}",
+            f"{s.compacted:,}",
+            Text(overflow, style="red" if s.overflow else ""),
+            *(f"{s.share(line):.0%}" for line in COMPONENT_LINES),
+            Text(f"{p95:.0%}", style="yellow" if p95 > 0.9 else ""),
+            style="bold" if is_total else "",
+            end_section=len(stats) > 0 and s is stats[-1],
+        )
+    return table

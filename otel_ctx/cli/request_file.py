@@ -1,0 +1,98 @@
+"""Reading one chat-completions request body from a file or stdin, with errors a user can act on."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otel_ctx.cli.errors import CliError
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """The parts of an OpenAI chat-completions body the fit needs."""
+
+    source: str
+    body: dict[str, Any]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    model: str | None
+    max_output_tokens: int | None
+
+
+def read_text(path: str) -> tuple[str, str]:
+    """``(label, text)`` of a path, or of stdin for ``-``."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        label = "<stdin>"
+    else:
+        label = path
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            raise CliError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise CliError(f"{path}: is a directory, expected a JSON file") from None
+        except OSError as exc:
+            raise CliError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        return label, data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{label}: not UTF-8 text (byte {exc.start})") from None
+
+
+def parse_request(label: str, text: str) -> ChatRequest:
+    if not text.strip():
+        raise CliError(f"{label}: empty; expected a JSON chat-completions body with 'messages'")
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{label}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(body, dict):
+        raise CliError(
+            f"{label}: expected a JSON object (an OpenAI chat-completions body with 'messages'), "
+            f"got {_json_type(body)}"
+        )
+    if "messages" not in body:
+        raise CliError(f"{label}: no 'messages' key; expected an OpenAI chat-completions body")
+    messages = body["messages"]
+    if not isinstance(messages, list):
+        raise CliError(f"{label}: 'messages' must be a list of messages, got {_json_type(messages)}")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise CliError(f"{label}: 'tools' must be a list of tool definitions, got {_json_type(tools)}")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise CliError(f"{label}: 'model' must be a string, got {_json_type(model)}")
+    max_out: int | None = None
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise CliError(f"{label}: {key!r} must be a non-negative integer, got {value!r}")
+        max_out = value
+        break
+    return ChatRequest(label, body, messages, tools, model, max_out)
+
+
+def load_request(path: str) -> ChatRequest:
+    label, text = read_text(path)
+    return parse_request(label, text)
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return "an object"

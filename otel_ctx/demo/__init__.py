@@ -1,0 +1,28 @@
+"""The support-desk demo workload: deterministic tickets, the agent loop, and its summary.
+
+Used by ``otel-ctx demo`` (and the compose stack's load service) and by the benchmarks.
+It sits outside the fit engine: it only calls the engine's public API.
+"""
+
+from otel_ctx.demo.agent import RoundFitter, RoundStats, RunOpener, TicketRun, bare_run, run_ticket
+from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
+from otel_ctx.demo.summary import TaskStats, WorkloadSummary
+from otel_ctx.demo.workload import TASK_MIX, Round, Ticket, make_ticket, tickets
+
+__all__ = [
+    "SYSTEM_PROMPT",
+    "TASK_MIX",
+    "TOOLS",
+    "Round",
+    "RoundFitter",
+    "RoundStats",
+    "RunOpener",
+    "TaskStats",
+    "Ticket",
+    "TicketRun",
+    "WorkloadSummary",
+    "bare_run",
+    "make_ticket",
+    "run_ticket",
+    "tickets",
+]

@@ -1,0 +1,470 @@
+"""The support-desk workload: tickets as the agent sees them, round by round.
+
+A ticket is the original message (plus, on disputes, the pinned hard constraints and
+structured state) and a sequence of rounds. Each round appends what came back since the
+last request — the assistant's tool calls with their results, or its reply and the
+buyer's follow-up — and the agent fits before every request. The mix follows the budget
+chapter: status questions are about 55% of the queue, then returns and refunds, then
+disputes; some disputes carry a pinned floor (a pasted email thread, constraints and a
+growing state) that no compaction can bring under 16,000 tokens.
+
+Everything is drawn from ``random.Random(f"{seed}:{index}")``: ticket *n* is the same
+whatever the ticket count, so ``--tickets 10`` is a prefix of ``--tickets 1000`` and
+``--forever`` streams the same sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_ctx.demo import payloads
+from otel_ctx.demo.content import SOURCES_BY_TASK
+from otel_ctx.sources import Source
+
+Message = dict[str, Any]
+
+#: Triage mix of the queue (the chapter: status is 55%).
+TASK_MIX: tuple[tuple[str, float], ...] = (("status", 0.55), ("returns", 0.30), ("dispute", 0.15))
+#: Share of disputes whose pinned floor overflows the 16,000 budget (pasted thread, growing state).
+ESCALATING_DISPUTE_SHARE = 0.25
+#: Transcript indexes the agent pins on disputes: hard constraints and structured state.
+DISPUTE_PINNED: tuple[int, ...] = (1, 2)
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """What is appended before one request; ``state`` replaces the pinned state message."""
+
+    appended: tuple[Message, ...]
+    state: Message | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    ticket_id: str
+    task_type: str
+    #: A finer label than the task type ("damage-claim", "escalating-dispute", ...).
+    kind: str
+    opening: tuple[Message, ...]
+    rounds: tuple[Round, ...]
+    snippets: tuple[Source, ...] = ()
+    skills: tuple[Source, ...] = ()
+    pinned: tuple[int, ...] = ()
+    output_tokens: tuple[int, ...] = field(default=())
+
+    def transcripts(self) -> Iterator[list[Message]]:
+        """The transcript before each request (fresh lists; the message dicts are shared)."""
+        opening = list(self.opening)
+        history: list[Message] = []
+        for rnd in self.rounds:
+            if rnd.state is not None:
+                opening[-1] = rnd.state
+            history.extend(rnd.appended)
+            yield [*opening, *history]
+
+
+def _call_id(rng: random.Random) -> str:
+    return "call_" + "".join(rng.choices(string.ascii_letters + string.digits, k=24))
+
+
+def _tool_turn(rng: random.Random, calls: list[tuple[str, dict[str, Any], str]]) -> tuple[Message, ...]:
+    """An assistant message with parallel tool calls, then one result per call, in order."""
+    ids = [_call_id(rng) for _ in calls]
+    assistant: Message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))},
+            }
+            for cid, (name, args, _) in zip(ids, calls)
+        ],
+    }
+    results = tuple({"role": "tool", "tool_call_id": cid, "content": out} for cid, (_, _, out) in zip(ids, calls))
+    return (assistant, *results)
+
+
+def _exchange(rng: random.Random, replies: list[str], follow_ups: list[str]) -> tuple[Message, ...]:
+    return (
+        {"role": "assistant", "content": rng.choice(replies)},
+        {"role": "user", "content": rng.choice(follow_ups)},
+    )
+
+
+_STATUS_OPENINGS = [
+    "Hi, I ordered {item} on {day} (order {oid}) and it still hasn't arrived. The confirmation said "
+    "three to five days. Can you tell me where it is? I need it before the weekend.",
+    "Hello! Where is my order {oid}? Tracking hasn't changed for two days and I'm a bit worried it got "
+    "lost. It's the {item}.",
+    "Order {oid}: the app says 'shipped' since {day} but nothing else. Is it stuck somewhere? Thanks.",
+    "Can you check order {oid} for me? It was supposed to come yesterday. I was home all day and no "
+    "one rang. Did the driver even try? It's {item}, quite big, so I don't want it left outside.",
+]
+_RETURN_OPENINGS = [
+    "Hi, I'd like to return the {item} from order {oid}. It looks nothing like the photos: the colour "
+    "is much darker and the finish feels cheap. How do I send it back and will I get a full refund?",
+    "Hello, order {oid} arrived today but the {item} is the wrong size. I ordered the standard one. "
+    "Can I exchange it, or return it and reorder? I'd rather not pay for shipping twice.",
+    "I changed my mind about the {item} (order {oid}), it's unused and still in the box. What's the "
+    "return process? I bought it on {day}.",
+    "The {item} in order {oid} arrived late, a week after the promised date, and I already bought "
+    "another one locally. I want to return it and get my money back, including shipping.",
+]
+_DISPUTE_OPENINGS = [
+    "I need help with order {oid}. The {item} arrived on {day} with the box crushed and the side panel "
+    "cracked right through. I sent the seller photos the same day. The seller first said it was "
+    "packed perfectly, then offered 20% off if I keep it. I don't want a broken shelf at 80% of the "
+    "price; it cannot even be assembled safely. I want a full refund and for someone to collect it. "
+    "I have photos of the outer box, the inner packaging and the crack. The delivery driver left it "
+    "at the door without ringing, and the tracking says it was signed for, which it wasn't.",
+    "The tracking for order {oid} says delivered and signed, but I never received the {item}. "
+    "Nobody in my building signed for anything that day, I asked all my neighbours. The seller says "
+    "it's not their problem because the carrier confirmed delivery. I paid {amount} EUR and I'm "
+    "being told to just accept it. I want my money back or the item, and I want the carrier to "
+    "show me who signed.",
+]
+_THREAD_LINES = [
+    "Thank you for your message. We have checked with our warehouse and the item left in perfect condition.",
+    "As you can see in the photos I attached, the corner of the box is completely crushed.",
+    "Our packaging is tested for parcel transport and we have not had complaints about this product before.",
+    "I am not asking about your other customers, I am asking about my order, which arrived broken.",
+    "We can offer a partial refund of 20% as a gesture of goodwill if you keep the item.",
+    "A partial refund does not help, the side panel is split and the shelf is not safe to assemble.",
+    "Please contact the carrier directly, the damage must have happened in transit.",
+    "I did contact the carrier, they told me the sender has to open the claim, not the recipient.",
+    "We will open a claim, but we cannot refund before the carrier has assessed the damage.",
+    "It has now been nine days. Nobody from the carrier has come to look at the parcel.",
+    "The marketplace guarantee says I am covered if the item arrives damaged. Why is this taking so long?",
+    "We understand your frustration. The claim reference is pending and we are waiting for an answer.",
+    "I have kept all the packaging as you asked, it is taking up half of my hallway.",
+    "Please do not dispose of anything until the claim is closed, otherwise we cannot claim the damage.",
+    "I am considering a chargeback with my card issuer if this is not resolved this week.",
+]
+_CONSTRAINT_LINES = [
+    "Do not promise a refund before the carrier claim is decided or the 10-day no-scan rule applies.",
+    "The buyer mentioned a chargeback: every statement may be read by the card issuer; stick to facts.",
+    "Do not share the seller's contact details or the buyer's address with either party.",
+    "Any refund above 500 EUR needs a tier-2 approval reference in the note.",
+    "The seller is on a performance plan: log every missed response deadline in the state.",
+    "Photos from the buyer are evidence; reference them by attachment name, never describe faces or homes.",
+    "The buyer asked for German replies in writing; keep amounts in EUR with two decimals.",
+]
+_REPLIES = [
+    "Thanks for waiting. I've checked the order and the carrier's scans; here is what I found and what "
+    "happens next. The parcel left the sorting centre yesterday evening and is on a delivery route today.",
+    "I've looked into this. Your return is eligible and I can create a prepaid label for you now. The "
+    "refund is issued once the carrier scans the parcel, usually within two days of drop-off.",
+    "Thank you for the photos. I've added them to the case and asked the seller to respond within 48 "
+    "hours. I'll keep the case open and update you as soon as there is news.",
+    "I understand. I can't promise the outcome yet, but the carrier has confirmed the damage report and "
+    "the claim is in progress. I'll check again tomorrow morning.",
+]
+_FOLLOW_UPS = [
+    "Thanks. Can you make sure they leave it with a neighbour if I'm not home?",
+    "OK, and when will I actually see the money on my card?",
+    "I've uploaded two more photos of the damage, one of the inside of the box. Is that enough?",
+    "That's not good enough. I've waited over a week already. What exactly happens if the seller "
+    "doesn't answer?",
+    "Can you send the label to my other email address instead? The one on file is my work email.",
+    "The seller just messaged me again saying it's the carrier's fault. Who is responsible here?",
+]
+
+
+def _fill(rng: random.Random, template: str, oid: str) -> str:
+    return template.format(
+        oid=oid,
+        item=rng.choice(payloads._PRODUCTS)[0].lower(),
+        day=rng.choice(["Monday", "Tuesday", "last Thursday", "the 24th"]),
+        amount=f"{rng.uniform(120, 480):.2f}",
+    )
+
+
+def _email_thread(rng: random.Random, lines: int) -> str:
+    """A pasted buyer–seller email thread: the long pinned original ticket of some disputes."""
+    parts = []
+    for n in range(lines):
+        who = "Seller (Nordhaus Living)" if n % 2 else "Me"
+        day = 3 + n // 3
+        body = " ".join(rng.sample(_THREAD_LINES, k=rng.randint(3, 6)))
+        parts.append(f"-----Original Message-----\nFrom: {who}\nDate: 2026-02-{day:02d}\n\n{body}\n")
+    return "\n".join(parts)
+
+
+def _state(ticket_id: str, oid: str, task_type: str, actions: list[str], facts: list[str]) -> Message:
+    state = {
+        "ticket_id": ticket_id,
+        "task_type": task_type,
+        "order_id": oid,
+        "facts": facts,
+        "actions_taken": actions,
+        "open_questions": ["carrier claim outcome", "seller response deadline"],
+    }
+    return {"role": "system", "content": "Structured state (pinned):\n" + json.dumps(state, indent=1)}
+
+
+def _weighted(rng: random.Random, choices: tuple[tuple[str, float], ...]) -> str:
+    x = rng.random()
+    acc = 0.0
+    for name, weight in choices:
+        acc += weight
+        if x < acc:
+            return name
+    return choices[-1][0]
+
+
+def make_ticket(seed: int, index: int) -> Ticket:
+    """Ticket number ``index`` (from 1) of the workload with this seed."""
+    rng = random.Random(f"{seed}:{index}")
+    task_type = _weighted(rng, TASK_MIX)
+    ticket_id = f"T{index:05d}"
+    oid = payloads.order_id(rng)
+    tracking = payloads.tracking_number(rng)
+    customer = f"C-{rng.randint(100000, 999999)}"
+    if task_type == "status":
+        return _status_ticket(rng, ticket_id, oid, tracking, customer)
+    if task_type == "returns":
+        return _returns_ticket(rng, ticket_id, oid, tracking, customer)
+    return _dispute_ticket(rng, ticket_id, oid, tracking, customer)
+
+
+def _finish(
+    rng: random.Random,
+    ticket_id: str,
+    task_type: str,
+    kind: str,
+    opening: tuple[Message, ...],
+    rounds: list[Round],
+    pinned: tuple[int, ...] = (),
+) -> Ticket:
+    snippets, skills = SOURCES_BY_TASK[task_type]
+    return Ticket(
+        ticket_id=ticket_id,
+        task_type=task_type,
+        kind=kind,
+        opening=opening,
+        rounds=tuple(rounds),
+        snippets=snippets,
+        skills=skills,
+        pinned=pinned,
+        output_tokens=tuple(rng.randint(60, 420) for _ in rounds),
+    )
+
+
+def _status_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
+    opening: tuple[Message, ...] = ({"role": "user", "content": _fill(rng, rng.choice(_STATUS_OPENINGS), oid)},)
+    n_rounds = int(_weighted(rng, (("1", 0.15), ("2", 0.25), ("3", 0.35), ("4", 0.25))))
+    carrier = rng.choice(payloads._CARRIERS)
+    later = [
+        Round(
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "get_order",
+                        {"order_id": oid},
+                        payloads.get_order(
+                            rng, oid, items=rng.randint(1, 3), customer_id=customer, tracking=tracking
+                        ),
+                    )
+                ],
+            )
+        ),
+        Round(
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "track_parcel",
+                        {"tracking_number": tracking, "carrier": carrier},
+                        payloads.track_parcel(rng, tracking, scans=rng.randint(6, 43), delivered=False),
+                    )
+                ],
+            )
+        ),
+        Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)),
+    ]
+    rounds = [Round(()), *later[: n_rounds - 1]]
+    return _finish(rng, ticket_id, "status", "order-status", opening, rounds)
+
+
+def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
+    template = rng.choice(_RETURN_OPENINGS)
+    late = "late" in template
+    opening: tuple[Message, ...] = ({"role": "user", "content": _fill(rng, template, oid)},)
+    items = rng.randint(1, 6)
+    reason = "late" if late else rng.choice(["changed_mind", "not_as_described", "wrong_item"])
+    plan: list[Round] = [
+        Round(
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "get_order",
+                        {"order_id": oid},
+                        payloads.get_order(rng, oid, items=items, customer_id=customer, tracking=tracking),
+                    )
+                ],
+            )
+        )
+    ]
+    if late:
+        plan.append(
+            Round(
+                _tool_turn(
+                    rng,
+                    [
+                        (
+                            "track_parcel",
+                            {"tracking_number": tracking, "carrier": "dhl"},
+                            payloads.track_parcel(rng, tracking, scans=rng.randint(25, 45), delivered=True),
+                        )
+                    ],
+                )
+            )
+        )
+    lines = rng.sample(range(1, items + 1), k=min(items, rng.randint(1, 2)))
+    plan.append(
+        Round(
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "check_return_eligibility",
+                        {"order_id": oid, "line_id": f"{oid}-L{line:02d}", "reason": reason},
+                        payloads.check_return_eligibility(rng, oid, line, reason),
+                    )
+                    for line in lines
+                ],
+            )
+        )
+    )
+    plan.append(Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)))
+    plan.append(
+        Round(
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "create_return_label",
+                        {"order_id": oid, "line_ids": [f"{oid}-L{line:02d}" for line in lines]},
+                        payloads.create_return_label(rng, oid),
+                    )
+                ],
+            )
+        )
+    )
+    plan.append(Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)))
+    amount = round(rng.uniform(15, 140), 2)
+    plan.append(
+        Round(
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "issue_refund",
+                        {"order_id": oid, "amount": amount, "reason_code": "return_received"},
+                        payloads.issue_refund(rng, oid, amount),
+                    )
+                ],
+            )
+        )
+    )
+    plan.append(Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)))
+    n_rounds = rng.randint(3, min(8, len(plan) + 1))
+    rounds = [Round(()), *plan[: n_rounds - 1]]
+    return _finish(rng, ticket_id, "returns", "late-delivery" if late else "return", opening, rounds)
+
+
+def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
+    escalating = rng.random() < ESCALATING_DISPUTE_SHARE
+    text = _fill(rng, rng.choice(_DISPUTE_OPENINGS), oid)
+    if escalating:
+        # The buyer pastes the whole email thread with the seller into the ticket.
+        text += "\n\nHere is everything the seller and I wrote so far:\n\n" + _email_thread(rng, 100)
+    constraints = rng.sample(_CONSTRAINT_LINES, k=len(_CONSTRAINT_LINES) if escalating else 3)
+    facts = ["buyer reports damage on arrival", "carrier scan shows signature on delivery"]
+    actions: list[str] = []
+    opening: tuple[Message, ...] = (
+        {"role": "user", "content": text},
+        {"role": "system", "content": "Hard constraints for this ticket:\n- " + "\n- ".join(constraints)},
+        _state(ticket_id, oid, "dispute", actions, facts),
+    )
+    carrier = rng.choice(payloads._CARRIERS)
+    items = rng.randint(6, 11) if escalating else rng.randint(2, 11)
+
+    def order() -> tuple[str, dict[str, Any], str]:
+        return (
+            "get_order",
+            {"order_id": oid},
+            payloads.get_order(rng, oid, items=items, customer_id=customer, tracking=tracking),
+        )
+
+    def parcel() -> tuple[str, dict[str, Any], str]:
+        return (
+            "track_parcel",
+            {"tracking_number": tracking, "carrier": carrier},
+            payloads.track_parcel(rng, tracking, scans=rng.randint(30, 45), delivered=True),
+        )
+
+    def seller() -> tuple[str, dict[str, Any], str]:
+        return ("get_seller_messages", {"order_id": oid}, payloads.get_seller_messages(rng, oid, messages=12))
+
+    steps: list[tuple[tuple[Message, ...], str]] = [
+        (_tool_turn(rng, [order()]), "looked up the order"),
+        (_tool_turn(rng, [parcel()]), "pulled the carrier scan history"),
+        (_tool_turn(rng, [seller()]), "read the buyer-seller thread"),
+        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "asked the buyer for photos"),
+        (
+            _tool_turn(rng, [("get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer))]),
+            "checked the buyer's refund history",
+        ),
+        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "told the buyer the seller has 48 hours"),
+        (
+            _tool_turn(
+                rng,
+                [
+                    (
+                        "check_return_eligibility",
+                        {"order_id": oid, "line_id": f"{oid}-L01", "reason": "damaged"},
+                        payloads.check_return_eligibility(rng, oid, 1, "damaged"),
+                    )
+                ],
+            ),
+            "confirmed the damaged line is returnable",
+        ),
+        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "explained the carrier claim"),
+        # The re-check: order, scans and thread again, in one parallel turn. On an escalating
+        # dispute this newest turn, pinned with everything else, is what overflows the floor.
+        (_tool_turn(rng, [order(), parcel(), seller()]), "re-checked order, scans and thread"),
+        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "summarised both sides for the buyer"),
+        (
+            _tool_turn(
+                rng,
+                [("escalate_to_human", {"summary": "see state", "priority": "high"}, payloads.escalate_to_human(rng))],
+            ),
+            "escalated to tier 2",
+        ),
+    ]
+    n_rounds = 12 if escalating else rng.randint(6, 12)
+    rounds = [Round(())]
+    for appended, action in steps[: n_rounds - 1]:
+        actions = [*actions, action]
+        facts = [*facts, f"round {len(actions) + 1}: {action}"]
+        rounds.append(Round(appended, state=_state(ticket_id, oid, "dispute", actions, facts)))
+    kind = "escalating-dispute" if escalating else "damage-claim"
+    return _finish(rng, ticket_id, "dispute", kind, opening, rounds, pinned=DISPUTE_PINNED)
+
+
+def tickets(seed: int, count: int | None = None, *, start: int = 1) -> Iterator[Ticket]:
+    """Tickets ``start``, ``start + 1``, ... (forever when ``count`` is None)."""
+    index = start
+    while count is None or index < start + count:
+        yield make_ticket(seed, index)
+        index += 1

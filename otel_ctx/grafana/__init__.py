@@ -1,0 +1,31 @@
+"""Grafana dashboards as code, generated from :mod:`otel_ctx.names`, and the push to a Grafana.
+
+Needs the ``dashboards`` extra (``pip install 'otel-ctx[dashboards]'``): the generator
+is built with grafana-foundation-sdk and the push with grafana-client.
+"""
+
+from __future__ import annotations
+
+from otel_ctx.grafana.render import (
+    DASHBOARDS,
+    Drift,
+    build_dashboards,
+    check,
+    iter_panels,
+    queries,
+    render,
+    variable_queries,
+    write,
+)
+
+__all__ = [
+    "DASHBOARDS",
+    "Drift",
+    "build_dashboards",
+    "check",
+    "iter_panels",
+    "queries",
+    "render",
+    "variable_queries",
+    "write",
+]

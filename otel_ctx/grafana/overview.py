@@ -1,0 +1,473 @@
+"""The overview dashboard: what fills the window, when the floor overflowed, per task type and model."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import barchart, bargauge, stat, table, text, timeseries
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.models import common as common_m
+from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import text as text_m
+
+from otel_ctx import names
+from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import panels as p
+from otel_ctx.grafana import promql as q
+
+UID = "otel-ctx-overview"
+TITLE = "otel-ctx · Context budget overview"
+
+#: Overflow share of fits above which a task type turns orange / red.
+OVERFLOW_WARN = 0.01
+OVERFLOW_BAD = 0.05
+
+OUTCOME_COLORS = {names.OUTCOMES[0]: "green", q.COMPACTED: "orange", q.OVERFLOW: "red"}
+
+
+def _overflow_panels() -> list[p.PanelBuilder]:
+    overflow = {q.OUTCOME: q.OVERFLOW}
+    by_task = p.legend(q.TASK_TYPE)
+    rate_stat = (
+        stat.Panel()
+        .title("Overflow rate (time range)")
+        .description(
+            "Share of fits in the selected time range whose pinned floor alone exceeded the budget, "
+            "per task type. An overflowed request was not sent as-is: the agent escalated "
+            "(ContextOverflow) or sent it over budget. Green below "
+            f"{OVERFLOW_WARN:.0%}, orange from {OVERFLOW_WARN:.0%}, red from {OVERFLOW_BAD:.0%}."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RANGE, overflow), by_task, instant=True)))
+        .unit("percentunit")
+        .decimals(1)
+        .thresholds(p.thresholds("green", (OVERFLOW_WARN, "orange"), (OVERFLOW_BAD, "red")))
+        .color_mode(common_m.BigValueColorMode.BACKGROUND)
+        .graph_mode(common_m.BigValueGraphMode.NONE)
+        .text_mode(common_m.BigValueTextMode.VALUE_AND_NAME)
+        .reduce_options(p.reduce_last())
+        .no_value("no fits")
+        .span(6)
+        .height(8)
+    )
+    rate_series = (
+        timeseries.Panel()
+        .title("Overflow rate by task type")
+        .description(
+            "Overflowed fits ÷ all fits per task type, over time. A step up after a deploy usually "
+            "means a bigger system prompt, tool schema or skill set for that task type, or a budget "
+            "that shrank; the dashed line is the red threshold."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RATE, overflow), by_task)))
+        .unit("percentunit")
+        .min(0)
+        .axis_soft_max(OVERFLOW_BAD * 2)
+        .thresholds(p.thresholds("transparent", (OVERFLOW_BAD, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED))
+        .legend(p.legend_table("mean", "max"))
+        .span(9)
+        .height(8)
+    )
+    count = (
+        timeseries.Panel()
+        .title("Overflowed fits (exemplars link to traces)")
+        .description(
+            "How many fits overflowed in each interval, per task type. Exemplars are on: hover a "
+            "diamond and click the trace link (the Prometheus data source's exemplar link to Jaeger) "
+            "to open the run that overflowed. No diamonds? Metrics must reach Prometheus with "
+            "exemplars (Collector → OpenMetrics scrape or remote write)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], **overflow), by_task, exemplar=True
+                )
+            )
+        )
+        .unit("short")
+        .decimals(0)
+        .min(0)
+        .draw_style(common_m.GraphDrawStyle.BARS)
+        .fill_opacity(80)
+        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .legend(p.legend_table("sum"))
+        .span(9)
+        .height(8)
+    )
+    where = (
+        table.Panel()
+        .title("Where floors overflowed: click a row to list the runs in Jaeger")
+        .description(
+            "Overflowed fits in the selected time range per service, task type and model, most "
+            "first (0: overflowed before this range). Click a row: the link opens Jaeger's search "
+            f"for `{names.SPAN_FIT}` spans with `{names.OUTCOME}=overflow` and that task type, in "
+            "that service, over the same time range."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.table_query(
+                    f"sort_desc(\n{q.increase_sum(names.FITS.prometheus, [q.JOB, q.TASK_TYPE, q.MODEL], q.RANGE, **overflow)}\n)"
+                )
+            )
+        )
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="organize",
+                options={"excludeByName": {"Time": True}, "renameByName": {"Value": "overflowed fits"}},
+            )
+        )
+        .decimals(0)
+        .data_links(
+            [
+                dash_b.DashboardLink("List these overflowed runs in Jaeger")
+                .url(
+                    jaeger.overflow_search_url(
+                        "${" + q.VAR_JAEGER_URL + "}",
+                        "${__data.fields." + q.JOB + "}",
+                        {names.TASK_TYPE: "${__data.fields." + q.TASK_TYPE + "}"},
+                    )
+                )
+                .target_blank(True)
+            ]
+        )
+        .span(12)
+        .height(8)
+    )
+    search = (
+        text.Panel()
+        .title("Recent overflowed runs of ${" + q.VAR_SERVICE + "} in Jaeger")
+        .description("One link per selected service: Jaeger's search needs a service name.")
+        .mode(text_m.TextMode.MARKDOWN)
+        .content(_jaeger_markdown())
+        .repeat(q.VAR_SERVICE)
+        .repeat_direction("h")
+        .max_per_row(2)
+        .span(12)
+        .height(8)
+    )
+    return [rate_stat, rate_series, count, where, search]
+
+
+def _jaeger_markdown() -> str:
+    url = jaeger.overflow_search_url(
+        "${" + q.VAR_JAEGER_URL + "}", "${" + q.VAR_SERVICE + ":percentencode}"
+    )
+    return "\n".join(
+        [
+            f"**[Open the overflowed fits of `${{{q.VAR_SERVICE}}}` in Jaeger]({url})** "
+            "(this dashboard's time range, newest first).",
+            "",
+            f"Each hit is one `{names.SPAN_FIT}` span (one round of a run) tagged "
+            f"`{names.OUTCOME}=overflow`, with a `{names.EVENT_FLOOR_OVERFLOW}` event carrying the "
+            "estimate and the budget. Its parent span "
+            f"`{names.SPAN_RUN}` is the whole agent run; the span attributes are the breakdown "
+            f"(`{names.TRANSCRIPT_TOKENS}`, `{names.TOOL_SCHEMA_TOKENS}`, "
+            f"`{names.SYSTEM_PROMPT_TOKENS}`, `{names.SKILLS_TOKENS}` against "
+            f"`{names.BUDGET}`).",
+            "",
+            f"To narrow to one task type, add the tag `{names.TASK_TYPE}=<task type>` in Jaeger's "
+            "search form, or click a row of the table on the left.",
+            "",
+            f"Jaeger UI: `${{{q.VAR_JAEGER_URL}}}` (change it in the *Jaeger UI* box at the top).",
+        ]
+    )
+
+
+def _component_panels() -> list[p.PanelBuilder]:
+    summed = q.one_of(names.SUMMED_COMPONENTS)
+    budget = {q.COMPONENT: names.COMPONENT_BUDGET}
+    stacked = (
+        timeseries.Panel()
+        .title("Which component fills the window: mean tokens per request vs the budget")
+        .description(
+            "Mean tokens per fitted request, stacked by breakdown line: the transcript split by role "
+            f"(`{names.transcript_role_component('tool')}` are tool results), the tool schema, the "
+            "system prompt and injected skills. The stack's top is the mean estimate; the dashed red "
+            "line is the mean budget. Pick one task type for a like-for-like budget: with several "
+            "selected, both are averaged across them."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    q.histogram_mean(names.TOKENS, [q.COMPONENT], **{q.COMPONENT: summed}),
+                    p.legend(q.COMPONENT),
+                ),
+                p.query(q.histogram_mean(names.TOKENS, [], **budget), names.COMPONENT_BUDGET),
+            )
+        )
+        .unit("short")
+        .decimals(0)
+        .min(0)
+        .fill_opacity(60)
+        .line_width(1)
+        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .legend(p.legend_table("mean", "lastNotNull"))
+        .override_by_query(
+            "B",
+            [
+                dash_m.DynamicConfigValue(id_val="custom.stacking", value={"mode": "none", "group": "B"}),
+                dash_m.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
+                dash_m.DynamicConfigValue(id_val="custom.lineWidth", value=2),
+                dash_m.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+                dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
+            ],
+        )
+        .span(16)
+        .height(10)
+    )
+    shares = (
+        bargauge.Panel()
+        .title("Share of the budget by component (time range)")
+        .description(
+            "Each line's mean tokens ÷ the mean budget over the selected time range. `headroom` is "
+            "what was left unused; when the bars add up past 100% the requests overflowed. The "
+            "biggest bar is the first place to cut."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    "(\n"
+                    + q.histogram_mean(
+                        names.TOKENS,
+                        [q.COMPONENT],
+                        q.RANGE,
+                        **{q.COMPONENT: q.one_of((*names.SUMMED_COMPONENTS, names.COMPONENT_HEADROOM))},
+                    )
+                    + "\n)\n/ on() group_left()\n(\n"
+                    + q.histogram_mean(names.TOKENS, [], q.RANGE, **budget)
+                    + "\n)",
+                    p.legend(q.COMPONENT),
+                    instant=True,
+                )
+            )
+        )
+        .unit("percentunit")
+        .decimals(1)
+        .min(0)
+        .max(1)
+        .display_mode(common_m.BarGaugeDisplayMode.GRADIENT)
+        .orientation(common_m.VizOrientation.HORIZONTAL)
+        .reduce_options(p.reduce_last())
+        .thresholds(p.thresholds("green", (0.5, "orange"), (0.8, "red")))
+        .span(8)
+        .height(10)
+    )
+    matrix = (
+        table.Panel()
+        .title("Mean breakdown by task type (time range)")
+        .description(
+            "Mean tokens of every breakdown line, one row per task type: the transcript and its "
+            "split by role, tool schema, system prompt, skills, their sum (`estimated`), the "
+            "`budget` and what it was carved from (`reserved_output`, `safety_margin`), and "
+            "`headroom`/`overflow` (budget minus estimate, split by sign)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.table_query(q.histogram_mean(names.TOKENS, [q.TASK_TYPE, q.COMPONENT], q.RANGE))))
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="groupingToMatrix",
+                options={"columnField": q.COMPONENT, "rowField": q.TASK_TYPE, "valueField": "Value"},
+            )
+        )
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="organize",
+                options={"indexByName": {f"{q.TASK_TYPE}\\{q.COMPONENT}": 0} | _column_order()},
+            )
+        )
+        .unit("short")
+        .decimals(0)
+        .span(24)
+        .height(7)
+    )
+    return [stacked, shares, matrix]
+
+
+def _column_order() -> dict[str, int]:
+    return {component: i + 1 for i, component in enumerate(names.COMPONENTS)}
+
+
+def _utilization_panels() -> list[p.PanelBuilder]:
+    by_task = p.legend(q.TASK_TYPE)
+    quantiles = (
+        timeseries.Panel()
+        .title("Utilization p50 / p95 by task type")
+        .description(
+            "Estimated request tokens ÷ budget. 1.0 (red line) is the budget: p95 near it means one "
+            "request in twenty is being compacted or overflowing. Exemplars on p95 link to traces. "
+            "Quantiles are interpolated inside the histogram's buckets (fine between 0.5 and 1.2)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(q.histogram_quantile(0.5, names.UTILIZATION, [q.TASK_TYPE]), "p50 " + by_task),
+                p.query(
+                    q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]), "p95 " + by_task, exemplar=True
+                ),
+            )
+        )
+        .unit("percentunit")
+        .min(0)
+        .axis_soft_max(1.1)
+        .thresholds(p.thresholds("transparent", (0.9, "orange"), (1.0, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED))
+        .legend(p.legend_table("mean", "max", "lastNotNull"))
+        .span(12)
+        .height(9)
+    )
+    by_round = (
+        barchart.Panel()
+        .title("Mean utilization by round (time range)")
+        .description(
+            "How fast a run fills the window: mean utilization of the 1st, 2nd, … round of a run "
+            "(the last bar collects the rounds past the configured maximum, `N+`). A staircase that "
+            "reaches 100% within a few rounds means compaction starts early; look at what grows "
+            "with the drill-down dashboard."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.table_query(q.histogram_mean(names.UTILIZATION, [q.ROUND], q.RANGE))))
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="organize",
+                options={"excludeByName": {"Time": True}, "renameByName": {"Value": "mean utilization"}},
+            )
+        )
+        .with_transformation(
+            dash_m.DataTransformerConfig(id_val="sortBy", options={"sort": [{"field": q.ROUND}]})
+        )
+        .x_field(q.ROUND)
+        .unit("percentunit")
+        .min(0)
+        .show_value(common_m.VisibilityMode.AUTO)
+        .thresholds(p.thresholds("green", (0.9, "orange"), (1.0, "red")))
+        .color_scheme(dash_b.FieldColor().mode(dash_m.FieldColorModeId.THRESHOLDS))
+        .span(12)
+        .height(9)
+    )
+    return [quantiles, by_round]
+
+
+def _activity_panels() -> list[p.PanelBuilder]:
+    by_task = p.legend(q.TASK_TYPE)
+    fits = (
+        timeseries.Panel()
+        .title("Fits per second by outcome")
+        .description(
+            "Every fitted or observed request, stacked by outcome: `fit` (sent whole), `compacted` "
+            "(history dropped to fit), `overflow` (the pinned floor alone did not fit)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(q.rate_sum(names.FITS.prometheus, [q.OUTCOME]), p.legend(q.OUTCOME))))
+        .unit("ops")
+        .min(0)
+        .fill_opacity(40)
+        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .legend(p.legend_table("mean", "lastNotNull"))
+        .span(8)
+        .height(8)
+    )
+    for outcome, color in OUTCOME_COLORS.items():
+        fits = fits.override_by_name(
+            outcome, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
+        )
+    compactions = (
+        timeseries.Panel()
+        .title("Compactions and dropped turns per second")
+        .description(
+            "Compactions: fits that dropped history to stay under budget. Dropped turns: how many "
+            "turns those compactions removed. Many dropped turns per compaction means runs lose a "
+            "lot of context at once: a bigger budget or a summarizer may answer better."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    q.rate_sum(names.FITS.prometheus, [q.TASK_TYPE], **{q.OUTCOME: q.COMPACTED}),
+                    "compactions · " + by_task,
+                ),
+                p.query(
+                    q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus, [q.TASK_TYPE]), "dropped turns · " + by_task
+                ),
+            )
+        )
+        .unit("ops")
+        .min(0)
+        .legend(p.legend_table("mean", "max"))
+        .span(8)
+        .height(8)
+    )
+    capped = (
+        timeseries.Panel()
+        .title("Capped tool results per second")
+        .description(
+            "Tool results cut to the task type's cap at the tool boundary, before they enter the "
+            "transcript. Steady capping is the cap doing its job; a jump means a tool started "
+            "returning much more (a bigger page, a verbose error)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), by_task)))
+        .unit("ops")
+        .min(0)
+        .legend(p.legend_table("mean", "max"))
+        .span(8)
+        .height(8)
+    )
+    accuracy = (
+        timeseries.Panel()
+        .title("Estimate accuracy: provider-reported ÷ estimated input tokens")
+        .description(
+            "1.0 means the local tiktoken estimate matched what the provider billed. Above 1.0 the "
+            "estimate is low and requests can overflow at the provider although they fit here; the "
+            "calibration factor corrects for it over time. Only runs that record usage appear."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(q.histogram_mean(names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "mean " + by_task),
+                p.query(q.histogram_quantile(0.95, names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "p95 " + by_task),
+            )
+        )
+        .unit("none")
+        .decimals(3)
+        .thresholds(p.thresholds("transparent", (1.02, "orange"), (1.05, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED))
+        .legend(p.legend_table("mean", "max"))
+        .span(24)
+        .height(8)
+    )
+    return [fits, compactions, capped, accuracy]
+
+
+def build() -> dash_b.Dashboard:
+    board = (
+        dash_b.Dashboard(TITLE)
+        .uid(UID)
+        .description(
+            "Where an LLM agent's context window goes, per task type and model, and how often the "
+            "pinned floor overflows the budget. Emitted by otel-ctx."
+        )
+        .tags([p.TAG])
+        .time("now-1h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .tooltip(dash_m.DashboardCursorSync.CROSSHAIR)
+        .editable()
+        .links(p.dashboard_links())
+    )
+    for variable in (*p.variables(), p.jaeger_variable()):
+        board = board.with_variable(variable)
+    sections: list[tuple[str, list[p.PanelBuilder]]] = [
+        ("When the floor overflowed", _overflow_panels()),
+        ("Which component fills the window", _component_panels()),
+        ("Utilization", _utilization_panels()),
+        ("Compaction, caps, throughput and estimate accuracy", _activity_panels()),
+    ]
+    for title, section in sections:
+        board = board.with_row(dash_b.Row(title))
+        for panel in section:
+            board = board.with_panel(panel)
+    return board

@@ -1,0 +1,322 @@
+"""Upload the dashboards to a running Grafana with grafana-client.
+
+The sequence is the one an operator would do by hand: is this a Grafana (health), is
+the Prometheus data source there, make or reuse the folder, then save each dashboard
+with ``overwrite`` so a re-push updates in place (same uid). Every failure becomes a
+:class:`PushError` with one line that says what to do; credentials never appear in
+messages or reprs, however the underlying library words its errors.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import niquests
+import niquests.exceptions
+from grafana_client import GrafanaApi
+from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaTimeoutError
+
+from otel_ctx.errors import OtelCtxError
+from otel_ctx.grafana import promql
+
+DEFAULT_FOLDER = "otel-ctx"
+DEFAULT_DATASOURCE = "Prometheus"
+DEFAULT_TIMEOUT = 10.0
+
+
+class PushError(OtelCtxError):
+    """Pushing failed; ``kind`` says why (``unauthorized``, ``forbidden``, ``not_found``,
+    ``refused``, ``tls``, ``timeout``, ``connection``, ``datasource``, ``server``, ``usage``)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class GrafanaTarget:
+    """Where to push and as whom. Secrets are kept out of ``repr`` (and out of every message)."""
+
+    url: str
+    token: str | None = field(default=None, repr=False)
+    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
+    #: ``True``, ``False`` (no certificate check) or a CA bundle path.
+    verify: bool | str = True
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PushError("usage", f"Grafana URL {self.display_url!r} is not an http(s):// URL with a host")
+        if self.token is not None and self.basic_auth is not None:
+            raise PushError("usage", "give either a token or a user:password, not both")
+
+    @property
+    def display_url(self) -> str:
+        """The URL without any ``user:password@`` part."""
+        parts = urlsplit(self.url)
+        netloc = parts.hostname or ""
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")) or self.url
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host[:port]``: Grafana's dashboard URLs already carry its sub-path."""
+        parts = urlsplit(self.url)
+        netloc = parts.hostname or ""
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        return f"{parts.scheme}://{netloc}"
+
+    def secrets(self) -> list[str]:
+        found = [s for s in (self.token, *(self.basic_auth or ())) if s]
+        parts = urlsplit(self.url)
+        found += [s for s in (parts.password,) if s]
+        return found
+
+
+@dataclass(frozen=True)
+class PushedDashboard:
+    title: str
+    uid: str
+    url: str
+    version: int | None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    grafana_version: str
+    folder_title: str
+    folder_uid: str
+    folder_created: bool
+    datasource_name: str
+    datasource_uid: str
+    dashboards: tuple[PushedDashboard, ...]
+
+
+def _client(target: GrafanaTarget) -> GrafanaApi:
+    parts = urlsplit(target.url)
+    credential: str | tuple[str, str] | None = target.token
+    if target.basic_auth is not None:
+        credential = target.basic_auth
+    elif credential is None and parts.username and parts.password:
+        credential = (parts.username, parts.password)
+    prefix = parts.path.strip("/")
+    return GrafanaApi(
+        auth=credential,
+        host=parts.hostname,
+        port=parts.port,
+        # grafana-client glues the prefix straight onto "api": "grafana/" + "api".
+        url_path_prefix=prefix + "/" if prefix else "",
+        protocol=parts.scheme,
+        verify=target.verify,
+        timeout=target.timeout,
+    )
+
+
+def _one_line(text: object) -> str:
+    return re.sub(r"\s+", " ", str(text)).strip()
+
+
+def _scrub(message: str, target: GrafanaTarget) -> str:
+    for secret in target.secrets():
+        message = message.replace(secret, "***")
+    return message
+
+
+def _is_refused(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or getattr(current, "errno", None) == errno.ECONNREFUSED:
+            return True
+        if "refused" in str(current).lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushError:
+    """Turn whatever grafana-client or niquests raised into one actionable line."""
+    url = target.display_url
+    err: PushError
+    if isinstance(exc, niquests.exceptions.SSLError):
+        found = re.search(r"\] ([^\[\]]+?) \(_ssl\.c:\d+\)", _one_line(exc))
+        reason = found.group(1) if found else "handshake failed"
+        err = PushError(
+            "tls",
+            f"TLS failed talking to {url} while {action} ({reason}); "
+            "check the URL's scheme, or pass --ca-cert PATH (or --insecure to skip verification)",
+        )
+    elif isinstance(exc, GrafanaTimeoutError | niquests.exceptions.Timeout):
+        err = PushError("timeout", f"Grafana at {url} did not answer within {target.timeout:g}s while {action}")
+    elif isinstance(exc, niquests.exceptions.ConnectionError) or (
+        isinstance(exc, GrafanaException) and exc.status_code == 0
+    ):
+        if _is_refused(exc):
+            err = PushError("refused", f"cannot connect to Grafana at {url}: connection refused (is it running?)")
+        else:
+            err = PushError("connection", f"cannot connect to Grafana at {url}: {_one_line(exc)[:200]}")
+    elif isinstance(exc, GrafanaException):
+        status = exc.status_code
+        if status == 401:
+            err = PushError(
+                "unauthorized",
+                f"Grafana at {url} rejected the credentials (401 Unauthorized) while {action}; "
+                "check --token / GRAFANA_TOKEN or --user",
+            )
+        elif status == 403:
+            err = PushError(
+                "forbidden",
+                f"Grafana at {url} refused {action} (403 Forbidden); the token or user needs the "
+                "Editor role (folders and dashboards write) in this organization",
+            )
+        elif status == 404:
+            err = PushError(
+                "not_found",
+                f"Grafana at {url} answered 404 Not Found while {action}; is the URL Grafana's root "
+                "(with its sub-path, if it is served under one)?",
+            )
+        elif isinstance(exc, GrafanaClientError):
+            err = PushError("server", f"Grafana at {url} rejected {action} ({status}): {_one_line(exc)[:200]}")
+        else:
+            err = PushError("server", f"Grafana at {url} failed while {action} ({status}): {_one_line(exc)[:200]}")
+    else:
+        err = PushError("connection", f"talking to Grafana at {url} failed while {action}: {_one_line(exc)[:200]}")
+    return PushError(err.kind, _scrub(str(err), target))
+
+
+def _status(exc: BaseException) -> int | None:
+    return exc.status_code if isinstance(exc, GrafanaException) else None
+
+
+_CALL_ERRORS = (GrafanaException, niquests.exceptions.RequestException)
+
+
+def _datasource(
+    api: GrafanaApi, target: GrafanaTarget, name: str | None, uid: str | None
+) -> tuple[str, str]:
+    wanted = f"uid {uid!r}" if uid else f"name {name!r}"
+    try:
+        found = api.datasource.get_datasource_by_uid(uid) if uid else api.datasource.get_datasource_by_name(name)
+    except _CALL_ERRORS as exc:
+        if _status(exc) != 404:
+            raise _explain(exc, "looking up the data source", target) from None
+        others = _prometheus_datasources(api)
+        hint = f"Prometheus data sources there: {', '.join(others)}" if others else "it has no Prometheus data source"
+        raise PushError(
+            "datasource",
+            f"Grafana at {target.display_url} has no data source with {wanted}; {hint}. "
+            "Pass --datasource NAME or --datasource-uid UID (or add the data source first)",
+        ) from None
+    kind = str(found.get("type", ""))
+    if kind != "prometheus":
+        raise PushError(
+            "datasource",
+            f"data source with {wanted} in Grafana at {target.display_url} is of type {kind!r}, not "
+            "'prometheus'; the dashboards query PromQL",
+        )
+    return str(found.get("name", name or "")), str(found.get("uid", uid or ""))
+
+
+def _prometheus_datasources(api: GrafanaApi) -> list[str]:
+    try:
+        listed = api.datasource.list_datasources()
+    except _CALL_ERRORS:
+        return []
+    return sorted(f"{d.get('name')} (uid {d.get('uid')})" for d in listed if d.get("type") == "prometheus")
+
+
+def _folder(api: GrafanaApi, target: GrafanaTarget, title: str) -> tuple[str, bool]:
+    try:
+        folders = api.folder.get_all_folders()
+    except _CALL_ERRORS as exc:
+        raise _explain(exc, "listing folders", target) from None
+    for folder in folders:
+        if folder.get("title") == title:
+            return str(folder["uid"]), False
+    try:
+        created = api.folder.create_folder(title, uid=_slug(title))
+    except _CALL_ERRORS as exc:
+        raise _explain(exc, f"creating folder {title!r}", target) from None
+    return str(created["uid"]), True
+
+
+def _slug(title: str) -> str:
+    slug = re.sub(r"[^a-zA-Z0-9_-]+", "-", title).strip("-").lower()
+    return slug[:40] or "otel-ctx"
+
+
+def prepare(model: Mapping[str, Any], datasource_name: str, datasource_uid: str) -> dict[str, Any]:
+    """A copy of ``model`` ready to save: no numeric ``id``, the data source variable preset."""
+    board = copy.deepcopy(dict(model))
+    board.pop("id", None)
+    for variable in (board.get("templating") or {}).get("list") or ():
+        if variable.get("type") == "datasource" and variable.get("name") == promql.VAR_DATASOURCE:
+            variable["current"] = {"text": datasource_name, "value": datasource_uid}
+    return board
+
+
+def push(
+    target: GrafanaTarget,
+    dashboards: Mapping[str, Mapping[str, Any]],
+    *,
+    folder: str = DEFAULT_FOLDER,
+    datasource: str | None = DEFAULT_DATASOURCE,
+    datasource_uid: str | None = None,
+    message: str = "otel-ctx dashboards push",
+) -> PushResult:
+    """Check the data source, make or reuse ``folder``, save every dashboard with overwrite.
+
+    Nothing is uploaded unless the data source check passed. The caller's models are not
+    changed (each is copied before the data source variable is preset).
+    """
+    if not folder.strip():
+        raise PushError("usage", "the folder title is empty")
+    if not datasource and not datasource_uid:
+        raise PushError("usage", "name the Prometheus data source (--datasource NAME or --datasource-uid UID)")
+    api = _client(target)
+    try:
+        # /api/health answers without credentials: it tells "not a Grafana" (404) and
+        # "unreachable" apart from "wrong credentials", which the next call finds out.
+        health = api.client.GET("/health")
+    except _CALL_ERRORS as exc:
+        raise _explain(exc, "checking its health", target) from None
+    version = str(health.get("version", "")) if isinstance(health, dict) else ""
+    ds_name, ds_uid = _datasource(api, target, datasource, datasource_uid)
+    folder_uid, created = _folder(api, target, folder)
+    pushed = []
+    for model in dashboards.values():
+        board = prepare(model, ds_name, ds_uid)
+        title = str(board.get("title", ""))
+        try:
+            saved = api.dashboard.update_dashboard(
+                {"dashboard": board, "folderUid": folder_uid, "overwrite": True, "message": message}
+            )
+        except _CALL_ERRORS as exc:
+            raise _explain(exc, f"saving dashboard {title!r}", target) from None
+        pushed.append(
+            PushedDashboard(
+                title=title,
+                uid=str(saved.get("uid", board.get("uid", ""))),
+                url=target.origin + str(saved.get("url", "")),
+                version=saved.get("version"),
+            )
+        )
+    return PushResult(
+        grafana_version=version,
+        folder_title=folder,
+        folder_uid=folder_uid,
+        folder_created=created,
+        datasource_name=ds_name,
+        datasource_uid=ds_uid,
+        dashboards=tuple(pushed),
+    )

@@ -1,0 +1,266 @@
+"""The per-task-type drill-down: one task type at a time, round by round and at the tail."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import barchart, heatmap, stat, timeseries
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import heatmap as heatmap_b
+from grafana_foundation_sdk.models import common as common_m
+from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import prometheus as prom_m
+
+from otel_ctx import names
+from otel_ctx.grafana import overview
+from otel_ctx.grafana import panels as p
+from otel_ctx.grafana import promql as q
+
+UID = "otel-ctx-task-type"
+TITLE = "otel-ctx · Task type drill-down"
+
+
+def _stat(title: str, description: str, expr: str, unit: str, steps: tuple[tuple[float, str], ...] = ()) -> stat.Panel:
+    return (
+        stat.Panel()
+        .title(title)
+        .description(description)
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(expr, instant=True)))
+        .unit(unit)
+        .thresholds(p.thresholds("green" if steps else "blue", *steps))
+        .color_mode(common_m.BigValueColorMode.VALUE)
+        .graph_mode(common_m.BigValueGraphMode.NONE)
+        .reduce_options(p.reduce_last())
+        .span(4)
+        .height(4)
+    )
+
+
+def _glance() -> list[p.PanelBuilder]:
+    overflow = {q.OUTCOME: q.OVERFLOW}
+    compacted = {q.OUTCOME: q.COMPACTED}
+    return [
+        _stat(
+            "Fits per second",
+            "Fitted or observed requests per second over the selected time range.",
+            q.rate_sum(names.FITS.prometheus, window=q.RANGE),
+            "ops",
+        ),
+        _stat(
+            "Overflow rate",
+            "Share of fits whose pinned floor alone exceeded the budget (time range).",
+            q.ratio(names.FITS, [], q.RANGE, overflow),
+            "percentunit",
+            ((overview.OVERFLOW_WARN, "orange"), (overview.OVERFLOW_BAD, "red")),
+        ),
+        _stat(
+            "Compaction rate",
+            "Share of fits that dropped history to fit (time range).",
+            q.ratio(names.FITS, [], q.RANGE, compacted),
+            "percentunit",
+            ((0.25, "orange"), (0.5, "red")),
+        ),
+        _stat(
+            "p95 utilization",
+            "95th percentile of estimate ÷ budget over the time range; 100% is the budget.",
+            q.histogram_quantile(0.95, names.UTILIZATION, window=q.RANGE),
+            "percentunit",
+            ((0.9, "orange"), (1.0, "red")),
+        ),
+        _stat(
+            "Mean budget (tokens)",
+            "min(context length, request limit) − reserved output − safety margin, averaged over fits.",
+            q.histogram_mean(names.TOKENS, [], q.RANGE, **{q.COMPONENT: names.COMPONENT_BUDGET}),
+            "short",
+        ),
+        _stat(
+            "Estimate accuracy",
+            "Mean provider-reported ÷ estimated input tokens; above 1.0 the estimate is low.",
+            q.histogram_mean(names.ESTIMATE_ACCURACY, [], q.RANGE),
+            "none",
+            ((1.02, "orange"), (1.05, "red")),
+        ),
+    ]
+
+
+def _growth() -> list[p.PanelBuilder]:
+    summed = {q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)}
+    rounds = (
+        barchart.Panel()
+        .title("What grows round by round: mean tokens per component by round (time range)")
+        .description(
+            "One stacked bar per round of a run (1st, 2nd, …, `N+`), split by breakdown line. The "
+            "part that grows from bar to bar is what fills the window as a run goes on: usually "
+            f"`{names.transcript_role_component('tool')}` (tool results) or "
+            f"`{names.transcript_role_component('assistant')}` (tool calls and answers)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.table_query(q.histogram_mean(names.TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed))))
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="groupingToMatrix",
+                options={"columnField": q.COMPONENT, "rowField": q.ROUND, "valueField": "Value"},
+            )
+        )
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="sortBy", options={"sort": [{"field": f"{q.ROUND}\\{q.COMPONENT}"}]}
+            )
+        )
+        .x_field(f"{q.ROUND}\\{q.COMPONENT}")
+        .stacking(common_m.StackingMode.NORMAL)
+        .unit("short")
+        .decimals(0)
+        .legend(p.legend_table())
+        .span(12)
+        .height(10)
+    )
+    tail = (
+        timeseries.Panel()
+        .title("The heavy requests: p95 tokens per component")
+        .description(
+            "95th percentile of each breakdown line: what is big when a request is big. A line far "
+            "above its mean (left) is spiky, e.g. an occasional huge tool result or skill; caps and "
+            "per-skill limits help there more than a bigger budget."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    q.histogram_quantile(0.95, names.TOKENS, [q.COMPONENT], **summed),
+                    p.legend(q.COMPONENT),
+                )
+            )
+        )
+        .unit("short")
+        .decimals(0)
+        .min(0)
+        .legend(p.legend_table("mean", "max"))
+        .span(12)
+        .height(10)
+    )
+    return [rounds, tail]
+
+
+def _edge() -> list[p.PanelBuilder]:
+    util = (
+        heatmap.Panel()
+        .title("Utilization distribution over time")
+        .description(
+            "How many fits landed in each utilization bucket per interval (darker: more). A band "
+            "hugging 100% is compaction working at the edge; anything above 100% overflowed."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    f"sum by ({q.LE}) (increase({q.selector(names.UTILIZATION.series('_bucket'))}[{q.RATE}]))",
+                    p.legend(q.LE),
+                    fmt=prom_m.PromQueryFormat.HEATMAP,
+                )
+            )
+        )
+        .calculate(False)
+        .y_axis(heatmap_b.YAxisConfig().unit("percentunit"))
+        .span(12)
+        .height(9)
+    )
+    headroom = (
+        timeseries.Panel()
+        .title("Headroom left: p5 and p50 (tokens)")
+        .description(
+            "Budget minus estimate, for the tightest 5% of fits and the median. p5 at 0 means at "
+            "least one request in twenty is at (or over) the budget."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    q.histogram_quantile(0.05, names.TOKENS, **{q.COMPONENT: names.COMPONENT_HEADROOM}),
+                    "p5 headroom",
+                ),
+                p.query(
+                    q.histogram_quantile(0.5, names.TOKENS, **{q.COMPONENT: names.COMPONENT_HEADROOM}),
+                    "p50 headroom",
+                ),
+            )
+        )
+        .unit("short")
+        .decimals(0)
+        .min(0)
+        .legend(p.legend_table("mean", "min"))
+        .span(12)
+        .height(9)
+    )
+    outcomes = (
+        timeseries.Panel()
+        .title("Outcomes per second")
+        .description("Fits by outcome, stacked: `fit`, `compacted`, `overflow`.")
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(q.rate_sum(names.FITS.prometheus, [q.OUTCOME]), p.legend(q.OUTCOME))))
+        .unit("ops")
+        .min(0)
+        .fill_opacity(40)
+        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .span(12)
+        .height(8)
+    )
+    for outcome, color in overview.OUTCOME_COLORS.items():
+        outcomes = outcomes.override_by_name(
+            outcome, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
+        )
+    per_compaction = (
+        timeseries.Panel()
+        .title("Turns dropped per compaction")
+        .description(
+            "Dropped turns ÷ compacted fits: how much history one compaction throws away. Rising "
+            "means the budget is getting tighter relative to the floor (system prompt, tools, "
+            "skills, pinned turns)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    f"{q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus)}\n/\n"
+                    f"({q.rate_sum(names.FITS.prometheus, **{q.OUTCOME: q.COMPACTED})} > 0)",
+                    "turns per compaction",
+                )
+            )
+        )
+        .unit("short")
+        .decimals(1)
+        .min(0)
+        .span(12)
+        .height(8)
+    )
+    return [util, headroom, outcomes, per_compaction]
+
+
+def build() -> dash_b.Dashboard:
+    board = (
+        dash_b.Dashboard(TITLE)
+        .uid(UID)
+        .description(
+            "One task type at a time: what grows round by round, the heavy tail of each breakdown "
+            "line, and how close requests come to the budget."
+        )
+        .tags([p.TAG])
+        .time("now-1h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .tooltip(dash_m.DashboardCursorSync.CROSSHAIR)
+        .editable()
+        .links(p.dashboard_links())
+    )
+    for variable in (*p.variables(multi_task_type=False), p.jaeger_variable()):
+        board = board.with_variable(variable)
+    sections: list[tuple[str, list[p.PanelBuilder]]] = [
+        ("${" + q.VAR_TASK_TYPE + "} at a glance", _glance()),
+        ("What fills the window", _growth()),
+        ("How close to the edge", _edge()),
+    ]
+    for title, section in sections:
+        board = board.with_row(dash_b.Row(title))
+        for panel in section:
+            board = board.with_panel(panel)
+    return board

@@ -1,0 +1,304 @@
+"""Observe-only: the breakdown of a request someone else trimmed, emitted like a fit.
+
+For agents that keep their own trimming (LangChain ``trim_messages``, hand-written
+code): :func:`observe` measures a request exactly as it will be sent and changes
+nothing; :func:`observed` wraps any callable that returns messages (or a FitResult)
+so every call is measured and emitted.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+from otel_ctx import names
+from otel_ctx.budget import BudgetPolicy
+from otel_ctx.result import FitResult, Message
+from otel_ctx.sources import SourcesLike
+from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
+from otel_ctx.telemetry.run import Run, current_run
+
+if TYPE_CHECKING:
+    from otel_ctx.fit import ContextFitter
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_FITTERS: OrderedDict[Hashable, ContextFitter] = OrderedDict()
+_FITTERS_LOCK = threading.Lock()
+_FITTER_CACHE_SIZE = 32
+
+
+def fitter_for(
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter, model: str
+) -> ContextFitter:
+    """A fitter for ``policy`` and ``model``, reused across calls so its token cache stays warm
+    (the next round of a conversation then costs only its new messages)."""
+    from otel_ctx.fit import ContextFitter
+
+    if isinstance(policy, ContextFitter):
+        return policy
+    key: Hashable
+    if isinstance(policy, BudgetPolicy):
+        key = (policy, model)
+    elif isinstance(policy, Mapping):
+        key = (tuple(sorted(policy.items())), model)
+    else:
+        from otel_ctx.errors import InvalidPolicyError
+
+        raise InvalidPolicyError(
+            "policy",
+            f"must be a BudgetPolicy, a mapping of them or a ContextFitter, got {type(policy).__name__}",
+        )
+    with _FITTERS_LOCK:
+        fitter = _FITTERS.get(key)
+        if fitter is not None:
+            _FITTERS.move_to_end(key)
+            return fitter
+    fitter = ContextFitter(policy, model=model)
+    with _FITTERS_LOCK:
+        _FITTERS[key] = fitter
+        while len(_FITTERS) > _FITTER_CACHE_SIZE:
+            _FITTERS.popitem(last=False)
+    return fitter
+
+
+def observe(
+    messages: Sequence[Any],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    system_prompt: str | None = None,
+    snippets: SourcesLike = None,
+    skills: SourcesLike = None,
+    task_type: str | None,
+    model: str,
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter,
+    emitter: Emitter | None = None,
+) -> FitResult:
+    """Measure and emit the breakdown of a request exactly as it will be sent; change nothing.
+
+    Inside a :func:`run`, this is the run's next round; elsewhere the span attaches to
+    the current span. Invalid input raises the fit engine's typed errors.
+    LangChain message objects are accepted and converted to chat-completions dicts.
+    """
+    fitter = fitter_for(policy, model)
+    msgs = as_chat_messages(messages)
+
+    def call() -> FitResult:
+        return fitter.measure(
+            msgs,
+            tools=tools,
+            system_prompt=system_prompt,
+            snippets=snippets,
+            skills=skills,
+            task_type=task_type,
+        )
+
+    active = current_run()
+    em = emitter or (active.emitter if active is not None else default_emitter())
+    if active is not None:
+        result = em.instrument(
+            call,
+            round_number=active.next_round(),
+            mode=MODE_OBSERVE,
+            model=model,
+            known_task_types=fitter.task_types,
+            parent=active.parent_context(),
+            extra=active.span_extra,
+        )
+        active.last_result = result
+        return result
+    return em.instrument(
+        call, round_number=1, mode=MODE_OBSERVE, model=model, known_task_types=fitter.task_types
+    )
+
+
+def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
+    """Chat-completions dicts as they are; LangChain ``BaseMessage`` objects converted."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        from otel_ctx.errors import InvalidRequestError
+
+        raise InvalidRequestError("messages", f"must be a list of messages, got {type(messages).__name__}")
+    if all(isinstance(m, dict) for m in messages):
+        return list(messages)
+    try:
+        from langchain_core.messages import convert_to_openai_messages
+    except ImportError:
+        from otel_ctx.errors import InvalidRequestError
+
+        bad = next(i for i, m in enumerate(messages) if not isinstance(m, dict))
+        raise InvalidRequestError(
+            f"messages[{bad}]", f"must be a dict, got {type(messages[bad]).__name__}"
+        ) from None
+    converted = convert_to_openai_messages(list(messages))
+    return list(converted) if isinstance(converted, list) else [converted]
+
+
+@overload
+def observed(
+    fn: Callable[P, R],
+    *,
+    task_type: str | None = ...,
+    model: str | None = ...,
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = ...,
+    tools: Sequence[Mapping[str, Any]] | None = ...,
+    system_prompt: str | None = ...,
+    emitter: Emitter | None = ...,
+) -> Callable[P, R]: ...
+
+
+@overload
+def observed(
+    fn: None = ...,
+    *,
+    task_type: str | None = ...,
+    model: str | None = ...,
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = ...,
+    tools: Sequence[Mapping[str, Any]] | None = ...,
+    system_prompt: str | None = ...,
+    emitter: Emitter | None = ...,
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def observed(
+    fn: Callable[P, R] | None = None,
+    *,
+    task_type: str | None = None,
+    model: str | None = None,
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    system_prompt: str | None = None,
+    emitter: Emitter | None = None,
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Wrap a fit callable so each call is emitted as a round; its return value is unchanged.
+
+    * ``observed(fitter.fit)``: an instrumented fit (the FitResult is emitted as is);
+    * ``observed(my_trim, policy=..., task_type=..., model=...)`` or as a decorator: the
+      messages it returns (dicts or LangChain messages) are measured with ``policy`` plus
+      the given ``tools`` and ``system_prompt``, and emitted in observe mode.
+
+    Inside a :func:`run` each call is the run's next round (and the run's fitter, task
+    type and model are the defaults). A failure to measure what the callable returned is
+    logged on ``otel_ctx.telemetry``; the caller always gets the callable's own result.
+    Coroutine functions get an async wrapper.
+    """
+    if fn is None:
+        return lambda f: observed(
+            f,
+            task_type=task_type,
+            model=model,
+            policy=policy,
+            tools=tools,
+            system_prompt=system_prompt,
+            emitter=emitter,
+        )
+    watcher = _Watcher(fn, task_type, model, policy, tools, system_prompt, emitter)
+    if inspect.iscoroutinefunction(fn):
+        afn: Callable[P, Awaitable[Any]] = fn
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+            start = time.time_ns()
+            out = await afn(*args, **kwargs)
+            watcher.emit(out, start)
+            return out
+
+        return async_wrapper  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        start = time.time_ns()
+        out = fn(*args, **kwargs)
+        watcher.emit(out, start)
+        return out
+
+    return wrapper
+
+
+class _Watcher:
+    """What :func:`observed` knows about the callable it wraps."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        task_type: str | None,
+        model: str | None,
+        policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None,
+        tools: Sequence[Mapping[str, Any]] | None,
+        system_prompt: str | None,
+        emitter: Emitter | None,
+    ) -> None:
+        from otel_ctx.fit import ContextFitter
+
+        owner = getattr(fn, "__self__", None)  # observed(fitter.fit): the bound fitter
+        self.bound_fitter = owner if isinstance(owner, ContextFitter) else None
+        self.task_type = task_type
+        self.model = model
+        self.policy = policy
+        self.tools = tools
+        self.system_prompt = system_prompt
+        self.emitter = emitter
+
+    def emit(self, out: object, start_time: int) -> None:
+        try:
+            self._emit(out, start_time)
+        except Exception as exc:
+            log_failure("observing a wrapped fit callable", exc)
+
+    def _emit(self, out: object, start_time: int) -> None:
+        active = current_run()
+        if isinstance(out, FitResult):
+            result, mode = out, MODE_FIT
+            fitter = self.bound_fitter
+        else:
+            fitter = self._fitter(active)
+            if fitter is None:
+                raise LookupError(
+                    "observed(): the callable returned messages but no policy was given and no run is active"
+                )
+            task = self.task_type if self.task_type is not None else (active.task_type if active else None)
+            result = fitter.measure(
+                as_chat_messages(out),  # type: ignore[arg-type]
+                tools=self.tools,
+                system_prompt=self.system_prompt,
+                task_type=task,
+            )
+            mode = MODE_OBSERVE
+        known = fitter.task_types if fitter is not None else ()
+        model = self.model or (active.model if active is not None else None) or result.model
+        em = self.emitter or (active.emitter if active is not None else default_emitter())
+        if active is not None:
+            round_number = active.next_round()
+            parent = active.parent_context()
+            extra = active.span_extra
+            active.last_result = result
+        else:
+            round_number, parent, extra = 1, None, None
+        name = _span_name(mode)
+        span = em.tracer.start_span(name, context=parent, start_time=start_time)
+        em.emit(
+            result,
+            span=span,
+            round_number=round_number,
+            mode=mode,
+            model=model,
+            known_task_types=known,
+            extra=extra,
+        )
+
+    def _fitter(self, active: Run | None) -> ContextFitter | None:
+        if self.policy is not None:
+            model = self.model or (active.model if active is not None else None) or "gpt-4o"
+            return fitter_for(self.policy, model)
+        if self.bound_fitter is not None:
+            return self.bound_fitter
+        return active.fitter if active is not None else None
+
+
+def _span_name(mode: str) -> str:
+    return names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT

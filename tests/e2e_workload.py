@@ -1,0 +1,92 @@
+"""The support-desk workload behind a Prometheus scrape endpoint, for the end-to-end test.
+
+Run as a subprocess by ``tests/test_e2e_prometheus.py``: it sets up otel-ctx's own
+telemetry (``exporter="prometheus"``), runs demo tickets through ``otel_ctx.run`` for a
+bounded time (disputes whose pinned floor overflows included), writes what it did as
+JSON, then keeps serving the metrics until it is terminated, so Prometheus can take the
+final scrape the test compares against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
+from otel_ctx.telemetry import configure, run
+
+MODEL = "gpt-4o"
+AGENT = "support-desk"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--service", required=True)
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long to run tickets")
+    parser.add_argument("--rate", type=float, default=25.0, help="tickets per second at most")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--report", type=Path, required=True, help="JSON written when the tickets stop")
+    parser.add_argument("--linger", type=float, default=120.0, help="serve metrics this long after")
+    args = parser.parse_args(argv)
+
+    handle = configure(
+        exporter="prometheus",
+        service_name=args.service,
+        prometheus_port=args.port,
+        prometheus_host="127.0.0.1",
+    )
+    if handle.prometheus_address is None:
+        print(f"cannot serve metrics on 127.0.0.1:{args.port}", file=sys.stderr)
+        return 2
+    fitter = ContextFitter(SUPPORT_DESK, model=MODEL)
+
+    @contextmanager
+    def observed(fitter: ContextFitter, ticket: Ticket) -> Iterator[RoundFitter]:
+        with run(
+            fitter,
+            task_type=ticket.task_type,
+            conversation_id=ticket.ticket_id,
+            agent_name=AGENT,
+            model=MODEL,
+        ) as r:
+            yield r
+
+    fits: Counter[tuple[str, str]] = Counter()
+    escalated = 0
+    ticket_count = 0
+    deadline = time.monotonic() + args.seconds
+    for ticket in tickets(args.seed):
+        started = time.monotonic()
+        if started >= deadline:
+            break
+        result = run_ticket(fitter, ticket, opener=observed)
+        ticket_count += 1
+        escalated += result.escalated
+        for stats in result.rounds:
+            fits[(ticket.task_type, stats.outcome)] += 1
+        time.sleep(max(0.0, 1.0 / args.rate - (time.monotonic() - started)))
+
+    report = {
+        "tickets": ticket_count,
+        "escalated": escalated,
+        "fits": [{"task_type": t, "outcome": o, "count": n} for (t, o), n in sorted(fits.items())],
+    }
+    tmp = args.report.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report), encoding="utf-8")
+    os.replace(tmp, args.report)  # the test sees the whole report or none of it
+    time.sleep(args.linger)
+    handle.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

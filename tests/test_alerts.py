@@ -1,0 +1,156 @@
+"""The shipped Prometheus rules: generated from the registry, valid, and unit-tested by promtool."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import support
+import yaml
+
+from otel_ctx import alerts, names
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = ROOT / "dashboards" / "alerts.yml"
+RULE_TESTS = ROOT / "dashboards" / "alerts.test.yml"
+
+# Every series a histogram or counter in the registry can become.
+REGISTRY_SERIES = {
+    m.series(suffix)
+    for m in names.METRICS
+    for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+}
+
+
+def _rules() -> list[dict[str, Any]]:
+    groups = alerts.build()["groups"]
+    assert [g["name"] for g in groups] == [alerts.GROUP_NAME]
+    rules: list[dict[str, Any]] = groups[0]["rules"]
+    return rules
+
+
+def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    promtool = support.require_binary("promtool", "apt-get install prometheus")
+    return subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_committed_rules_equal_the_generator_output() -> None:
+    assert RULES.read_text(encoding="utf-8") == alerts.render(), (
+        "dashboards/alerts.yml is stale: run `otel-ctx dashboards build` (or `make dashboards`)"
+    )
+
+
+def test_write_creates_the_rendered_file(tmp_path: Path) -> None:
+    out = alerts.write(tmp_path / "sub" / "rules.yml", alerts.AlertSettings(overflow_ratio=0.2))
+    text = out.read_text(encoding="utf-8")
+    assert text == alerts.render(alerts.AlertSettings(overflow_ratio=0.2))
+    assert yaml.safe_load(text) == alerts.build(alerts.AlertSettings(overflow_ratio=0.2))
+    assert "> 0.2" in alerts.expressions(alerts.AlertSettings(overflow_ratio=0.2))[alerts.OVERFLOW_RATE]
+
+
+def test_every_alert_is_actionable_and_links_the_overview_dashboard() -> None:
+    rules = _rules()
+    assert [r["alert"] for r in rules] == list(alerts.ALERT_NAMES)
+    for rule in rules:
+        assert rule["labels"]["severity"] in ("critical", "warning"), rule["alert"]
+        ann = rule["annotations"]
+        assert ann["summary"].strip(), rule["alert"]
+        assert "\n" not in ann["summary"], rule["alert"]
+        # What it means, where to look, what to do: several sentences, not a restated name.
+        assert len(ann["description"]) > 200, rule["alert"]
+        assert f"/d/{alerts.DASHBOARD_UID}" in ann["dashboard"], rule["alert"]
+
+
+def test_expressions_use_only_registry_series_and_labels() -> None:
+    metric_of = {
+        m.series(suffix): m
+        for m in names.METRICS
+        for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+    }
+    for name, expr in alerts.expressions().items():
+        used = set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[{\[]", expr))
+        assert used, name
+        assert used <= REGISTRY_SERIES, f"{name} uses series outside the registry: {used - REGISTRY_SERIES}"
+        allowed = {"job", "le"} | {
+            names.prometheus_label(a) for series in used for a in metric_of[series].attributes
+        }
+        grouped = {
+            label.strip()
+            for labels in re.findall(r"\b(?:by|on)\s*\(([^)]*)\)", expr)
+            for label in labels.split(",")
+        }
+        matched = set(re.findall(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*=~?\s*\"", expr))
+        assert grouped | matched <= allowed, f"{name} uses labels the metrics do not carry"
+
+
+def test_generator_source_spells_no_metric_or_label_name() -> None:
+    source = Path(alerts.__file__).read_text(encoding="utf-8")
+    for series in REGISTRY_SERIES:
+        assert series not in source
+    for metric in names.METRICS:
+        for attribute in metric.attributes:
+            assert names.prometheus_label(attribute) not in source
+            assert f'"{attribute}"' not in source
+
+
+def test_settings_reject_meaningless_thresholds() -> None:
+    with pytest.raises(ValueError, match="overflow_ratio"):
+        alerts.AlertSettings(overflow_ratio=1.5)
+    with pytest.raises(ValueError, match="drift_ratio"):
+        alerts.AlertSettings(drift_ratio=0.9)
+    with pytest.raises(ValueError, match="utilization_quantile"):
+        alerts.AlertSettings(utilization_quantile=95)
+
+
+def test_fast_settings_keep_the_expressions_but_not_the_waiting() -> None:
+    fast = alerts.build(alerts.AlertSettings.fast("30s"))["groups"][0]["rules"]
+    slow = _rules()
+    assert [r["alert"] for r in fast] == [r["alert"] for r in slow]
+    assert all(r["for"] == "0s" for r in fast)
+    assert all("[30s]" in r["expr"] for r in fast)
+
+
+def test_unit_tests_cover_a_firing_and_a_silent_case_for_every_alert() -> None:
+    spec = yaml.safe_load(RULE_TESTS.read_text(encoding="utf-8"))
+    assert spec["rule_files"] == [RULES.name]
+    fires: set[str] = set()
+    silent: set[str] = set()
+    for group in spec["tests"]:
+        for case in group["alert_rule_test"]:
+            (fires if case.get("exp_alerts") else silent).add(case["alertname"])
+    assert fires == set(alerts.ALERT_NAMES)
+    assert silent == set(alerts.ALERT_NAMES)
+
+
+@pytest.mark.e2e
+def test_promtool_accepts_the_committed_rules() -> None:
+    result = _promtool("check", "rules", str(RULES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(alerts.ALERT_NAMES)} rules found" in result.stdout
+
+
+@pytest.mark.e2e
+def test_promtool_accepts_the_fast_variant(tmp_path: Path) -> None:
+    path = alerts.write(tmp_path / "fast.yml", alerts.AlertSettings.fast())
+    result = _promtool("check", "rules", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.e2e
+def test_promtool_unit_tests_pass() -> None:
+    result = _promtool("test", "rules", str(RULE_TESTS))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.e2e
+def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
+    """The unit tests are not vacuous: a rule file with a laxer overflow threshold fails them."""
+    (tmp_path / RULE_TESTS.name).write_text(RULE_TESTS.read_text(encoding="utf-8"), encoding="utf-8")
+    alerts.write(tmp_path / RULES.name, alerts.AlertSettings(overflow_ratio=0.15))
+    result = _promtool("test", "rules", str(tmp_path / RULE_TESTS.name))
+    assert result.returncode != 0
+    assert alerts.OVERFLOW_RATE in result.stdout + result.stderr

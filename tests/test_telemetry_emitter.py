@@ -1,0 +1,452 @@
+"""Spans and metrics of fitted rounds, read back from the SDK's in-memory exporter and reader."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from otel_ctx import SUPPORT_DESK, BudgetPolicy, ContextFitter, FitResult, InvalidMessageError, Source
+from otel_ctx import names as n
+from otel_ctx.telemetry import LabelPolicy, component_values, observed, run
+from conversations import ORIGINAL_TICKET, assistant, long_dispute, order_payload, tool_round, user
+from telemetry_capture import Capture, attrs_of
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_order",
+            "description": "Fetch an order by id",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        },
+    }
+]
+
+
+@pytest.fixture
+def cap() -> Iterator[Capture]:
+    c = Capture()
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def fitter() -> ContextFitter:
+    return ContextFitter(SUPPORT_DESK)
+
+
+def rich_request() -> dict[str, Any]:
+    """A request with every component: tools, system prompt + snippet, skill, a capped tool result."""
+    msgs = [user(ORIGINAL_TICKET), *tool_round("c1", "get_order", {"order_id": "88-1042"}, order_payload())]
+    msgs.append(assistant("The order has eleven items; which one arrived cracked?"))
+    return {
+        "messages": msgs,
+        "tools": TOOLS,
+        "system_prompt": "You are Sundry's support agent.",
+        "snippets": [Source("refund-policy", "Refunds within 30 days of delivery.", "internal")],
+        "skills": [Source("damage-claims", "Ask for photos of the damage first.", "confidential")],
+    }
+
+
+def overflowing() -> list[dict[str, Any]]:
+    """The pinned first user message alone is over the status budget."""
+    return [user("My parcel " + "never arrived " * 2500)]
+
+
+def check_closure(a: dict[str, Any]) -> None:
+    parts = a[n.TRANSCRIPT_TOKENS] + a[n.TOOL_SCHEMA_TOKENS] + a[n.SYSTEM_PROMPT_TOKENS] + a[n.SKILLS_TOKENS]
+    assert parts == a[n.ESTIMATED_TOKENS]
+    limit = a[n.CONTEXT_LENGTH] if a[n.REQUEST_LIMIT] == 0 else min(a[n.CONTEXT_LENGTH], a[n.REQUEST_LIMIT])
+    assert limit - a[n.RESERVED_OUTPUT] - a[n.SAFETY_MARGIN] == a[n.BUDGET]
+    assert a[n.BUDGET] - a[n.ESTIMATED_TOKENS] == a[n.REMAINING_TOKENS]
+    assert sum(a[n.TRANSCRIPT_ROLE_TOKENS[r]] for r in n.ROLES) == a[n.TRANSCRIPT_TOKENS]
+
+
+def test_every_fit_span_attribute_is_set_from_the_breakdown(cap: Capture, fitter: ContextFitter) -> None:
+    req = rich_request()
+    with run(
+        fitter, task_type="returns", conversation_id="conv-7", agent_name="desk", emitter=cap.emitter
+    ) as r:
+        res = r.fit(**req)
+    (span,) = cap.spans(n.SPAN_FIT)
+    a = dict(span.attributes or {})
+    assert set(n.FIT_SPAN_ATTRIBUTES) <= set(a)
+    b = res.breakdown
+    assert (a[n.TASK_TYPE], a[n.OUTCOME], a[n.ROUND]) == ("returns", res.outcome, 1)
+    assert a[n.CONTEXT_LENGTH] == 128_000 and a[n.REQUEST_LIMIT] == 8_000 and a[n.BUDGET] == 7_200
+    assert a[n.TRANSCRIPT_TOKENS] == b.transcript > 0
+    assert a[n.TOOL_SCHEMA_TOKENS] == b.tool_schema > 0
+    assert a[n.SYSTEM_PROMPT_TOKENS] == b.system_prompt > 0
+    assert a[n.SKILLS_TOKENS] == b.skills > 0
+    assert a[n.TRANSCRIPT_ROLE_TOKENS["tool"]] == b.transcript_by_role["tool"] > 0
+    assert a[n.CAPPED_TOOL_RESULTS] == 1 == res.capped_tool_results
+    assert a[n.KEPT_TURNS] == res.kept_turns and a[n.DROPPED_TURNS] == 0
+    assert a[n.CALIBRATION] == pytest.approx(fitter.calibration)
+    assert a[n.ENCODING] == fitter.encoding_name
+    assert list(a[n.SOURCES]) == ["refund-policy", "damage-claims"]
+    assert list(a[n.SOURCE_CLASSES]) == ["internal", "confidential"]
+    assert a[n.DATA_CLASS] == "confidential"
+    assert a[n.GEN_AI_REQUEST_MODEL] == "gpt-4o"
+    assert a[n.GEN_AI_CONVERSATION_COMPACTED] is False
+    assert a[n.GEN_AI_CONVERSATION_ID] == "conv-7" and a[n.GEN_AI_AGENT_NAME] == "desk"
+    assert a[n.MODE] == "fit"
+    check_closure(a)
+
+
+@pytest.mark.parametrize(
+    ("task_type", "make"),
+    [
+        ("returns", lambda: rich_request()),
+        ("status", lambda: {"messages": long_dispute(20)}),
+        ("status", lambda: {"messages": overflowing()}),
+    ],
+    ids=["fit", "compacted", "overflow"],
+)
+def test_span_attributes_close_like_the_breakdown(
+    cap: Capture, fitter: ContextFitter, task_type: str, make: Any
+) -> None:
+    with run(fitter, task_type=task_type, emitter=cap.emitter) as r:
+        res = r.fit(**make())
+    (span,) = cap.spans(n.SPAN_FIT)
+    a = dict(span.attributes or {})
+    check_closure(a)
+    assert a[n.OUTCOME] == res.outcome
+    assert a[n.GEN_AI_CONVERSATION_COMPACTED] is (res.dropped_turns > 0)
+
+
+def test_no_request_limit_is_zero_on_the_span(cap: Capture) -> None:
+    f = ContextFitter(BudgetPolicy(context_length=16_000, reserved_output=1_000, safety_margin=200))
+    with run(f, task_type=None, emitter=cap.emitter) as r:
+        r.fit([user("hello")])
+    a = dict(cap.spans(n.SPAN_FIT)[0].attributes or {})
+    assert a[n.REQUEST_LIMIT] == 0
+    assert a[n.BUDGET] == 14_800
+    assert a[n.TASK_TYPE] == n.DEFAULT_TASK_TYPE
+    check_closure(a)
+
+
+def test_rounds_are_numbered_children_of_the_run_span(cap: Capture, fitter: ContextFitter) -> None:
+    history = [user(ORIGINAL_TICKET)]
+    with run(fitter, task_type="dispute", conversation_id="c-1", emitter=cap.emitter) as r:
+        for t in range(3):
+            history += tool_round(f"call_{t}", "track_parcel", {"page": t}, f"page {t} scans")
+            r.fit(history)
+    (run_span,) = cap.spans(n.SPAN_RUN)
+    fits = sorted(cap.spans(n.SPAN_FIT), key=lambda s: s.start_time or 0)
+    assert [s.attributes[n.ROUND] for s in fits if s.attributes] == [1, 2, 3]
+    for s in fits:
+        assert s.parent is not None and s.parent.span_id == run_span.context.span_id
+        assert s.context.trace_id == run_span.context.trace_id
+    assert run_span.attributes is not None
+    assert run_span.attributes[n.ROUNDS] == 3
+    assert run_span.attributes[n.GEN_AI_CONVERSATION_ID] == "c-1"
+
+
+def test_async_run_numbers_rounds_and_nests(cap: Capture, fitter: ContextFitter) -> None:
+    async def agent() -> None:
+        async with run(fitter, task_type="returns", emitter=cap.emitter) as r:
+            r.fit([user("where is my refund?")])
+            await asyncio.sleep(0)
+            r.fit([user("where is my refund?"), assistant("Checking."), user("thanks")])
+
+    asyncio.run(agent())
+    (run_span,) = cap.spans(n.SPAN_RUN)
+    fits = cap.spans(n.SPAN_FIT)
+    assert sorted(s.attributes[n.ROUND] for s in fits if s.attributes) == [1, 2]
+    assert all(s.parent is not None and s.parent.span_id == run_span.context.span_id for s in fits)
+
+
+def test_overflow_carries_the_floor_overflow_event(cap: Capture, fitter: ContextFitter) -> None:
+    with run(fitter, task_type="status", emitter=cap.emitter) as r:
+        over = r.fit(overflowing())
+        ok = r.fit([user("where is my parcel?")])
+    assert (over.outcome, ok.outcome) == ("overflow", "fit")
+    spans = {s.attributes[n.ROUND]: s for s in cap.spans(n.SPAN_FIT) if s.attributes}
+    (event,) = [e for e in spans[1].events if e.name == n.EVENT_FLOOR_OVERFLOW]
+    assert event.attributes is not None
+    assert event.attributes[n.ESTIMATED_TOKENS] == over.breakdown.estimated
+    assert event.attributes[n.BUDGET] == over.breakdown.budget == 3_200
+    assert event.attributes[n.OVERFLOW_TOKENS] == over.breakdown.estimated - 3_200 > 0
+    assert not [e for e in spans[2].events if e.name == n.EVENT_FLOOR_OVERFLOW]
+
+
+def tokens_by_component(cap: Capture, **match: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in cap.points(n.TOKENS.name):
+        a = attrs_of(p)
+        if all(a.get(k) == v for k, v in match.items()):
+            assert a[n.COMPONENT] not in out
+            out[a[n.COMPONENT]] = p
+    return out
+
+
+def test_tokens_histogram_has_one_point_per_component(cap: Capture, fitter: ContextFitter) -> None:
+    with run(fitter, task_type="status", emitter=cap.emitter) as r:
+        ok = r.fit(**rich_request(), task_type="returns")
+        over = r.fit(overflowing())
+    first = tokens_by_component(cap, **{n.ROUND: "1"})
+    second = tokens_by_component(cap, **{n.ROUND: "2"})
+    assert set(first) == set(second) == set(n.COMPONENTS)
+    for points in (first, second):
+        assert all(p.count == 1 for p in points.values())
+        assert all(p.sum >= 0 for p in points.values())
+    b = ok.breakdown
+    expected = {
+        n.COMPONENT_TRANSCRIPT: b.transcript,
+        n.COMPONENT_TOOL_SCHEMA: b.tool_schema,
+        n.COMPONENT_SYSTEM_PROMPT: b.system_prompt,
+        n.COMPONENT_SKILLS: b.skills,
+        n.COMPONENT_ESTIMATED: b.estimated,
+        n.COMPONENT_BUDGET: 7_200,
+        n.COMPONENT_RESERVED_OUTPUT: 800,
+        n.COMPONENT_SAFETY_MARGIN: 0,
+        n.COMPONENT_HEADROOM: 7_200 - b.estimated,
+        n.COMPONENT_OVERFLOW: 0,
+        **{n.transcript_role_component(r): b.transcript_by_role[r] for r in n.ROLES},
+    }
+    assert {c: p.sum for c, p in first.items()} == expected
+    assert attrs_of(first[n.COMPONENT_BUDGET])[n.TASK_TYPE] == "returns"
+    assert attrs_of(first[n.COMPONENT_BUDGET])[n.OUTCOME] == "fit"
+    # Overflow: remaining is negative, so headroom is 0 and overflow carries the excess.
+    assert second[n.COMPONENT_HEADROOM].sum == 0
+    assert second[n.COMPONENT_OVERFLOW].sum == over.breakdown.estimated - over.breakdown.budget > 0
+    assert attrs_of(second[n.COMPONENT_OVERFLOW])[n.OUTCOME] == "overflow"
+    # The summed components add up to the estimated line, as on the span.
+    assert sum(first[c].sum for c in n.SUMMED_COMPONENTS) == first[n.COMPONENT_ESTIMATED].sum
+    assert tuple(first[n.COMPONENT_BUDGET].explicit_bounds) == n.TOKEN_BUCKETS
+
+
+def test_component_values_line_up_with_the_registry(fitter: ContextFitter) -> None:
+    res = fitter.fit(**rich_request(), task_type="returns")
+    values = dict(zip(n.COMPONENTS, component_values(res.breakdown), strict=True))
+    b = res.breakdown
+    assert values[n.COMPONENT_TRANSCRIPT] == b.transcript
+    assert values[n.transcript_role_component("tool")] == b.transcript_by_role["tool"]
+    assert values[n.COMPONENT_ESTIMATED] == b.estimated
+    assert values[n.COMPONENT_HEADROOM] == b.remaining
+
+
+def test_utilization_fits_and_counters(cap: Capture, fitter: ContextFitter) -> None:
+    with run(fitter, task_type="status", emitter=cap.emitter) as r:
+        compacted = r.fit(long_dispute(20))
+        capped = r.fit(**rich_request(), task_type="returns")
+        over = r.fit(overflowing())
+    util = {attrs_of(p)[n.ROUND]: p for p in cap.points(n.UTILIZATION.name)}
+    assert util["1"].sum == pytest.approx(compacted.breakdown.estimated / 3_200)
+    assert util["3"].sum == pytest.approx(over.breakdown.estimated / 3_200) and util["3"].sum > 1
+    assert tuple(util["1"].explicit_bounds) == n.UTILIZATION_BUCKETS
+    fits = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p.value for p in cap.points(n.FITS.name)}
+    assert fits == {("status", "compacted"): 1, ("returns", "fit"): 1, ("status", "overflow"): 1}
+    dropped = {attrs_of(p)[n.TASK_TYPE]: p.value for p in cap.points(n.DROPPED_TURNS_METRIC.name)}
+    assert dropped["status"] == compacted.dropped_turns + over.dropped_turns > 0
+    capped_points = {attrs_of(p)[n.TASK_TYPE]: p.value for p in cap.points(n.CAPPED_TOOL_RESULTS_METRIC.name)}
+    assert capped_points["returns"] == capped.capped_tool_results == 1
+    for p in cap.points(n.FITS.name):
+        assert set(attrs_of(p)) == set(n.FITS.attributes)
+
+
+def test_record_usage_records_accuracy_and_calibrates(cap: Capture) -> None:
+    f = ContextFitter(SUPPORT_DESK)
+    with run(f, task_type="returns", emitter=cap.emitter) as r:
+        res = r.fit([user(ORIGINAL_TICKET)])
+        reported = res.raw_tokens + 40
+        accuracy = r.record_usage(input_tokens=reported, output_tokens=12)
+    assert accuracy == pytest.approx(reported / res.breakdown.estimated)
+    assert f.calibration > 1.0
+    (point,) = cap.points(n.ESTIMATE_ACCURACY.name)
+    assert point.sum == pytest.approx(accuracy)
+    assert attrs_of(point) == {n.TASK_TYPE: "returns", n.GEN_AI_REQUEST_MODEL: "gpt-4o"}
+    (run_span,) = cap.spans(n.SPAN_RUN)
+    assert run_span.attributes is not None
+    assert run_span.attributes[n.GEN_AI_USAGE_INPUT_TOKENS] == reported
+    assert run_span.attributes[n.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
+    (event,) = [e for e in run_span.events if e.name == n.EVENT_USAGE]
+    assert event.attributes is not None
+    assert event.attributes[n.ESTIMATE_ACCURACY_RATIO] == pytest.approx(accuracy)
+
+
+def test_histogram_points_carry_the_round_span_as_exemplar(cap: Capture, fitter: ContextFitter) -> None:
+    with run(fitter, task_type="returns", emitter=cap.emitter) as r:
+        r.fit([user("where is my refund?")])
+    (span,) = cap.spans(n.SPAN_FIT)
+    collected = cap.metrics()  # exemplars are handed out once per collection: collect once
+    for metric in (n.TOKENS.name, n.UTILIZATION.name):
+        for p in collected[metric].data.data_points:
+            assert p.exemplars, metric
+            assert {(e.trace_id, e.span_id) for e in p.exemplars} == {
+                (span.context.trace_id, span.context.span_id)
+            }
+
+
+def test_task_types_outside_the_configured_set_become_other(cap: Capture) -> None:
+    f = ContextFitter(SUPPORT_DESK, default="returns")  # accepts any task type, budgets it as returns
+    with run(f, task_type="TICKET-99812", emitter=cap.emitter) as r:
+        r.fit([user("hi")])
+        r.fit([user("hi")], task_type="dispute")
+    spans = cap.spans(n.SPAN_FIT)
+    assert sorted(s.attributes[n.TASK_TYPE] for s in spans if s.attributes) == ["TICKET-99812", "dispute"]
+    for metric in n.METRICS:
+        for p in cap.points(metric.name):
+            if n.TASK_TYPE in metric.attributes:
+                assert attrs_of(p)[n.TASK_TYPE] in {"dispute", n.OTHER_TASK_TYPE}, metric.name
+    labels = {attrs_of(p)[n.TASK_TYPE] for p in cap.points(n.FITS.name)}
+    assert labels == {"dispute", n.OTHER_TASK_TYPE}
+
+
+def test_single_policy_fitter_keeps_a_bounded_first_seen_set() -> None:
+    labels = LabelPolicy(max_task_types=2)
+    assert [labels.task_label(t) for t in ("a", "b", "c", "a", "d")] == ["a", "b", "other", "a", "other"]
+    assert LabelPolicy(task_types=["x"]).task_label("a") == n.OTHER_TASK_TYPE
+    assert labels.task_label(None) == n.DEFAULT_TASK_TYPE
+
+
+def test_round_label_is_exact_up_to_the_maximum_then_n_plus(fitter: ContextFitter) -> None:
+    cap = Capture(labels=LabelPolicy(max_round=3))
+    with run(fitter, task_type="returns", emitter=cap.emitter) as r:
+        for _ in range(5):
+            r.fit([user("hi")])
+    rounds = [attrs_of(p)[n.ROUND] for p in cap.points(n.UTILIZATION.name)]
+    assert sorted(rounds) == ["1", "2", "3", "4+"]
+    (late,) = [p for p in cap.points(n.UTILIZATION.name) if attrs_of(p)[n.ROUND] == "4+"]
+    assert late.count == 2
+    # Spans keep the exact round.
+    assert sorted(s.attributes[n.ROUND] for s in cap.spans(n.SPAN_FIT) if s.attributes) == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="max_round"):
+        LabelPolicy(max_round=0)
+    cap.close()
+
+
+def test_no_run_or_conversation_id_on_metrics(cap: Capture, fitter: ContextFitter) -> None:
+    with run(
+        fitter, task_type="returns", conversation_id="conv-secret-id", agent_name="a", emitter=cap.emitter
+    ) as r:
+        r.fit([user("hi")])
+        r.record_usage(input_tokens=20)
+    for metric in n.METRICS:
+        points = cap.points(metric.name)
+        assert points, metric.name
+        for p in points:
+            a = attrs_of(p)
+            assert set(a) <= set(metric.attributes), metric.name
+            assert "conv-secret-id" not in a.values()
+
+
+def test_without_a_run_an_instrumented_fit_attaches_to_the_current_span(
+    cap: Capture, fitter: ContextFitter
+) -> None:
+    fit = observed(fitter.fit, emitter=cap.emitter)
+    tracer = cap.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("agent.step") as step:
+        res = fit([user("hi")], task_type="returns")
+    assert isinstance(res, FitResult)
+    (span,) = cap.spans(n.SPAN_FIT)
+    assert span.parent is not None and span.parent.span_id == step.get_span_context().span_id
+    assert span.attributes is not None and span.attributes[n.MODE] == "fit"
+    assert span.attributes[n.ROUND] == 1
+    assert len(cap.points(n.TOKENS.name)) == len(n.COMPONENTS)
+
+
+def test_round_spans_nest_under_an_application_span_inside_the_run(
+    cap: Capture, fitter: ContextFitter
+) -> None:
+    tracer = cap.tracer_provider.get_tracer("app")
+    with (
+        run(fitter, task_type="returns", emitter=cap.emitter) as r,
+        tracer.start_as_current_span("step") as step,
+    ):
+        r.fit([user("hi")])
+    (span,) = cap.spans(n.SPAN_FIT)
+    assert span.parent is not None and span.parent.span_id == step.get_span_context().span_id
+
+
+def test_round_from_a_worker_thread_still_joins_the_run(cap: Capture, fitter: ContextFitter) -> None:
+    import threading
+
+    with run(fitter, task_type="returns", emitter=cap.emitter) as r:
+        t = threading.Thread(target=lambda: r.fit([user("hi")]))
+        t.start()
+        t.join()
+    (run_span,) = cap.spans(n.SPAN_RUN)
+    (span,) = cap.spans(n.SPAN_FIT)
+    assert span.parent is not None and span.parent.span_id == run_span.context.span_id
+
+
+def test_the_fits_own_errors_propagate_and_are_recorded(cap: Capture, fitter: ContextFitter) -> None:
+    bad = [{"role": "tool", "tool_call_id": "nobody", "content": "x"}]
+    with pytest.raises(InvalidMessageError), run(fitter, task_type="returns", emitter=cap.emitter) as r:
+        r.fit(bad)
+    (span,) = cap.spans(n.SPAN_FIT)
+    assert span.status.status_code is StatusCode.ERROR
+    (run_span,) = cap.spans(n.SPAN_RUN)
+    assert run_span.status.status_code is StatusCode.ERROR
+    assert cap.points(n.FITS.name) == []
+
+
+class _Broken:
+    """An instrument whose every call raises, standing in for a telemetry bug."""
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("telemetry bug")
+
+    add = record
+
+
+def test_a_telemetry_bug_is_logged_never_raised(
+    cap: Capture, fitter: ContextFitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    cap.emitter._tokens = _Broken()  # type: ignore[assignment]
+    cap.emitter._accuracy = _Broken()  # type: ignore[assignment]
+    with caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"):
+        with run(fitter, task_type="returns", emitter=cap.emitter) as r:
+            res = r.fit([user("hi")])
+            assert r.record_usage(input_tokens=res.raw_tokens) > 0
+            again = r.fit([user("hi")])
+    assert res.outcome == again.outcome == "fit"
+    records = [rec for rec in caplog.records if rec.name == "otel_ctx.telemetry"]
+    assert records and records[0].levelno == logging.WARNING
+    assert any(rec.exc_info and "telemetry bug" in str(rec.exc_info[1]) for rec in records)
+    # The same failure again is logged quietly, not once per round at WARNING.
+    assert sum(1 for rec in records if rec.levelno == logging.WARNING and "emitting" in rec.getMessage()) == 1
+    # The span still ended.
+    assert len(cap.spans(n.SPAN_FIT)) == 2
+
+
+def test_run_with_an_unknown_task_type_fails_at_the_start(fitter: ContextFitter, cap: Capture) -> None:
+    from otel_ctx import UnknownTaskTypeError
+
+    with pytest.raises(UnknownTaskTypeError):
+        run(fitter, task_type="refund", emitter=cap.emitter)
+    assert cap.spans() == []
+
+
+def test_record_usage_before_any_round_is_a_typed_error(cap: Capture, fitter: ContextFitter) -> None:
+    from otel_ctx import InvalidRequestError
+
+    with run(fitter, task_type="returns", emitter=cap.emitter) as r, pytest.raises(InvalidRequestError):
+        r.record_usage(input_tokens=10)
+
+
+def test_spans_without_a_recording_tracer_still_record_metrics(fitter: ContextFitter) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    cap = Capture()
+    unsampled = TracerProvider(sampler=ALWAYS_OFF)
+    from otel_ctx.telemetry import Emitter
+
+    em = Emitter(tracer_provider=unsampled, meter_provider=cap.meter_provider)
+    with run(fitter, task_type="returns", emitter=em) as r:
+        r.fit([user("hi")])
+    (p,) = cap.points(n.UTILIZATION.name)
+    assert p.count == 1 and not p.exemplars  # trace_based exemplar filter: unsampled, no exemplar
+    cap.close()
+
+
+def _span_names(spans: list[ReadableSpan]) -> list[str]:
+    return [s.name for s in spans]
