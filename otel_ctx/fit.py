@@ -15,6 +15,7 @@ into spans and metrics.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -249,21 +250,24 @@ class ContextFitter:
         n = len(prep.work)
         total = sum(prep.costs) + REPLY_PRIMING + prep.fixed
         units = _units(prep.buckets, prep.opens_calls)
-        if calibrated(total, cal) <= budget:
+        # The most raw tokens whose calibrated estimate still fits: the loop compares ints.
+        ceiling = budget * 10_000 // cal
+        if total <= ceiling:
             return self._result(prep, policy, task_type, cal, list(range(n)), "fit", units=len(units))
 
         pinned_units = self._pinned_units(units, prep, pins)
         droppable = [u for u in range(len(units)) if not pinned_units[u]]
         order = _drop_order(droppable, self.strategy)
-        unit_cost = [sum(prep.costs[s:e]) for s, e in units]
+        costs = prep.costs
         dropped: list[int] = []
         current = total
         for u in order:
-            if calibrated(current, cal) <= budget:
+            if current <= ceiling:
                 break
             dropped.append(u)
-            current -= unit_cost[u]
-        outcome: Outcome = "compacted" if calibrated(current, cal) <= budget else "overflow"
+            s, e = units[u]
+            current -= costs[s] if e - s == 1 else sum(costs[s:e])
+        outcome: Outcome = "compacted" if current <= ceiling else "overflow"
 
         summary: Message | None = None
         summary_cost = 0
@@ -278,7 +282,7 @@ class ContextFitter:
                     break
                 u = remaining.pop(0)
                 dropped.append(u)
-                current -= unit_cost[u]
+                current -= sum(costs[slice(*units[u])])
 
         drop_set = set(dropped)
         keep: list[int] = []
@@ -334,6 +338,8 @@ class ContextFitter:
             )
         counter = self.counter
         text = counter.text
+        cache_get = counter.cache.get
+        role_cost = counter.role_cost
         work: list[Message] = []
         costs: list[int] = []
         buckets: list[str] = []
@@ -341,57 +347,55 @@ class ContextFitter:
         capped = 0
         open_calls: set[str] = set()
         declared: dict[str, int] = {}
+        # The hot loop of every round: no f-strings or ABC checks unless something is wrong.
         for i, m in enumerate(messages):
-            where = f"messages[{i}]"
-            if not isinstance(m, Mapping):
-                raise InvalidMessageError(where, f"must be an object, got {type(m).__name__}", index=i)
+            if m.__class__ is not dict and not isinstance(m, Mapping):
+                raise InvalidMessageError(
+                    f"messages[{i}]", f"must be an object, got {type(m).__name__}", index=i
+                )
             role = m.get("role")
-            bucket = ROLE_BUCKETS.get(role) if isinstance(role, str) else None
+            bucket = ROLE_BUCKETS.get(role) if role.__class__ is str else None
             if bucket is None:
                 raise InvalidMessageError(
-                    f"{where}.role",
+                    f"messages[{i}].role",
                     f"unknown role {role!r}; expected one of {', '.join(ROLE_BUCKETS)}",
                     index=i,
                 )
-            cost = TOKENS_PER_MESSAGE + text(role)  # type: ignore[arg-type]
+            cost = role_cost[role]  # type: ignore[index]
             content = m.get("content")
             opens_calls = False
             if bucket == "tool":
                 call_id = m.get("tool_call_id")
-                if not isinstance(call_id, str):
-                    raise InvalidMessageError(
-                        f"{where}.tool_call_id", "a tool result needs a 'tool_call_id' string", index=i
-                    )
                 if call_id not in open_calls:
-                    if call_id in declared:
-                        problem = (
-                            f"answers tool call {call_id!r} of messages[{declared[call_id]}], but tool "
-                            "results must directly follow the assistant message that made the calls"
-                        )
-                    else:
-                        problem = f"no earlier assistant message declared tool call {call_id!r}"
-                    raise InvalidMessageError(f"{where}.tool_call_id", problem, index=i)
+                    raise _orphan(i, call_id, declared)
                 if cap is not None:
-                    m, content, was_capped = self._cap_message(m, content, cap, where, i)
+                    m, content, was_capped = self._cap_message(m, content, cap)
                     capped += was_capped
             else:
-                open_calls = set()
+                if open_calls:
+                    open_calls = set()
                 calls = m.get("tool_calls")
                 if calls:
                     if bucket != "assistant":
                         raise InvalidMessageError(
-                            f"{where}.tool_calls", "only assistant messages may make tool calls", index=i
+                            f"messages[{i}].tool_calls",
+                            "only assistant messages may make tool calls",
+                            index=i,
                         )
-                    cost += counter.tool_calls(calls, where, i)
+                    cost += counter.tool_calls(calls, f"messages[{i}]", i)
                     open_calls = {c["id"] for c in calls}
                     for c in calls:
                         declared[c["id"]] = i
                     opens_calls = True
-            cost += counter.content(content, where, i)
+            if content.__class__ is str:
+                n = cache_get(content)
+                cost += text(content) if n is None else n
+            else:
+                cost += counter.content(content, f"messages[{i}]", i)
             name = m.get("name")
             if name is not None:
                 if not isinstance(name, str):
-                    raise InvalidMessageError(f"{where}.name", "must be a string", index=i)
+                    raise InvalidMessageError(f"messages[{i}].name", "must be a string", index=i)
                 cost += text(name) + TOKENS_PER_NAME
             work.append(m)
             costs.append(cost)
@@ -435,9 +439,7 @@ class ContextFitter:
             and buckets[0] == "system",
         )
 
-    def _cap_message(
-        self, m: Message, content: Any, cap: int, where: str, index: int
-    ) -> tuple[Message, Any, int]:
+    def _cap_message(self, m: Message, content: Any, cap: int) -> tuple[Message, Any, int]:
         """A tool message with its content cut to ``cap`` (a new dict), or the message itself."""
         if isinstance(content, list):
             texts = [p.get("text") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
@@ -500,15 +502,14 @@ class ContextFitter:
         self._capped.put(key, out)
         return out
 
-    def _pinned_units(
-        self, units: list[tuple[int, int]], prep: _Prepared, pins: list[int]
-    ) -> list[bool]:
+    def _pinned_units(self, units: list[tuple[int, int]], prep: _Prepared, pins: list[int]) -> list[bool]:
         """Which units compaction must keep: the floor."""
         n_units = len(units)
-        unit_of: list[int] = [0] * len(prep.work)
-        for u, (s, e) in enumerate(units):
-            for i in range(s, e):
-                unit_of[i] = u
+        starts = [s for s, _ in units]
+
+        def unit_of(index: int) -> int:
+            return bisect_right(starts, index) - 1
+
         keep = [False] * n_units
         # Leading system messages.
         for u, (s, _) in enumerate(units):
@@ -518,7 +519,7 @@ class ContextFitter:
         # The original ticket: the first user message.
         for i, b in enumerate(prep.buckets):
             if b == "user":
-                keep[unit_of[i]] = True
+                keep[unit_of(i)] = True
                 break
         # The newest turn, and the latest tool calls with their results.
         if n_units:
@@ -529,7 +530,7 @@ class ContextFitter:
                 break
         # The caller's pins: hard constraints, structured state.
         for i in pins:
-            keep[unit_of[i]] = True
+            keep[unit_of(i)] = True
         return keep
 
     def _summarize(
@@ -659,9 +660,36 @@ def _drop_order(droppable: list[int], strategy: Strategy) -> list[int]:
     """Middle-first: the turn nearest the middle, then outward, older side first on ties."""
     if strategy == "oldest":
         return list(droppable)
-    mid = (len(droppable) - 1) / 2
-    ranked = sorted(range(len(droppable)), key=lambda k: (abs(k - mid), k))
-    return [droppable[k] for k in ranked]
+    n = len(droppable)
+    left = (n - 1) // 2
+    order: list[int] = []
+    if n % 2:
+        order.append(droppable[left])
+        left -= 1
+    right = left + 1 + n % 2
+    while left >= 0 or right < n:
+        if left >= 0:
+            order.append(droppable[left])
+            left -= 1
+        if right < n:
+            order.append(droppable[right])
+            right += 1
+    return order
+
+
+def _orphan(index: int, call_id: object, declared: Mapping[str, int]) -> InvalidMessageError:
+    """The error for a tool result that answers no call of the assistant message before it."""
+    where = f"messages[{index}].tool_call_id"
+    if not isinstance(call_id, str):
+        return InvalidMessageError(where, "a tool result needs a 'tool_call_id' string", index=index)
+    if call_id in declared:
+        problem = (
+            f"answers tool call {call_id!r} of messages[{declared[call_id]}], but tool results "
+            "must directly follow the assistant message that made the calls"
+        )
+    else:
+        problem = f"no earlier assistant message declared tool call {call_id!r}"
+    return InvalidMessageError(where, problem, index=index)
 
 
 def _pinned_indexes(pinned: Pinned, messages: Sequence[Message]) -> list[int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -106,7 +106,7 @@ class BoundedCache(Generic[V]):
     not cached (a one-off 10 MB payload must not flush a whole conversation).
     """
 
-    __slots__ = ("_chars", "_counts", "hits", "max_chars", "max_entries", "max_item_chars", "misses")
+    __slots__ = ("_chars", "_counts", "get", "max_chars", "max_entries", "max_item_chars", "misses")
 
     def __init__(self, max_entries: int = 65_536, max_chars: int = 64_000_000) -> None:
         self._counts: dict[str, V] = {}
@@ -114,8 +114,9 @@ class BoundedCache(Generic[V]):
         self.max_entries = max_entries
         self.max_chars = max_chars
         self.max_item_chars = max(1, max_chars // 16)
-        self.hits = 0
         self.misses = 0
+        # Bound once: the lookup is on every message of every round.
+        self.get: Callable[[str], V | None] = self._counts.get
 
     def __len__(self) -> int:
         return len(self._counts)
@@ -123,9 +124,6 @@ class BoundedCache(Generic[V]):
     @property
     def chars(self) -> int:
         return self._chars
-
-    def get(self, text: str) -> V | None:
-        return self._counts.get(text)
 
     def put(self, text: str, count: V) -> None:
         size = len(text)
@@ -161,6 +159,11 @@ class TokenCounter:
         # The cookbook's constants: gpt-4o-family tool blocks open with 7 tokens, older with 10.
         self._func_init = 7 if model.startswith(("gpt-4o", "gpt-4.1", "o1", "o3", "o4", "gpt-5")) else 10
         self._tools_key: str | None = None
+        #: Per-message overhead plus the role's own tokens, by role.
+        self.role_cost = {
+            role: TOKENS_PER_MESSAGE + len(self._encode(role))
+            for role in ("system", "developer", "user", "assistant", "tool")
+        }
         self._tools_count = 0
 
     # -- text ----------------------------------------------------------------------------
@@ -168,13 +171,11 @@ class TokenCounter:
     def text(self, text: str) -> int:
         """Tokens in ``text``; special-token look-alikes (``<|endoftext|>``) are ordinary text."""
         cache = self.cache
-        n = cache._counts.get(text)
+        n = cache.get(text)
         if n is None:
             n = len(self._encode(text))
             cache.misses += 1
             cache.put(text, n)
-        else:
-            cache.hits += 1
         return n
 
     def encode(self, text: str) -> list[int]:

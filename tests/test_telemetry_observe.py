@@ -127,7 +127,7 @@ def test_observed_langchain_trim_messages() -> None:
     history = [lc.HumanMessage(ORIGINAL_TICKET)]
     for t in range(40):
         history += [
-            lc.AIMessage(f"Round {t}: " + "checking the parcel scans " * 8),
+            lc.AIMessage(f"Round {t}: " + "checking the parcel scans " * 20),
             lc.HumanMessage(f"Follow-up {t}?"),
         ]
     out = trim(history)

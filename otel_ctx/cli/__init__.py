@@ -1,14 +1,134 @@
-"""The ``otel-ctx`` command line (skeleton; the CLI issue fills it in)."""
+"""The ``otel-ctx`` command line: ``demo``, ``fit`` and ``dashboards``.
+
+Exit codes: 0 ok; 1 a request overflowed and ``--fail-on-overflow`` asked to fail on it;
+2 a usage or input error, reported as one line on stderr (never a traceback).
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Annotated
+
 import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer.exceptions import Abort
 
-from otel_ctx.cli import dashboards
+from otel_ctx import __version__
+from otel_ctx.cli import dashboards, demo_command, fit_command
+from otel_ctx.cli.errors import EXIT_USAGE, CliError
+from otel_ctx.cli.notes import EncodingFallbackFilter
+from otel_ctx.errors import OtelCtxError
 
-app = typer.Typer(no_args_is_help=True, help="Make an LLM agent's context budget observable.")
+PROG = "otel-ctx"
+
+app = typer.Typer(
+    name=PROG,
+    no_args_is_help=True,
+    help="Make an LLM agent's context budget observable.\n\nStart with [bold]otel-ctx demo[/bold].",
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 app.add_typer(dashboards.app, name="dashboards")
+app.command("demo", help=demo_command.HELP, no_args_is_help=False)(demo_command.demo)
+app.command("fit", help=fit_command.HELP)(fit_command.fit)
+
+#: Options whose value is optional: given bare, they take this value.
+OPTIONAL_VALUES: dict[str, str] = {
+    "--inspect": demo_command.INSPECT_AUTO,
+    "--otlp": "",  # resolved below: OTEL_EXPORTER_OTLP_ENDPOINT or the default
+}
 
 
-def main() -> None:
-    app()
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"{PROG} {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Make an LLM agent's context budget observable."""
+
+
+def expand_optional_values(args: Sequence[str]) -> list[str]:
+    """Give ``--inspect`` / ``--otlp`` their default when used without a value.
+
+    The parser needs every option to take a value or none; these two take one optionally
+    (``--inspect`` or ``--inspect T00042``), so a bare one gets its default inserted.
+    """
+    out: list[str] = []
+    args = list(args)
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg == "--":
+            out.extend(args[i + 1 :])
+            break
+        if arg in OPTIONAL_VALUES:
+            following = args[i + 1] if i + 1 < len(args) else None
+            if following is None or following.startswith("-"):
+                out.append(_default_for(arg))
+    return out
+
+
+def _default_for(option: str) -> str:
+    if option == "--otlp":
+        from otel_ctx.cli.telemetry import DEFAULT_OTLP_ENDPOINT
+
+        return os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or DEFAULT_OTLP_ENDPOINT
+    return OPTIONAL_VALUES[option]
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    # One line, whatever the message held.
+    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def _setup_output() -> None:
+    if os.environ.get("NO_COLOR"):
+        # Typer's own help and error panels have their own console.
+        from typer import rich_utils
+
+        rich_utils.COLOR_SYSTEM = None
+    logging.getLogger("otel_ctx").addFilter(EncodingFallbackFilter())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: parse, run, and turn user errors into one line and an exit code."""
+    _setup_output()
+    args = expand_optional_values(sys.argv[1:] if argv is None else argv)
+    command = typer.main.get_command(app)
+    try:
+        rc = command.main(args=args, prog_name=PROG, standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.ctx.get_help() + "\n")
+        sys.exit(EXIT_USAGE)
+    except UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else PROG
+        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
+    except ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except CliError as exc:
+        _fail(str(exc), exc.exit_code)
+    except (OtelCtxError, ValueError) as exc:
+        _fail(str(exc))
+    except Abort:
+        _fail("aborted", 130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        # `otel-ctx demo | head`: the reader left; not an error of ours.
+        sys.stderr.close()
+        sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -58,7 +58,9 @@ def build(
     ] = Path("dashboards"),
     check: Annotated[
         bool,
-        typer.Option("--check", help="Write nothing; exit 1 if the files differ from what the code generates."),
+        typer.Option(
+            "--check", help="Write nothing; exit 1 if the files differ from what the code generates."
+        ),
     ] = False,
 ) -> None:
     """Generate the Grafana dashboards (JSON for file provisioning) from the names registry."""
@@ -71,7 +73,11 @@ def build(
         if drift:
             for item in drift:
                 typer.echo(f"otel-ctx dashboards build: {item.path} {item.problem}", err=True)
-            _fail("build", f"{len(drift)} dashboard file(s) out of date; run: otel-ctx dashboards build --out {out}", 1)
+            _fail(
+                "build",
+                f"{len(drift)} dashboard file(s) out of date; run: otel-ctx dashboards build --out {out}",
+                1,
+            )
         console.print(f"[green]✓[/green] {len(grafana.DASHBOARDS)} dashboards in {out} match the generator")
         return
     try:
@@ -134,8 +140,12 @@ def push(
     ca_cert: Annotated[
         Path | None, typer.Option("--ca-cert", help="CA bundle to verify Grafana's TLS certificate with.")
     ] = None,
-    insecure: Annotated[bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for each API call.", min=0.1)] = 10.0,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for each API call.", min=0.1)
+    ] = 10.0,
 ) -> None:
     """Upload every dashboard to a Grafana, into a folder, overwriting earlier versions."""
     if not url:
@@ -151,7 +161,9 @@ def push(
 
     basic = _basic_auth(user)
     if not token and basic is None and "@" not in url.split("//", 1)[-1].split("/", 1)[0]:
-        _fail("push", "no credentials: pass --token (or set GRAFANA_TOKEN) or --user USER:PASSWORD", EXIT_USAGE)
+        _fail(
+            "push", "no credentials: pass --token (or set GRAFANA_TOKEN) or --user USER:PASSWORD", EXIT_USAGE
+        )
     try:
         target = pusher.GrafanaTarget(
             url=url,

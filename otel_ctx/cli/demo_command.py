@@ -34,24 +34,20 @@ STATUS_EVERY_S = 30.0
 HELP = """\
 Run the budget chapter's support-desk workload through the fit engine.
 
-Tickets are order-status questions (about 55%), returns and disputes, with budgets of
-4,000 / 8,000 / 16,000 tokens, real tool payloads (an 11-item order lookup is about
-4,200 tokens) and 1-12 rounds each; some disputes pin more than their budget and
-escalate. The same --seed gives the same tickets.
+Tickets are order-status questions (about 55%), returns and disputes, with budgets of 4,000 / 8,000 / 16,000 tokens, real tool payloads (an 11-item order lookup is about 4,200 tokens) and 1-12 rounds each; some disputes pin more than their budget and escalate. The same --seed gives the same tickets.
 
 [bold]Examples[/bold]
 
-  otel-ctx demo                        [dim]# 200 tickets, summary per task type[/dim]
+  otel-ctx demo                          [dim]# 200 tickets, a summary per task type[/dim]
 
-  otel-ctx demo --inspect              [dim]# round-by-round breakdown of a compacted run[/dim]
+  otel-ctx demo --inspect                [dim]# round by round: a run that overflowed[/dim]
 
-  otel-ctx demo --inspect T00042       [dim]# ... of ticket 42[/dim]
+  otel-ctx demo --inspect T00042         [dim]# ... ticket 42[/dim]
 
   otel-ctx demo --seed 3 --tickets 1000 --json
 
   otel-ctx demo --forever --rate 2 --otlp http://otel-collector:4317
 """
-
 
 def demo(
     seed: Annotated[int, typer.Option(help="Workload seed: the same seed gives the same tickets.")] = 1,
@@ -62,7 +58,7 @@ def demo(
             "--inspect",
             metavar="[TICKET]",
             help="Show the per-round breakdown of one run (ticket id like T00042 or its number; "
-            "default: the first run that compacted).",
+            "default: the first run that overflowed, else one that compacted).",
         ),
     ] = None,
     otlp: Annotated[
@@ -192,12 +188,16 @@ def parse_ticket(value: str) -> int:
 def _choose(fitter: ContextFitter, inspect: str, seed: int, count: int) -> Ticket:
     if inspect != INSPECT_AUTO:
         return make_ticket(seed, parse_ticket(inspect))
+    # The most telling run: one that overflowed (compaction, then the floor), else one that compacted.
     probe = ContextFitter(SUPPORT_DESK, model=fitter.model)
+    compacted: Ticket | None = None
     for ticket in tickets(seed, count):
         run = run_ticket(probe, ticket, opener=bare_run)
-        if any(r.outcome != "fit" for r in run.rounds):
+        if run.escalated:
             return ticket
-    return make_ticket(seed, 1)
+        if compacted is None and any(r.outcome == "compacted" for r in run.rounds):
+            compacted = ticket
+    return compacted or make_ticket(seed, 1)
 
 
 def _inspect(

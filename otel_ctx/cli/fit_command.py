@@ -26,13 +26,9 @@ DEFAULT_CONTEXT_LENGTH = 128_000
 HELP = """\
 Fit or measure one request: an OpenAI chat-completions body (messages, tools).
 
-Prints the breakdown (where the window went, line by line) and what the fit would
-do: cap tool results, drop turns from the middle, or overflow at the pinned floor.
-With --measure nothing is changed: the request is accounted exactly as given.
+Prints the breakdown (where the window went, line by line) and what the fit does: cap tool results, drop turns from the middle, or overflow at the pinned floor. With --measure nothing is changed: the request is accounted exactly as given.
 
-The budget comes from --task-type (status / returns / dispute: the support-desk
-presets) and the options below; the reserve defaults to the body's
-max_completion_tokens or max_tokens, else 800.
+The budget comes from --task-type (status, returns and dispute are the support-desk presets) and the options; the reserve defaults to the body's max_completion_tokens or max_tokens, else 800. Exit codes: 0 ok, 1 overflow with --fail-on-overflow, 2 bad usage or input.
 
 [bold]Examples[/bold]
 
@@ -44,7 +40,6 @@ max_completion_tokens or max_tokens, else 800.
 
   otel-ctx fit request.json --task-type dispute --fail-on-overflow -o fitted.json
 """
-
 
 def fit(
     request: Annotated[str, typer.Argument(metavar="REQUEST.json|-", help="The request body; - reads stdin.")],

@@ -62,6 +62,10 @@ def sources_table(breakdown: Breakdown, console: Console) -> Table | None:
     return table
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def outcome_line(result: FitResult) -> Text:
     """One sentence on what the fit did."""
     b = result.breakdown
@@ -74,10 +78,12 @@ def outcome_line(result: FitResult) -> Text:
         text.append(f": {b.estimated:,} of {b.budget:,} tokens ({b.utilization:.0%})")
     details = []
     if result.dropped_turns:
-        details.append(f"dropped {result.dropped_turns} turns ({result.dropped_messages} messages)")
+        details.append(
+            f"dropped {plural(result.dropped_turns, 'turn')} ({plural(result.dropped_messages, 'message')})"
+        )
     if result.capped_tool_results:
-        details.append(f"capped {result.capped_tool_results} tool results")
-    details.append(f"{len(result.messages)} messages sent")
+        details.append(f"capped {plural(result.capped_tool_results, 'tool result')}")
+    details.append(f"{plural(len(result.messages), 'message')} sent")
     text.append("; " + ", ".join(details))
     return text
 
@@ -92,8 +98,8 @@ def summary_table(summary: WorkloadSummary, console: Console, budgets: dict[str,
     table.add_column("Compacted", justify="right")
     table.add_column("Overflow", justify="right")
     for line in COMPONENT_LINES:
-        table.add_column(_COMPONENT_HEADERS[line], justify="right")
-    table.add_column("p95 util.", justify="right")
+        table.add_column(_COMPONENT_HEADERS[line], justify="right", no_wrap=True)
+    table.add_column("p95 util.", justify="right", no_wrap=True)
     stats = [s for s in summary.by_task.values() if s.runs]
     total = summary.total()
     for s in [*stats, total]:

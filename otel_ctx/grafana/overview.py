@@ -5,12 +5,11 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import barchart, bargauge, stat, table, text, timeseries
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
-from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
-from grafana_foundation_sdk.models import text as text_m
 
 from otel_ctx import names
 from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
 
@@ -37,13 +36,15 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             f"{OVERFLOW_WARN:.0%}, orange from {OVERFLOW_WARN:.0%}, red from {OVERFLOW_BAD:.0%}."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RANGE, overflow), by_task, instant=True)))
+        .targets(
+            p.targets(p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RANGE, overflow), by_task, instant=True))
+        )
         .unit("percentunit")
         .decimals(1)
         .thresholds(p.thresholds("green", (OVERFLOW_WARN, "orange"), (OVERFLOW_BAD, "red")))
-        .color_mode(common_m.BigValueColorMode.BACKGROUND)
-        .graph_mode(common_m.BigValueGraphMode.NONE)
-        .text_mode(common_m.BigValueTextMode.VALUE_AND_NAME)
+        .color_mode(o.COLOR_BACKGROUND)
+        .graph_mode(o.GRAPH_NONE)
+        .text_mode(o.TEXT_VALUE_AND_NAME)
         .reduce_options(p.reduce_last())
         .no_value("no fits")
         .span(6)
@@ -63,7 +64,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .min(0)
         .axis_soft_max(OVERFLOW_BAD * 2)
         .thresholds(p.thresholds("transparent", (OVERFLOW_BAD, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
         .span(9)
         .height(8)
@@ -88,9 +89,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .unit("short")
         .decimals(0)
         .min(0)
-        .draw_style(common_m.GraphDrawStyle.BARS)
+        .draw_style(o.DRAW_BARS)
         .fill_opacity(80)
-        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
         .legend(p.legend_table("sum"))
         .span(9)
         .height(8)
@@ -139,7 +140,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         text.Panel()
         .title("Recent overflowed runs of ${" + q.VAR_SERVICE + "} in Jaeger")
         .description("One link per selected service: Jaeger's search needs a service name.")
-        .mode(text_m.TextMode.MARKDOWN)
+        .mode(o.MARKDOWN)
         .content(_jaeger_markdown())
         .repeat(q.VAR_SERVICE)
         .repeat_direction("h")
@@ -151,9 +152,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
 
 
 def _jaeger_markdown() -> str:
-    url = jaeger.overflow_search_url(
-        "${" + q.VAR_JAEGER_URL + "}", "${" + q.VAR_SERVICE + ":percentencode}"
-    )
+    url = jaeger.overflow_search_url("${" + q.VAR_JAEGER_URL + "}", "${" + q.VAR_SERVICE + ":percentencode}")
     return "\n".join(
         [
             f"**[Open the overflowed fits of `${{{q.VAR_SERVICE}}}` in Jaeger]({url})** "
@@ -203,7 +202,7 @@ def _component_panels() -> list[p.PanelBuilder]:
         .min(0)
         .fill_opacity(60)
         .line_width(1)
-        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
         .legend(p.legend_table("mean", "lastNotNull"))
         .override_by_query(
             "B",
@@ -211,7 +210,9 @@ def _component_panels() -> list[p.PanelBuilder]:
                 dash_m.DynamicConfigValue(id_val="custom.stacking", value={"mode": "none", "group": "B"}),
                 dash_m.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
                 dash_m.DynamicConfigValue(id_val="custom.lineWidth", value=2),
-                dash_m.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+                dash_m.DynamicConfigValue(
+                    id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}
+                ),
                 dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
             ],
         )
@@ -249,8 +250,8 @@ def _component_panels() -> list[p.PanelBuilder]:
         .decimals(1)
         .min(0)
         .max(1)
-        .display_mode(common_m.BarGaugeDisplayMode.GRADIENT)
-        .orientation(common_m.VizOrientation.HORIZONTAL)
+        .display_mode(o.BARGAUGE_GRADIENT)
+        .orientation(o.HORIZONTAL)
         .reduce_options(p.reduce_last())
         .thresholds(p.thresholds("green", (0.5, "orange"), (0.8, "red")))
         .span(8)
@@ -266,7 +267,9 @@ def _component_panels() -> list[p.PanelBuilder]:
             "`headroom`/`overflow` (budget minus estimate, split by sign)."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.table_query(q.histogram_mean(names.TOKENS, [q.TASK_TYPE, q.COMPONENT], q.RANGE))))
+        .targets(
+            p.targets(p.table_query(q.histogram_mean(names.TOKENS, [q.TASK_TYPE, q.COMPONENT], q.RANGE)))
+        )
         .with_transformation(
             dash_m.DataTransformerConfig(
                 id_val="groupingToMatrix",
@@ -306,7 +309,9 @@ def _utilization_panels() -> list[p.PanelBuilder]:
             p.targets(
                 p.query(q.histogram_quantile(0.5, names.UTILIZATION, [q.TASK_TYPE]), "p50 " + by_task),
                 p.query(
-                    q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]), "p95 " + by_task, exemplar=True
+                    q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]),
+                    "p95 " + by_task,
+                    exemplar=True,
                 ),
             )
         )
@@ -314,7 +319,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .min(0)
         .axis_soft_max(1.1)
         .thresholds(p.thresholds("transparent", (0.9, "orange"), (1.0, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max", "lastNotNull"))
         .span(12)
         .height(9)
@@ -342,9 +347,9 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .x_field(q.ROUND)
         .unit("percentunit")
         .min(0)
-        .show_value(common_m.VisibilityMode.AUTO)
+        .show_value(o.SHOW_AUTO)
         .thresholds(p.thresholds("green", (0.9, "orange"), (1.0, "red")))
-        .color_scheme(dash_b.FieldColor().mode(dash_m.FieldColorModeId.THRESHOLDS))
+        .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS))
         .span(12)
         .height(9)
     )
@@ -365,7 +370,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .unit("ops")
         .min(0)
         .fill_opacity(40)
-        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
         .legend(p.legend_table("mean", "lastNotNull"))
         .span(8)
         .height(8)
@@ -390,7 +395,8 @@ def _activity_panels() -> list[p.PanelBuilder]:
                     "compactions · " + by_task,
                 ),
                 p.query(
-                    q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus, [q.TASK_TYPE]), "dropped turns · " + by_task
+                    q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus, [q.TASK_TYPE]),
+                    "dropped turns · " + by_task,
                 ),
             )
         )
@@ -409,7 +415,11 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "returning much more (a bigger page, a verbose error)."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), by_task)))
+        .targets(
+            p.targets(
+                p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), by_task)
+            )
+        )
         .unit("ops")
         .min(0)
         .legend(p.legend_table("mean", "max"))
@@ -434,7 +444,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .unit("none")
         .decimals(3)
         .thresholds(p.thresholds("transparent", (1.02, "orange"), (1.05, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
         .span(24)
         .height(8)
@@ -454,7 +464,7 @@ def build() -> dash_b.Dashboard:
         .time("now-1h", "now")
         .refresh("30s")
         .timezone("browser")
-        .tooltip(dash_m.DashboardCursorSync.CROSSHAIR)
+        .tooltip(o.CROSSHAIR)
         .editable()
         .links(p.dashboard_links())
     )

@@ -13,12 +13,12 @@ from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
 from grafana_foundation_sdk.cog.builder import Builder
-from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 from otel_ctx import names
 from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import options as o
 from otel_ctx.grafana import promql as q
 
 #: Any panel builder (timeseries, stat, table, ...): they all build a dashboard panel.
@@ -56,7 +56,7 @@ def query(
 
 def table_query(expr: str) -> prom_b.Dataquery:
     """An instant query whose labels become table columns."""
-    return query(expr, instant=True, fmt=prom_m.PromQueryFormat.TABLE)
+    return query(expr, instant=True, fmt=o.FORMAT_TABLE)
 
 
 def legend(label: str) -> str:
@@ -66,16 +66,19 @@ def legend(label: str) -> str:
 def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
     return (
         dash_b.ThresholdsConfig()
-        .mode(dash_m.ThresholdsMode.ABSOLUTE)
-        .steps([dash_m.Threshold(value=None, color=base)] + [dash_m.Threshold(value=v, color=c) for v, c in steps])
+        .mode(o.THRESHOLDS_ABSOLUTE)
+        .steps(
+            [dash_m.Threshold(value=None, color=base)]
+            + [dash_m.Threshold(value=v, color=c) for v, c in steps]
+        )
     )
 
 
 def legend_table(*calcs: str) -> common_b.VizLegendOptions:
     return (
         common_b.VizLegendOptions()
-        .display_mode(common_m.LegendDisplayMode.TABLE)
-        .placement(common_m.LegendPlacement.BOTTOM)
+        .display_mode(o.LEGEND_TABLE)
+        .placement(o.LEGEND_BOTTOM)
         .show_legend(True)
         .calcs(list(calcs))
     )
@@ -109,8 +112,8 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
             .description(description)
             .datasource(DATASOURCE)
             .query(expr)
-            .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED)
-            .sort(dash_m.VariableSort.ALPHABETICAL_ASC)
+            .refresh(o.REFRESH_ON_TIME_RANGE)
+            .sort(o.SORT_ALPHABETICAL)
             .multi(True)
             .include_all(True)
             .all_value(".*")
@@ -160,13 +163,13 @@ def jaeger_variable() -> dash_b.TextBoxVariable:
 def dashboard_links() -> list[dash_b.DashboardLink]:
     return [
         dash_b.DashboardLink("otel-ctx dashboards")
-        .type(dash_m.DashboardLinkType.DASHBOARDS)
+        .type(o.LINK_DASHBOARDS)
         .tags([TAG])
         .as_dropdown(True)
         .include_vars(True)
         .keep_time(True),
         dash_b.DashboardLink("Jaeger: search traces")
-        .type(dash_m.DashboardLinkType.LINK)
+        .type(o.LINK_URL)
         .icon("external link")
         .tooltip("Open Jaeger's search page")
         .url("${" + q.VAR_JAEGER_URL + "}/search")

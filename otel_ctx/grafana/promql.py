@@ -101,9 +101,7 @@ def histogram_quantile(
     return f"histogram_quantile({q}, {inner})"
 
 
-def ratio(
-    counter: names.Metric, group: Iterable[str], window: str, numerator: dict[str, str]
-) -> str:
+def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: dict[str, str]) -> str:
     """Share of a counter's rate that matches ``numerator``, per group, 0 when none matched.
 
     A counter series for an outcome only exists after its first increment, so a plain

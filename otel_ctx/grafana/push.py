@@ -136,7 +136,10 @@ def _is_refused(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError) or getattr(current, "errno", None) == errno.ECONNREFUSED:
+        if (
+            isinstance(current, ConnectionRefusedError)
+            or getattr(current, "errno", None) == errno.ECONNREFUSED
+        ):
             return True
         if "refused" in str(current).lower():
             return True
@@ -157,12 +160,16 @@ def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushErro
             "check the URL's scheme, or pass --ca-cert PATH (or --insecure to skip verification)",
         )
     elif isinstance(exc, GrafanaTimeoutError | niquests.exceptions.Timeout):
-        err = PushError("timeout", f"Grafana at {url} did not answer within {target.timeout:g}s while {action}")
+        err = PushError(
+            "timeout", f"Grafana at {url} did not answer within {target.timeout:g}s while {action}"
+        )
     elif isinstance(exc, niquests.exceptions.ConnectionError) or (
         isinstance(exc, GrafanaException) and exc.status_code == 0
     ):
         if _is_refused(exc):
-            err = PushError("refused", f"cannot connect to Grafana at {url}: connection refused (is it running?)")
+            err = PushError(
+                "refused", f"cannot connect to Grafana at {url}: connection refused (is it running?)"
+            )
         else:
             err = PushError("connection", f"cannot connect to Grafana at {url}: {_one_line(exc)[:200]}")
     elif isinstance(exc, GrafanaException):
@@ -186,11 +193,17 @@ def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushErro
                 "(with its sub-path, if it is served under one)?",
             )
         elif isinstance(exc, GrafanaClientError):
-            err = PushError("server", f"Grafana at {url} rejected {action} ({status}): {_one_line(exc)[:200]}")
+            err = PushError(
+                "server", f"Grafana at {url} rejected {action} ({status}): {_one_line(exc)[:200]}"
+            )
         else:
-            err = PushError("server", f"Grafana at {url} failed while {action} ({status}): {_one_line(exc)[:200]}")
+            err = PushError(
+                "server", f"Grafana at {url} failed while {action} ({status}): {_one_line(exc)[:200]}"
+            )
     else:
-        err = PushError("connection", f"talking to Grafana at {url} failed while {action}: {_one_line(exc)[:200]}")
+        err = PushError(
+            "connection", f"talking to Grafana at {url} failed while {action}: {_one_line(exc)[:200]}"
+        )
     return PushError(err.kind, _scrub(str(err), target))
 
 
@@ -201,17 +214,21 @@ def _status(exc: BaseException) -> int | None:
 _CALL_ERRORS = (GrafanaException, niquests.exceptions.RequestException)
 
 
-def _datasource(
-    api: GrafanaApi, target: GrafanaTarget, name: str | None, uid: str | None
-) -> tuple[str, str]:
+def _datasource(api: GrafanaApi, target: GrafanaTarget, name: str | None, uid: str | None) -> tuple[str, str]:
     wanted = f"uid {uid!r}" if uid else f"name {name!r}"
     try:
-        found = api.datasource.get_datasource_by_uid(uid) if uid else api.datasource.get_datasource_by_name(name)
+        found = (
+            api.datasource.get_datasource_by_uid(uid) if uid else api.datasource.get_datasource_by_name(name)
+        )
     except _CALL_ERRORS as exc:
         if _status(exc) != 404:
             raise _explain(exc, "looking up the data source", target) from None
         others = _prometheus_datasources(api)
-        hint = f"Prometheus data sources there: {', '.join(others)}" if others else "it has no Prometheus data source"
+        hint = (
+            f"Prometheus data sources there: {', '.join(others)}"
+            if others
+            else "it has no Prometheus data source"
+        )
         raise PushError(
             "datasource",
             f"Grafana at {target.display_url} has no data source with {wanted}; {hint}. "
@@ -282,7 +299,9 @@ def push(
     if not folder.strip():
         raise PushError("usage", "the folder title is empty")
     if not datasource and not datasource_uid:
-        raise PushError("usage", "name the Prometheus data source (--datasource NAME or --datasource-uid UID)")
+        raise PushError(
+            "usage", "name the Prometheus data source (--datasource NAME or --datasource-uid UID)"
+        )
     api = _client(target)
     try:
         # /api/health answers without credentials: it tells "not a Grafana" (404) and

@@ -6,11 +6,10 @@ from grafana_foundation_sdk.builders import barchart, heatmap, stat, timeseries
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import heatmap as heatmap_b
-from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
-from grafana_foundation_sdk.models import prometheus as prom_m
 
 from otel_ctx import names
+from otel_ctx.grafana import options as o
 from otel_ctx.grafana import overview
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
@@ -19,7 +18,9 @@ UID = "otel-ctx-task-type"
 TITLE = "otel-ctx · Task type drill-down"
 
 
-def _stat(title: str, description: str, expr: str, unit: str, steps: tuple[tuple[float, str], ...] = ()) -> stat.Panel:
+def _stat(
+    title: str, description: str, expr: str, unit: str, steps: tuple[tuple[float, str], ...] = ()
+) -> stat.Panel:
     return (
         stat.Panel()
         .title(title)
@@ -28,8 +29,8 @@ def _stat(title: str, description: str, expr: str, unit: str, steps: tuple[tuple
         .targets(p.targets(p.query(expr, instant=True)))
         .unit(unit)
         .thresholds(p.thresholds("green" if steps else "blue", *steps))
-        .color_mode(common_m.BigValueColorMode.VALUE)
-        .graph_mode(common_m.BigValueGraphMode.NONE)
+        .color_mode(o.COLOR_VALUE)
+        .graph_mode(o.GRAPH_NONE)
         .reduce_options(p.reduce_last())
         .span(4)
         .height(4)
@@ -95,7 +96,11 @@ def _growth() -> list[p.PanelBuilder]:
             f"`{names.transcript_role_component('assistant')}` (tool calls and answers)."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.table_query(q.histogram_mean(names.TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed))))
+        .targets(
+            p.targets(
+                p.table_query(q.histogram_mean(names.TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed))
+            )
+        )
         .with_transformation(
             dash_m.DataTransformerConfig(
                 id_val="groupingToMatrix",
@@ -108,7 +113,7 @@ def _growth() -> list[p.PanelBuilder]:
             )
         )
         .x_field(f"{q.ROUND}\\{q.COMPONENT}")
-        .stacking(common_m.StackingMode.NORMAL)
+        .stacking(o.STACK_NORMAL)
         .unit("short")
         .decimals(0)
         .legend(p.legend_table())
@@ -156,7 +161,7 @@ def _edge() -> list[p.PanelBuilder]:
                 p.query(
                     f"sum by ({q.LE}) (increase({q.selector(names.UTILIZATION.series('_bucket'))}[{q.RATE}]))",
                     p.legend(q.LE),
-                    fmt=prom_m.PromQueryFormat.HEATMAP,
+                    fmt=o.FORMAT_HEATMAP,
                 )
             )
         )
@@ -201,7 +206,7 @@ def _edge() -> list[p.PanelBuilder]:
         .unit("ops")
         .min(0)
         .fill_opacity(40)
-        .stacking(common_b.StackingConfig().mode(common_m.StackingMode.NORMAL))
+        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
         .span(12)
         .height(8)
     )
@@ -248,7 +253,7 @@ def build() -> dash_b.Dashboard:
         .time("now-1h", "now")
         .refresh("30s")
         .timezone("browser")
-        .tooltip(dash_m.DashboardCursorSync.CROSSHAIR)
+        .tooltip(o.CROSSHAIR)
         .editable()
         .links(p.dashboard_links())
     )

@@ -1,0 +1,73 @@
+"""The benchmark input: 100 support-desk messages of about 340 tokens, fitted to 8,000.
+
+Text-only user/assistant messages so that otel-ctx, the chapter's naive loop and
+LangChain's ``trim_messages`` all work on exactly the same list. Each message is
+distinct (no count can be reused across messages), built from a fixed vocabulary with
+a seeded RNG and trimmed to its token target with the real encoder.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import tiktoken
+
+from otel_ctx import BudgetPolicy
+
+MESSAGES = 100
+TOKENS_PER_MESSAGE = 340
+REQUEST_LIMIT = 8_000
+RESERVE = 800
+POLICY = BudgetPolicy(context_length=128_000, reserved_output=RESERVE, request_limit=REQUEST_LIMIT)
+ENCODING = "cl100k_base"
+MODEL = "gpt-4o"
+
+_WORDS = (
+    "order parcel refund return carrier scan delivered damaged seller buyer shelf box label tracking "
+    "invoice warehouse driver address neighbour signature photo claim dispute policy days week window "
+    "shipping amount euro partial full cracked panel corner packaging courier hub route status update "
+    "today tomorrow yesterday morning evening please thanks sorry understand check confirm escalate "
+    "support ticket agent account email phone number item line quantity price total discount voucher "
+    "missing late early exchange replacement colour size wrong broken unused opened sealed receipt"
+).split()
+
+
+def encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding(ENCODING + "_offline")
+
+
+def _text(rng: random.Random, enc: tiktoken.Encoding, tokens: int, tag: str) -> str:
+    words: list[str] = [tag]
+    while True:
+        sentence = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 16)))
+        words.append(sentence.capitalize() + rng.choice(".?!") + f" {rng.randint(10, 99999)}")
+        text = " ".join(words)
+        n = len(enc.encode_ordinary(text))
+        if n >= tokens:
+            ids = enc.encode_ordinary(text)[:tokens]
+            return enc.decode(ids)
+
+
+def conversation(seed: int = 1, n: int = MESSAGES, tokens: int = TOKENS_PER_MESSAGE) -> list[dict[str, Any]]:
+    """The ticket (user) then alternating assistant/user messages."""
+    rng = random.Random(seed)
+    enc = encoding()
+    out = []
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        out.append({"role": role, "content": _text(rng, enc, tokens, f"[{seed}.{i}]")})
+    return out
+
+
+def new_pairs(count: int, seed: int = 2) -> list[list[dict[str, Any]]]:
+    """``count`` distinct (assistant, user) pairs: the two messages a warm round adds."""
+    rng = random.Random(seed)
+    enc = encoding()
+    return [
+        [
+            {"role": "assistant", "content": _text(rng, enc, TOKENS_PER_MESSAGE, f"[a{seed}.{k}]")},
+            {"role": "user", "content": _text(rng, enc, TOKENS_PER_MESSAGE, f"[u{seed}.{k}]")},
+        ]
+        for k in range(count)
+    ]

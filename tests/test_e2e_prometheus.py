@@ -1,0 +1,416 @@
+"""End to end against the real Prometheus: every dashboard query and alert, on live demo data.
+
+A subprocess (``tests/e2e_workload.py``) runs support-desk tickets through
+``otel_ctx.run`` with ``configure(exporter="prometheus")``; a real Prometheus scrapes it
+every second with the shipped alert rules loaded (the generator's fast variant: the
+same expressions, ``for: 0s`` and one-minute windows). Then every panel query of every
+committed dashboard and every alert expression goes through Prometheus's HTTP API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import support
+import yaml
+
+from otel_ctx import alerts, names
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
+SERVICE = "otel-ctx-e2e"
+WINDOW = "1m"
+#: Any overflow in the window fires the test's overflow alert; task types that never overflow must not.
+TEST_OVERFLOW_RATIO = 0.001
+WORKLOAD_SECONDS = 10.0
+# Dashboard variables and Grafana's interval macros, as the README's conventions define them.
+SUBSTITUTIONS = {
+    "$__rate_interval": WINDOW,
+    "$__interval": WINDOW,
+    "$__range": WINDOW,
+    "$service": ".*",
+    "$task_type": ".*",
+    "$model": ".*",
+}
+# Series Prometheus adds by itself (scrape health, alert state) and the SDK's resource metric.
+INFRASTRUCTURE = {
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+    "target_info",
+    "ALERTS",
+    "ALERTS_FOR_STATE",
+}
+
+TASK = names.prometheus_label(names.TASK_TYPE)
+OUTCOME = names.prometheus_label(names.OUTCOME)
+COMPONENT = names.prometheus_label(names.COMPONENT)
+
+T = TypeVar("T")
+
+
+@dataclass
+class Stack:
+    base: str
+    report: dict[str, Any]
+
+    def get(self, path: str, **params: str) -> Any:
+        url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """An instant query; a PromQL error fails with Prometheus's message and the expression."""
+        try:
+            data = self.get("/api/v1/query", query=expr)
+        except urllib.error.HTTPError as err:
+            pytest.fail(f"Prometheus rejected the query: {err.read().decode()}\n{expr}")
+        assert data["resultType"] == "vector", expr
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def fits(self) -> dict[tuple[str, str], int]:
+        return {(f["task_type"], f["outcome"]): int(f["count"]) for f in self.report["fits"] if f["count"]}
+
+
+def _wait(what: str, timeout: float, probe: Callable[[], T | None]) -> T:
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+        except (OSError, urllib.error.URLError, AssertionError, KeyError) as err:
+            last_error, value = err, None
+        if value:
+            return value
+        time.sleep(0.25)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_error})")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    prometheus = support.require_binary("prometheus", "apt-get install prometheus")
+    tmp = tmp_path_factory.mktemp("e2e")
+    prom_port, metrics_port = support.free_port(), support.free_port()
+    rules = alerts.write(
+        tmp / "rules.yml", alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
+    )
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        # The job name plays the service, as the Collector's job label does in the stack.
+        "scrape_configs": [
+            {"job_name": SERVICE, "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]}
+        ],
+    }
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    report_path = tmp / "report.json"
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = {name: (tmp / f"{name}.log").open("wb") for name in ("workload", "prometheus")}
+    try:
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(Path(__file__).with_name("e2e_workload.py")),
+                    f"--port={metrics_port}",
+                    f"--service={SERVICE}",
+                    f"--seconds={WORKLOAD_SECONDS}",
+                    f"--report={report_path}",
+                ],
+                stdout=logs["workload"],
+                stderr=subprocess.STDOUT,
+            )
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    prometheus,
+                    f"--config.file={tmp / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={tmp / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{prom_port}",
+                    "--enable-feature=exemplar-storage",
+                ],
+                stdout=logs["prometheus"],
+                stderr=subprocess.STDOUT,
+            )
+        )
+        base = f"http://127.0.0.1:{prom_port}"
+
+        def ready() -> bool | None:
+            for proc, name in zip(procs, logs):
+                if proc.poll() is not None:
+                    log = (tmp / f"{name}.log").read_text(errors="replace")[-3000:]
+                    pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
+            with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
+                return response.status == 200
+
+        _wait("Prometheus to be ready", 20, ready)
+
+        def report() -> dict[str, Any] | None:
+            ready()
+            loaded: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
+            return loaded
+
+        partial = Stack(base, _wait("the workload to finish its tickets", WORKLOAD_SECONDS + 30, report))
+        total = sum(partial.fits().values())
+
+        def final_scrape() -> bool:
+            # The workload's last fits are in Prometheus once the counters add up to its report.
+            got = partial.query(f'sum({names.FITS.prometheus}{{job="{SERVICE}"}})')
+            return bool(got) and int(float(got[0]["value"][1])) == total
+
+        _wait("Prometheus to scrape the workload's last fits", 15, final_scrape)
+        yield partial
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        for log in logs.values():
+            log.close()
+
+
+def _value(sample: dict[str, Any]) -> float:
+    return float(sample["value"][1])
+
+
+def _substitute(expr: str) -> str:
+    for var, value in SUBSTITUTIONS.items():
+        expr = expr.replace(var, value)
+    assert "$" not in expr, f"unsubstituted variable in {expr}"
+    return expr
+
+
+def _panel_queries() -> list[tuple[str, str, str]]:
+    """(dashboard file, panel title, expr) for every target of every committed dashboard."""
+    found = []
+    for path in DASHBOARDS:
+        model = json.loads(path.read_text(encoding="utf-8"))
+        stack = list(model.get("panels") or [])
+        while stack:
+            panel = stack.pop(0)
+            stack[:0] = panel.get("panels") or []
+            for target in panel.get("targets") or []:
+                expr = target.get("expr")
+                if isinstance(expr, str) and expr.strip():
+                    found.append((path.name, str(panel.get("title", "")), expr))
+    return found
+
+
+# --- the workload did what the test needs -------------------------------------------------
+
+
+def test_the_workload_overflowed_some_disputes_and_not_everything(stack: Stack) -> None:
+    fits = stack.fits()
+    assert stack.report["escalated"] >= 1
+    overflowed = {task for (task, outcome) in fits if outcome == "overflow"}
+    assert "dispute" in overflowed
+    assert overflowed != {task for task, _ in fits}, "some task type must never overflow"
+
+
+def test_prometheus_counters_equal_what_the_workload_did(stack: Stack) -> None:
+    got = {
+        (s["metric"][TASK], s["metric"][OUTCOME]): round(_value(s))
+        for s in stack.query(f'sum by ({TASK}, {OUTCOME}) ({names.FITS.prometheus}{{job="{SERVICE}"}})')
+    }
+    assert got == stack.fits()
+
+
+def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None:
+    seen = set(stack.get("/api/v1/label/__name__/values"))
+    expected = {
+        m.series(suffix)
+        for m in names.METRICS
+        for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+    }
+    assert seen - INFRASTRUCTURE == expected
+
+
+# --- the numbers are plausible ------------------------------------------------------------
+
+
+def test_components_add_up_to_the_estimate_and_the_transcript_to_its_roles(stack: Stack) -> None:
+    tokens_sum = names.TOKENS.series("_sum")
+
+    def per_task(components: tuple[str, ...]) -> dict[str, float]:
+        regex = "|".join(re.escape(c) for c in components)
+        expr = f'sum by ({TASK}) ({tokens_sum}{{job="{SERVICE}", {COMPONENT}=~"{regex}"}})'
+        return {s["metric"][TASK]: _value(s) for s in stack.query(expr)}
+
+    estimated = per_task((names.COMPONENT_ESTIMATED,))
+    assert set(estimated) == {task for task, _ in stack.fits()}
+    summed = per_task(names.SUMMED_COMPONENTS)
+    roles = per_task(tuple(names.transcript_role_component(r) for r in names.ROLES))
+    transcript = per_task((names.COMPONENT_TRANSCRIPT,))
+    for task, total in estimated.items():
+        assert total > 0
+        assert summed[task] == pytest.approx(total, rel=1e-9), task
+        assert roles[task] == pytest.approx(transcript[task], rel=1e-9), task
+
+
+def test_alert_signals_have_plausible_values(stack: Stack) -> None:
+    fits = stack.fits()
+    signals = alerts.signals(alerts.AlertSettings.fast(WINDOW))
+
+    ratios = {s["metric"][TASK]: _value(s) for s in stack.query(signals[alerts.OVERFLOW_RATE])}
+    assert set(ratios) == {task for task, _ in fits}
+    for task, ratio in ratios.items():
+        assert 0 <= ratio <= 1, (task, ratio)
+        attempted = sum(n for (t, _), n in fits.items() if t == task)
+        # rate() extrapolates both sides alike: the ratio is the workload's own share.
+        assert ratio == pytest.approx(fits.get((task, "overflow"), 0) / attempted, abs=0.02), task
+
+    p95 = {s["metric"][TASK]: _value(s) for s in stack.query(signals[alerts.UTILIZATION_NEAR_BUDGET])}
+    assert set(p95) == set(ratios)
+    assert all(0 < v <= 4 for v in p95.values()), p95
+
+    accuracy = [_value(s) for s in stack.query(signals[alerts.ESTIMATE_DRIFT])]
+    assert accuracy
+    # The demo reports exactly what was sent, so the calibrated estimate stays near 1.
+    assert all(0.5 < v < 2 for v in accuracy), accuracy
+
+
+# --- the alerts -----------------------------------------------------------------------
+
+
+def test_every_shipped_alert_expression_evaluates(stack: Stack) -> None:
+    """The committed rules run as written (ten-minute windows: they may not fire on 10 s of data)."""
+    shipped = yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text(encoding="utf-8"))
+    for rule in shipped["groups"][0]["rules"]:
+        for sample in stack.query(rule["expr"]):
+            assert math.isfinite(_value(sample)), rule["alert"]
+    # Telemetry is flowing: the absent alert's expression returns nothing.
+    assert stack.query(alerts.expressions()[alerts.TELEMETRY_ABSENT]) == []
+
+
+def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stack) -> None:
+    overflowed = {task for (task, outcome) in stack.fits() if outcome == "overflow"}
+
+    def firing() -> set[str] | None:
+        found = {
+            a["labels"][TASK]
+            for a in stack.get("/api/v1/alerts")["alerts"]
+            if a["labels"]["alertname"] == alerts.OVERFLOW_RATE and a["state"] == "firing"
+        }
+        return found if found == overflowed else None
+
+    _wait(f"{alerts.OVERFLOW_RATE} to fire for {sorted(overflowed)}", 15, firing)
+    active = [
+        a for a in stack.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == alerts.OVERFLOW_RATE
+    ]
+    for alert in active:
+        assert alert["labels"]["job"] == SERVICE
+        assert alert["labels"]["severity"] == "critical"
+        # Templates rendered with the alert's own labels: a link an on-call can click.
+        assert f"var-service={SERVICE}" in alert["annotations"]["dashboard"]
+        assert f"var-task_type={alert['labels'][TASK]}" in alert["annotations"]["dashboard"]
+        assert "{{" not in alert["annotations"]["description"]
+    # The ALERTS series carries the same state for dashboards to show.
+    series = stack.query(f'ALERTS{{alertname="{alerts.OVERFLOW_RATE}", alertstate="firing"}}')
+    assert {s["metric"][TASK] for s in series} == overflowed
+    # Telemetry is present: the absent alert is not active.
+    assert not [
+        a
+        for a in stack.get("/api/v1/alerts")["alerts"]
+        if a["labels"]["alertname"] == alerts.TELEMETRY_ABSENT
+    ]
+
+
+# --- the dashboards -------------------------------------------------------------------
+
+
+def test_the_dashboards_are_committed() -> None:
+    assert DASHBOARDS, "no dashboards/*.json: run `otel-ctx dashboards build`"
+    assert any(
+        json.loads(p.read_text(encoding="utf-8")).get("uid") == alerts.DASHBOARD_UID for p in DASHBOARDS
+    )
+
+
+def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
+    queries = _panel_queries()
+    assert queries
+    empty = []
+    for dashboard, title, expr in queries:
+        result = stack.query(_substitute(expr))
+        if not result:
+            empty.append(f"{dashboard}: {title}\n{expr}")
+            continue
+        values = [_value(s) for s in result]
+        where = f"{dashboard}: {title}"
+        assert all(math.isfinite(v) and v >= 0 for v in values), (where, values)
+        if names.UTILIZATION.prometheus in expr and "histogram_quantile" in expr:
+            assert all(0 < v <= 4 for v in values), (where, values)
+        if f'{OUTCOME}="overflow"' in expr and "/" in expr:
+            assert all(v <= 1 for v in values), (where, values)
+        if names.ESTIMATE_ACCURACY.prometheus in expr and "increase" not in expr:
+            assert all(0.5 < v < 2 for v in values), (where, values)
+    assert not empty, "panel queries with no data on the demo workload:\n" + "\n".join(empty)
+
+
+def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack) -> None:
+    """Where a panel's result has every summed component and the estimate, they agree."""
+    checked = 0
+    for dashboard, title, expr in _panel_queries():
+        groups: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
+        for sample in stack.query(_substitute(expr)):
+            labels = dict(sample["metric"])
+            component = labels.pop(COMPONENT, None)
+            if component is not None:
+                groups.setdefault(tuple(sorted(labels.items())), {})[component] = _value(sample)
+        for key, by_component in groups.items():
+            if names.COMPONENT_ESTIMATED in by_component and set(names.SUMMED_COMPONENTS) <= set(
+                by_component
+            ):
+                summed = sum(by_component[c] for c in names.SUMMED_COMPONENTS)
+                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=1e-6), (
+                    dashboard,
+                    title,
+                    key,
+                )
+                checked += 1
+    assert checked, "no panel shows the components next to the estimate"
+
+
+def test_every_template_variable_finds_values(stack: Stack) -> None:
+    for path in DASHBOARDS:
+        model = json.loads(path.read_text(encoding="utf-8"))
+        for variable in (model.get("templating") or {}).get("list") or []:
+            if variable.get("type") != "query":
+                continue
+            query = variable.get("query")
+            text = query.get("query") if isinstance(query, dict) else query
+            match = re.fullmatch(r"label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)", str(text).strip())
+            assert match, f"{path.name}: variable {variable.get('name')} is not label_values(): {text}"
+            selector, label = _substitute(match.group(1)), match.group(2)
+            values = stack.get(f"/api/v1/label/{label}/values", **{"match[]": selector})
+            assert values, f"{path.name}: variable {variable.get('name')} finds no {label}"
+            if label == "job":
+                assert values == [SERVICE]
