@@ -39,14 +39,17 @@ def encoding() -> tiktoken.Encoding:
 
 def _text(rng: random.Random, enc: tiktoken.Encoding, tokens: int, tag: str) -> str:
     words: list[str] = [tag]
+    chars = 0
     while True:
-        sentence = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 16)))
-        words.append(sentence.capitalize() + rng.choice(".?!") + f" {rng.randint(10, 99999)}")
-        text = " ".join(words)
-        n = len(enc.encode_ordinary(text))
-        if n >= tokens:
-            ids = enc.encode_ordinary(text)[:tokens]
-            return enc.decode(ids)
+        # About five characters a token here: overshoot, then cut at the exact token count.
+        while chars < tokens * 6:
+            sentence = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 16)))
+            words.append(sentence.capitalize() + rng.choice(".?!") + f" {rng.randint(10, 99999)}")
+            chars += len(words[-1]) + 1
+        ids = enc.encode_ordinary(" ".join(words))
+        if len(ids) >= tokens:
+            return enc.decode(ids[:tokens])
+        chars = 0
 
 
 def conversation(seed: int = 1, n: int = MESSAGES, tokens: int = TOKENS_PER_MESSAGE) -> list[dict[str, Any]]:

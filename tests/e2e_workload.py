@@ -31,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--service", required=True)
-    parser.add_argument("--seconds", type=float, default=10.0, help="how long to run tickets")
-    parser.add_argument("--rate", type=float, default=25.0, help="tickets per second at most")
+    parser.add_argument("--tickets", type=int, default=80, help="tickets to run (deterministic counts)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="stop early after this long")
+    parser.add_argument("--rate", type=float, default=10.0, help="tickets per second at most")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--report", type=Path, required=True, help="JSON written when the tickets stop")
     parser.add_argument("--linger", type=float, default=120.0, help="serve metrics this long after")
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     escalated = 0
     ticket_count = 0
     deadline = time.monotonic() + args.seconds
-    for ticket in tickets(args.seed):
+    for ticket in tickets(args.seed, args.tickets):
         started = time.monotonic()
         if started >= deadline:
             break

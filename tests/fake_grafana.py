@@ -118,9 +118,9 @@ def _handler(fake: FakeGrafana) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - http.server's naming
+        do_GET = do_POST = do_PUT = do_DELETE = _serve  # http.server's naming
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler

@@ -13,13 +13,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from support import require_binary
 from typer.testing import CliRunner
 
 from otel_ctx import names
 from otel_ctx.cli import app
-from otel_ctx.grafana import build_dashboards, check, iter_panels, queries, render, variable_queries
-from otel_ctx.grafana import jaeger
-from support import require_binary
+from otel_ctx.grafana import build_dashboards, check, iter_panels, jaeger, queries, render, variable_queries
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "dashboards"

@@ -105,7 +105,7 @@ def test_grafana_under_a_sub_path(grafana: FakeGrafana) -> None:
 
 
 def test_missing_datasource_is_said_plainly_and_nothing_is_uploaded(grafana: FakeGrafana) -> None:
-    code, out, err = cli("--url", grafana.url, "--token", TOKEN, "--datasource", "Mimir")
+    code, _, err = cli("--url", grafana.url, "--token", TOKEN, "--datasource", "Mimir")
     assert code == 1
     assert err.count("\n") == 1
     assert "no data source with name 'Mimir'" in err
@@ -155,10 +155,8 @@ def test_connection_refused() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     code, out, err = cli("--url", url, "--token", TOKEN)
     assert code == 1
-    assert (
-        err
-        == f"otel-ctx dashboards push: error: cannot connect to Grafana at {url}: connection refused (is it running?)\n"
-    )
+    expected = f"cannot connect to Grafana at {url}: connection refused (is it running?)"
+    assert err == f"otel-ctx dashboards push: error: {expected}\n"
     assert_no_secret(out, err)
 
 

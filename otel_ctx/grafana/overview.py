@@ -109,7 +109,11 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.table_query(
-                    f"sort_desc(\n{q.increase_sum(names.FITS.prometheus, [q.JOB, q.TASK_TYPE, q.MODEL], q.RANGE, **overflow)}\n)"
+                    "sort_desc(\n"
+                    + q.increase_sum(
+                        names.FITS.prometheus, [q.JOB, q.TASK_TYPE, q.MODEL], q.RANGE, **overflow
+                    )
+                    + "\n)"
                 )
             )
         )
@@ -453,7 +457,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
 
 
 def build() -> dash_b.Dashboard:
-    board = (
+    board: dash_b.Dashboard = (
         dash_b.Dashboard(TITLE)
         .uid(UID)
         .description(

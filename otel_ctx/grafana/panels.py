@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.cog import variants as cog_variants
 from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
@@ -31,7 +32,7 @@ TAG = "otel-ctx"
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def targets(*queries: prom_b.Dataquery) -> list[prom_b.Dataquery]:
+def targets(*queries: prom_b.Dataquery) -> list[Builder[cog_variants.Dataquery]]:
     """Give the queries refIds A, B, ... and the templated data source."""
     return [t.ref_id(_REF_IDS[i]).datasource(DATASOURCE) for i, t in enumerate(queries)]
 
@@ -45,7 +46,7 @@ def query(
     fmt: prom_m.PromQueryFormat | None = None,
 ) -> prom_b.Dataquery:
     """One PromQL target; ``exemplar`` asks Grafana to fetch exemplars (trace links) too."""
-    t = prom_b.Dataquery().expr(expr).legend_format(legend or "__auto")
+    t: prom_b.Dataquery = prom_b.Dataquery().expr(expr).legend_format(legend or "__auto")
     t = t.instant() if instant else t.range()
     if fmt is not None:
         t = t.format(fmt)
@@ -64,7 +65,8 @@ def legend(label: str) -> str:
 
 
 def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
-    return (
+    # Typed locals: under mypy's 3.10 floor the SDK's ``Self`` returns read as Any.
+    built: dash_b.ThresholdsConfig = (
         dash_b.ThresholdsConfig()
         .mode(o.THRESHOLDS_ABSOLUTE)
         .steps(
@@ -72,20 +74,23 @@ def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
             + [dash_m.Threshold(value=v, color=c) for v, c in steps]
         )
     )
+    return built
 
 
 def legend_table(*calcs: str) -> common_b.VizLegendOptions:
-    return (
+    built: common_b.VizLegendOptions = (
         common_b.VizLegendOptions()
         .display_mode(o.LEGEND_TABLE)
         .placement(o.LEGEND_BOTTOM)
         .show_legend(True)
         .calcs(list(calcs))
     )
+    return built
 
 
 def reduce_last() -> common_b.ReduceDataOptions:
-    return common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False)
+    built: common_b.ReduceDataOptions = common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False)
+    return built
 
 
 def label_values(metric: str, label: str, *filters: tuple[str, str]) -> str:
@@ -106,7 +111,7 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
     task = (q.TASK_TYPE, q.VAR_TASK_TYPE)
 
     def query_var(name: str, label: str, expr: str, description: str) -> dash_b.QueryVariable:
-        return (
+        built: dash_b.QueryVariable = (
             dash_b.QueryVariable(name)
             .label(label)
             .description(description)
@@ -119,6 +124,7 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
             .all_value(".*")
             .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"]))
         )
+        return built
 
     task_var = query_var(
         q.VAR_TASK_TYPE,
@@ -151,16 +157,17 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
 
 def jaeger_variable() -> dash_b.TextBoxVariable:
     """Where Jaeger's UI is, as the browser sees it: editable on the dashboard."""
-    return (
+    built: dash_b.TextBoxVariable = (
         dash_b.TextBoxVariable(q.VAR_JAEGER_URL)
         .label("Jaeger UI")
         .description("Base URL of the Jaeger UI the trace links open.")
         .default_value(jaeger.DEFAULT_JAEGER_URL)
         .current(dash_m.VariableOption(text=jaeger.DEFAULT_JAEGER_URL, value=jaeger.DEFAULT_JAEGER_URL))
     )
+    return built
 
 
-def dashboard_links() -> list[dash_b.DashboardLink]:
+def dashboard_links() -> list[Builder[dash_m.DashboardLink]]:
     return [
         dash_b.DashboardLink("otel-ctx dashboards")
         .type(o.LINK_DASHBOARDS)

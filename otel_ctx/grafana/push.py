@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import niquests
 import niquests.exceptions
-from grafana_client import GrafanaApi
+from grafana_client.api import GrafanaApi
 from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaTimeoutError
 
 from otel_ctx.errors import OtelCtxError
@@ -101,7 +101,8 @@ class PushResult:
     dashboards: tuple[PushedDashboard, ...]
 
 
-def _client(target: GrafanaTarget) -> GrafanaApi:
+def _client(target: GrafanaTarget) -> Any:
+    # grafana-client is untyped: its API object is Any to mypy, on purpose.
     parts = urlsplit(target.url)
     credential: str | tuple[str, str] | None = target.token
     if target.basic_auth is not None:
@@ -214,7 +215,7 @@ def _status(exc: BaseException) -> int | None:
 _CALL_ERRORS = (GrafanaException, niquests.exceptions.RequestException)
 
 
-def _datasource(api: GrafanaApi, target: GrafanaTarget, name: str | None, uid: str | None) -> tuple[str, str]:
+def _datasource(api: Any, target: GrafanaTarget, name: str | None, uid: str | None) -> tuple[str, str]:
     wanted = f"uid {uid!r}" if uid else f"name {name!r}"
     try:
         found = (
@@ -244,7 +245,7 @@ def _datasource(api: GrafanaApi, target: GrafanaTarget, name: str | None, uid: s
     return str(found.get("name", name or "")), str(found.get("uid", uid or ""))
 
 
-def _prometheus_datasources(api: GrafanaApi) -> list[str]:
+def _prometheus_datasources(api: Any) -> list[str]:
     try:
         listed = api.datasource.list_datasources()
     except _CALL_ERRORS:
@@ -252,7 +253,7 @@ def _prometheus_datasources(api: GrafanaApi) -> list[str]:
     return sorted(f"{d.get('name')} (uid {d.get('uid')})" for d in listed if d.get("type") == "prometheus")
 
 
-def _folder(api: GrafanaApi, target: GrafanaTarget, title: str) -> tuple[str, bool]:
+def _folder(api: Any, target: GrafanaTarget, title: str) -> tuple[str, bool]:
     try:
         folders = api.folder.get_all_folders()
     except _CALL_ERRORS as exc:

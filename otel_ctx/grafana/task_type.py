@@ -21,7 +21,7 @@ TITLE = "otel-ctx · Task type drill-down"
 def _stat(
     title: str, description: str, expr: str, unit: str, steps: tuple[tuple[float, str], ...] = ()
 ) -> stat.Panel:
-    return (
+    built: stat.Panel = (
         stat.Panel()
         .title(title)
         .description(description)
@@ -35,6 +35,7 @@ def _stat(
         .span(4)
         .height(4)
     )
+    return built
 
 
 def _glance() -> list[p.PanelBuilder]:
@@ -159,7 +160,7 @@ def _edge() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    f"sum by ({q.LE}) (increase({q.selector(names.UTILIZATION.series('_bucket'))}[{q.RATE}]))",
+                    q.increase_sum(names.UTILIZATION.series("_bucket"), [q.LE]),
                     p.legend(q.LE),
                     fmt=o.FORMAT_HEATMAP,
                 )
@@ -242,7 +243,7 @@ def _edge() -> list[p.PanelBuilder]:
 
 
 def build() -> dash_b.Dashboard:
-    board = (
+    board: dash_b.Dashboard = (
         dash_b.Dashboard(TITLE)
         .uid(UID)
         .description(

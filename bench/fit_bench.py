@@ -1,0 +1,239 @@
+"""Fit speed on the issue's input: 100 messages of ~340 tokens fitted to 8,000 tokens.
+
+* cold fit (fresh fitter, empty cache) vs one tiktoken pass over the same text;
+* a warm round that adds two messages vs tokenizing those two messages plus 100 µs;
+* the budget chapter's naive loop, which re-counts everything after every drop;
+* LangChain's ``trim_messages`` with the same tiktoken counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench import inputs
+from bench.report import Figure
+from bench.timing import Thunk, Timing, fmt_seconds, interleaved
+from otel_ctx import ContextFitter
+
+SECTION = "Fit engine (issue 2): 100 messages × ~340 tokens → 8,000"
+WARM_ALLOWANCE_S = 100e-6
+COLD_TARGET = 1.3
+WARM_TARGET = 1.5
+NAIVE_TARGET = 30.0
+
+
+@dataclass
+class FitBenchResult:
+    figures: list[Figure]
+    cold_fit_s: float
+    notes: list[str]
+
+
+def new_fitter() -> ContextFitter:
+    return ContextFitter(inputs.POLICY, model=inputs.MODEL, encoding=inputs.ENCODING)
+
+
+def naive_fit(messages: list[dict[str, Any]], encode: Callable[[str], list[int]]) -> list[dict[str, Any]]:
+    """The chapter's loop: ``while count(messages) + RESERVE > BUDGET: messages = compact(messages)``.
+
+    ``count`` re-tokenizes every message on every iteration (the per-message overhead and
+    reply priming as the provider counts them); ``compact`` drops the message nearest the
+    middle, keeping the first (the ticket) and the last.
+    """
+
+    def count(msgs: list[dict[str, Any]]) -> int:
+        return sum(3 + len(encode(m["role"])) + len(encode(m["content"])) for m in msgs) + 3
+
+    def compact(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(msgs) <= 2:
+            raise RuntimeError("nothing left to compact")
+        mid = len(msgs) // 2
+        return msgs[:mid] + msgs[mid + 1 :]
+
+    while count(messages) + inputs.RESERVE > inputs.REQUEST_LIMIT:
+        messages = compact(messages)
+    return messages
+
+
+def _langchain() -> tuple[Callable[[], Thunk], int, int] | None:
+    """``trim_messages`` on the same input with the same tiktoken counter; None if not installed."""
+    try:
+        from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
+    except ImportError:
+        return None
+    enc = inputs.encoding()
+    conv = inputs.conversation()
+    lc: list[BaseMessage] = [
+        HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"]) for m in conv
+    ]
+    roles = {"human": "user", "ai": "assistant"}
+
+    def counter(msgs: list[BaseMessage]) -> int:
+        # The provider's accounting, as otel-ctx and the naive loop count: 3 per message, the
+        # role, the content, 3 for reply priming.
+        return (
+            sum(
+                3 + len(enc.encode_ordinary(roles[m.type])) + len(enc.encode_ordinary(str(m.content)))
+                for m in msgs
+            )
+            + 3
+        )
+
+    budget = inputs.REQUEST_LIMIT - inputs.RESERVE
+
+    def prepare() -> Thunk:
+        return lambda: trim_messages(
+            lc, max_tokens=budget, token_counter=counter, strategy="last", start_on="human"
+        )
+
+    kept = prepare()()
+    assert isinstance(kept, list)
+    return prepare, len(kept), counter(kept)
+
+
+def run(*, quick: bool = False) -> FitBenchResult:
+    conv = inputs.conversation()
+    enc = inputs.encoding()
+    encode = enc.encode_ordinary
+    texts = [m["content"] for m in conv]
+    trials = 7 if quick else 41
+    warm_trials = 25 if quick else 301
+
+    # Sanity: every side decides the same thing on this input.
+    reference = new_fitter().fit(conv)
+    naive_kept = naive_fit(conv, encode)
+    notes = [
+        f"Input: {len(conv)} messages, {sum(len(encode(t)) for t in texts):,} content tokens; policy "
+        f"request_limit {inputs.REQUEST_LIMIT:,}, reserve {inputs.RESERVE} (budget {inputs.POLICY.budget:,}). "
+        f"otel-ctx keeps {len(reference.messages)} messages ({reference.breakdown.estimated:,} tokens, "
+        f"{reference.outcome}); the naive loop keeps {len(naive_kept)}.",
+    ]
+
+    def cold_fit() -> Thunk:
+        fitter = new_fitter()  # fresh: empty token cache
+        return lambda: fitter.fit(conv)
+
+    def tiktoken_pass() -> Thunk:
+        def go() -> None:
+            for t in texts:
+                encode(t)
+
+        return go
+
+    def naive() -> Thunk:
+        return lambda: naive_fit(conv, encode)
+
+    cases: dict[str, Callable[[], Thunk]] = {
+        "cold": cold_fit,
+        "tiktoken": tiktoken_pass,
+        "naive": naive,
+    }
+    lc = _langchain()
+    if lc is not None:
+        cases["langchain"] = lc[0]
+    t = interleaved(cases, trials=trials)
+
+    # Warm rounds: a fitter that has seen the 100 messages; each trial adds two new ones.
+    warm_fitter = new_fitter()
+    warm_fitter.fit(conv)
+    pairs = iter(inputs.new_pairs(warm_trials * 2 + 4))
+    baseline_pairs = iter(inputs.new_pairs(warm_trials * 2 + 4, seed=3))
+
+    def warm_round() -> Thunk:
+        pair = next(pairs)
+        msgs = [*conv, *pair]
+        return lambda: warm_fitter.fit(msgs)
+
+    def two_messages() -> Thunk:
+        a, b = (m["content"] for m in next(baseline_pairs))
+
+        def go() -> None:
+            encode(a)
+            encode(b)
+
+        return go
+
+    w = interleaved({"warm": warm_round, "two": two_messages}, trials=warm_trials)
+    # The warm fit must not re-count the transcript: the cache absorbed it.
+    warm_fitter.fit([*conv, *inputs.new_pairs(1, seed=99)[0]])
+
+    cold, tk, nv = t["cold"], t["tiktoken"], t["naive"]
+    figures = [
+        _ratio(
+            "cold fit ÷ one tiktoken pass",
+            cold,
+            tk,
+            COLD_TARGET,
+            "≤",
+            f"fit {fmt_seconds(cold.median)}, tiktoken {fmt_seconds(tk.median)}",
+        ),
+        _warm_figure(w["warm"], w["two"]),
+        Figure(
+            SECTION,
+            "naive re-count loop ÷ cold fit",
+            f"{nv.median / cold.median:.1f}×",
+            f"≥ {NAIVE_TARGET:.0f}×",
+            nv.median / cold.median >= NAIVE_TARGET,
+            f"naive {fmt_seconds(nv.median)} ({len(conv) - len(naive_kept)} drops, a full re-count each)",
+        ),
+        Figure(
+            SECTION,
+            "naive re-count loop ÷ warm round",
+            f"{nv.median / w['warm'].median:.0f}×",
+            "(context)",
+            None,
+            "the agent's steady state: the cache holds the transcript",
+        ),
+    ]
+    if lc is not None:
+        lct = t["langchain"]
+        figures.append(
+            Figure(
+                SECTION,
+                "LangChain trim_messages ÷ cold fit",
+                f"{lct.median / cold.median:.2f}×",
+                "side by side",
+                None,
+                f"trim_messages {fmt_seconds(lct.median)}, keeps {lc[1]} messages ({lc[2]:,} tokens), "
+                "newest first: the ticket is dropped",
+            )
+        )
+        figures.append(
+            Figure(
+                SECTION,
+                "LangChain trim_messages ÷ warm round",
+                f"{lct.median / w['warm'].median:.0f}×",
+                "side by side",
+                None,
+                "trim_messages has no cache: every round costs the same",
+            )
+        )
+    else:
+        notes.append("langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured.")
+    noisy = [x for x in (*t.values(), *w.values()) if x.spread > 0.5]
+    if noisy:
+        notes.append(
+            "Noisy cases (interquartile range > 50% of the median): " + ", ".join(x.name for x in noisy) + "."
+        )
+    return FitBenchResult(figures, cold.median, notes)
+
+
+def _ratio(name: str, a: Timing, b: Timing, target: float, op: str, detail: str) -> Figure:
+    r = a.median / b.median
+    ok = r <= target if op == "≤" else r >= target
+    return Figure(SECTION, name, f"{r:.2f}×", f"{op} {target}×", ok, detail)
+
+
+def _warm_figure(warm: Timing, two: Timing) -> Figure:
+    reference = two.median + WARM_ALLOWANCE_S
+    r = warm.median / reference
+    return Figure(
+        SECTION,
+        "warm round (+2 messages) ÷ (tokenizing 2 messages + 100 µs)",
+        f"{r:.2f}×",
+        f"≤ {WARM_TARGET}×",
+        r <= WARM_TARGET,
+        f"round {fmt_seconds(warm.median)}, 2 messages {fmt_seconds(two.median)}",
+    )

@@ -1,0 +1,45 @@
+"""The README's emitted-names table is the registry's, and its example runs as printed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from otel_ctx import names
+from otel_ctx.reference import render_readme
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_emitted_table_matches_the_registry() -> None:
+    assert render_readme(README) == README, "run: python -m otel_ctx.reference README.md"
+
+
+def test_every_metric_and_fit_attribute_is_in_the_readme() -> None:
+    for metric in names.METRICS:
+        assert f"`{metric.name}`" in README
+        assert metric.prometheus in README
+    for attr in names.FIT_SPAN_ATTRIBUTES:
+        assert f"`{attr}`" in README
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    first_block = re.search(r"```sh\n(.*?)```", README, re.S)
+    assert first_block is not None
+    commands = [line.split("#")[0].strip() for line in first_block.group(1).splitlines()]
+    assert commands[:2] == ["make demo", "make test"]
+
+
+def test_the_example_prints_what_the_readme_shows() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "fit_a_ticket.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    shown = README.split("prints (`python examples/fit_a_ticket.py`):\n\n```text\n", 1)[1].split("```", 1)[0]
+    assert out == shown
