@@ -21,6 +21,7 @@ from otel_ctx.fit import ContextFitter
 from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
 from otel_ctx.result import FitResult
 from otel_ctx.sources import DATA_CLASSES, Source, SourceInfo
+from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run
 
 __version__ = "0.1.0"
 
@@ -39,7 +40,12 @@ __all__ = [
     "OtelCtxError",
     "Source",
     "SourceInfo",
+    "TelemetryHandle",
     "UnknownTaskTypeError",
     "__version__",
+    "configure",
+    "observe",
+    "observed",
+    "run",
     "support_desk_policies",
 ]

@@ -338,7 +338,9 @@ ATTRIBUTE_DOCS.update(
         OVERFLOW_TOKENS: "Floor-overflow event: tokens over the budget (estimated - budget).",
         ESTIMATE_ACCURACY_RATIO: "Usage event: provider-reported input tokens divided by the estimate.",
         GEN_AI_USAGE_INPUT_TOKENS: "GenAI semconv: provider-reported input tokens (usage event; run total).",
-        GEN_AI_USAGE_OUTPUT_TOKENS: "GenAI semconv: provider-reported output tokens (usage event; run total).",
+        GEN_AI_USAGE_OUTPUT_TOKENS: (
+            "GenAI semconv: provider-reported output tokens (usage event; run total)."
+        ),
         GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
     }
 )

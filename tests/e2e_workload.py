@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--report", type=Path, required=True, help="JSON written when the tickets stop")
     parser.add_argument("--linger", type=float, default=120.0, help="serve metrics this long after")
+    parser.add_argument(
+        "--start-file", type=Path, help="serve metrics, but run no ticket until this file exists"
+    )
     args = parser.parse_args(argv)
 
     handle = configure(
@@ -60,6 +63,15 @@ def main(argv: list[str] | None = None) -> int:
             model=MODEL,
         ) as r:
             yield r
+
+    # Prometheus must have scraped once before the first fit, or it never sees the first increase.
+    if args.start_file is not None:
+        waited = time.monotonic() + args.seconds
+        while not args.start_file.exists():
+            if time.monotonic() > waited:
+                print(f"{args.start_file} never appeared", file=sys.stderr)
+                return 3
+            time.sleep(0.05)
 
     fits: Counter[tuple[str, str]] = Counter()
     escalated = 0

@@ -39,7 +39,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, sink: _Sink) -> None:
         self.sink = sink
 
-    def Export(  # noqa: N802 - the generated gRPC method name
+    def Export(
         self, request: trace_service_pb2.ExportTraceServiceRequest, context: grpc.ServicerContext
     ) -> trace_service_pb2.ExportTraceServiceResponse:
         self.sink.write("traces", request.SerializeToString())
@@ -50,7 +50,7 @@ class MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
     def __init__(self, sink: _Sink) -> None:
         self.sink = sink
 
-    def Export(  # noqa: N802 - the generated gRPC method name
+    def Export(
         self, request: metrics_service_pb2.ExportMetricsServiceRequest, context: grpc.ServicerContext
     ) -> metrics_service_pb2.ExportMetricsServiceResponse:
         self.sink.write("metrics", request.SerializeToString())

@@ -24,10 +24,12 @@ class Capture:
 
     def __init__(self, labels: LabelPolicy | None = None) -> None:
         self.span_exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
+        self.tracer_provider = TracerProvider(shutdown_on_exit=False)
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.span_exporter))
         self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader], views=views())
+        self.meter_provider = MeterProvider(
+            metric_readers=[self.reader], views=views(), shutdown_on_exit=False
+        )
         self.emitter = Emitter(
             tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, labels=labels
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import support
@@ -41,6 +43,16 @@ def test_committed_rules_equal_the_generator_output() -> None:
     assert RULES.read_text(encoding="utf-8") == alerts.render(), (
         "dashboards/alerts.yml is stale: run `otel-ctx dashboards build` (or `make dashboards`)"
     )
+
+
+def test_check_says_whether_a_rule_file_is_current(tmp_path: Path) -> None:
+    path = tmp_path / alerts.RULES_FILENAME
+    assert "missing" in (alerts.check(path) or "")
+    alerts.write(path)
+    assert alerts.check(path) is None
+    path.write_text(path.read_text(encoding="utf-8").replace("> 0.05", "> 0.5"), encoding="utf-8")
+    assert "differs" in (alerts.check(path) or "")
+    assert alerts.check(RULES) is None
 
 
 def test_write_creates_the_rendered_file(tmp_path: Path) -> None:
@@ -154,3 +166,24 @@ def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
     result = _promtool("test", "rules", str(tmp_path / RULE_TESTS.name))
     assert result.returncode != 0
     assert alerts.OVERFLOW_RATE in result.stdout + result.stderr
+
+
+def test_dashboard_links_use_the_overview_uid_and_its_variables() -> None:
+    """The links open the dashboard the generator builds, with variables it defines."""
+    overview = json.loads((ROOT / "dashboards" / f"{alerts.DASHBOARD_UID}.json").read_text(encoding="utf-8"))
+    assert overview["uid"] == alerts.DASHBOARD_UID
+    variables = {v["name"] for v in overview["templating"]["list"]}
+    for rule in _rules():
+        link = urlsplit(rule["annotations"]["dashboard"])
+        assert link.path == f"/d/{alerts.DASHBOARD_UID}"
+        used = {key.removeprefix("var-") for key in parse_qs(link.query)}
+        assert used <= variables, f"{rule['alert']} links variables the dashboard lacks: {used - variables}"
+
+
+def test_overflow_alert_selects_the_overflow_outcome_and_searches_jaeger_for_it() -> None:
+    expr = alerts.expressions()[alerts.OVERFLOW_RATE]
+    assert 'context_budget_outcome="overflow"' in expr
+    jaeger = urlsplit(_rules()[0]["annotations"]["jaeger"])
+    query = parse_qs(jaeger.query)
+    assert json.loads(query["tags"][0]) == {"context_budget.outcome": "overflow"}
+    assert query["operation"] == [names.SPAN_FIT]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -34,11 +35,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 SERVICE = "otel-ctx-e2e"
+#: The real CLI as the compose stack's load service runs it, scraped alongside.
+CLI_SERVICE = "otel-ctx-demo-cli"
 WINDOW = "1m"
 #: Any overflow in the window fires the test's overflow alert; task types that never overflow must not.
 TEST_OVERFLOW_RATIO = 0.001
-#: Seed 7's ticket 9 is a dispute whose pinned floor overflows; 80 tickets at 10/s take ~8 s.
-WORKLOAD_TICKETS = 80
+#: Seed 23's tickets 13, 17, 34, 38 and 48 are disputes whose pinned floor overflows; 60 tickets
+#: at 10/s take ~6 s. Several, spread out: rate() cannot see a counter series' first value, so
+#: the alert needs overflows after the first one to see an increase.
+WORKLOAD_SEED = 23
+WORKLOAD_TICKETS = 60
 WORKLOAD_SECONDS = 30.0
 #: Every otel-ctx series of a few hundred fits is ~15k lines (~4 MB): a 1 s timeout is too short
 #: for the SDK's exporter on a busy 2-core machine.
@@ -75,6 +81,9 @@ T = TypeVar("T")
 class Stack:
     base: str
     report: dict[str, Any]
+    #: Unix time queries are evaluated at: just after the final scrape, so a slow machine
+    #: running the tests later still sees the workload inside every one-minute window.
+    at: float | None = None
 
     def get(self, path: str, **params: str) -> Any:
         url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
@@ -86,7 +95,8 @@ class Stack:
     def query(self, expr: str) -> list[dict[str, Any]]:
         """An instant query; a PromQL error fails with Prometheus's message and the expression."""
         try:
-            data = self.get("/api/v1/query", query=expr)
+            params = {"query": expr} if self.at is None else {"query": expr, "time": f"{self.at:.3f}"}
+            data = self.get("/api/v1/query", **params)
         except urllib.error.HTTPError as err:
             pytest.fail(f"Prometheus rejected the query: {err.read().decode()}\n{expr}")
         assert data["resultType"] == "vector", expr
@@ -125,7 +135,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = support.require_binary("prometheus", "apt-get install prometheus")
     tmp = tmp_path_factory.mktemp("e2e")
-    prom_port, metrics_port = support.free_port(), support.free_port()
+    prom_port, metrics_port, cli_port = support.free_port(), support.free_port(), support.free_port()
     rules = alerts.write(
         tmp / "rules.yml", alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
     )
@@ -134,13 +144,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "rule_files": [str(rules)],
         # The job name plays the service, as the Collector's job label does in the stack.
         "scrape_configs": [
-            {"job_name": SERVICE, "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]}
+            {"job_name": job, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+            for job, port in ((SERVICE, metrics_port), (CLI_SERVICE, cli_port))
         ],
     }
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     report_path = tmp / "report.json"
+    start_file = tmp / "start"
     procs: list[subprocess.Popen[bytes]] = []
-    logs = {name: (tmp / f"{name}.log").open("wb") for name in ("workload", "prometheus")}
+    logs = {name: (tmp / f"{name}.log").open("wb") for name in ("workload", "prometheus", "cli")}
+    # The children must not pick up an exporter setup from the developer's shell.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     try:
         procs.append(
             subprocess.Popen(
@@ -149,12 +163,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     str(Path(__file__).with_name("e2e_workload.py")),
                     f"--port={metrics_port}",
                     f"--service={SERVICE}",
+                    f"--seed={WORKLOAD_SEED}",
                     f"--tickets={WORKLOAD_TICKETS}",
                     f"--seconds={WORKLOAD_SECONDS}",
                     f"--report={report_path}",
+                    f"--start-file={start_file}",
                 ],
                 stdout=logs["workload"],
                 stderr=subprocess.STDOUT,
+                env=env,
             )
         )
         procs.append(
@@ -170,6 +187,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 stderr=subprocess.STDOUT,
             )
         )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "from otel_ctx.cli import main; main()",
+                    "demo",
+                    "--forever",
+                    "--rate=10",
+                    f"--seed={WORKLOAD_SEED}",
+                    f"--prometheus-port={cli_port}",
+                    f"--service-name={CLI_SERVICE}",
+                ],
+                stdout=logs["cli"],
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        )
         base = f"http://127.0.0.1:{prom_port}"
 
         def ready() -> bool | None:
@@ -181,6 +216,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 return response.status == 200
 
         _wait("Prometheus to be ready", 20, ready)
+
+        def scraped() -> bool:
+            ready()
+            got = Stack(base, {}).query(f'up{{job="{SERVICE}"}} == 1')
+            return bool(got)
+
+        # Fits start only after a first scrape: rate() needs the counters' values before them.
+        _wait("Prometheus's first scrape of the workload", 20, scraped)
+        start_file.touch()
 
         def report() -> dict[str, Any] | None:
             ready()
@@ -196,6 +240,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             return bool(got) and int(float(got[0]["value"][1])) == total
 
         _wait("Prometheus to scrape the workload's last fits", 20, final_scrape)
+        partial.at = time.time()
         yield partial
     finally:
         for proc in reversed(procs):
@@ -258,6 +303,17 @@ def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None
         for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
     }
     assert seen - INFRASTRUCTURE == expected
+    per_job = {s["metric"]["__name__"] for s in stack.query(f'count by (__name__) ({{job="{SERVICE}"}})')}
+    assert per_job - INFRASTRUCTURE == expected
+
+    # ... and the real CLI's demo (the compose load service's command) exports the same names.
+    # It starts at its own pace: wait for it, querying now rather than at the pinned time.
+    def cli_names() -> set[str] | None:
+        query = f'count by (__name__) ({{job="{CLI_SERVICE}"}})'
+        found = {s["metric"]["__name__"] for s in stack.get("/api/v1/query", query=query)["result"]}
+        return found if found - INFRASTRUCTURE == expected else None
+
+    _wait("the CLI demo's metrics in Prometheus", 20, cli_names)
 
 
 # --- the numbers are plausible ------------------------------------------------------------
@@ -267,8 +323,8 @@ def test_components_add_up_to_the_estimate_and_the_transcript_to_its_roles(stack
     tokens_sum = names.TOKENS.series("_sum")
 
     def per_task(components: tuple[str, ...]) -> dict[str, float]:
-        regex = "|".join(re.escape(c) for c in components)
-        expr = f'sum by ({TASK}) ({tokens_sum}{{job="{SERVICE}", {COMPONENT}=~"{regex}"}})'
+        regex = json.dumps("|".join(re.escape(c) for c in components))  # a PromQL string literal
+        expr = f'sum by ({TASK}) ({tokens_sum}{{job="{SERVICE}", {COMPONENT}=~{regex}}})'
         return {s["metric"][TASK]: _value(s) for s in stack.query(expr)}
 
     estimated = per_task((names.COMPONENT_ESTIMATED,))
@@ -286,19 +342,20 @@ def test_alert_signals_have_plausible_values(stack: Stack) -> None:
     fits = stack.fits()
     signals = alerts.signals(alerts.AlertSettings.fast(WINDOW))
 
-    ratios = {s["metric"][TASK]: _value(s) for s in stack.query(signals[alerts.OVERFLOW_RATE])}
-    assert set(ratios) == {task for task, _ in fits}
-    for task, ratio in ratios.items():
-        assert 0 <= ratio <= 1, (task, ratio)
-        attempted = sum(n for (t, _), n in fits.items() if t == task)
-        # rate() extrapolates both sides alike: the ratio is the workload's own share.
-        assert ratio == pytest.approx(fits.get((task, "overflow"), 0) / attempted, abs=0.02), task
+    def of_workload(expr: str) -> list[dict[str, Any]]:
+        # The signals group by job: keep the workload's, whose fits the report counts.
+        return [s for s in stack.query(expr) if s["metric"]["job"] == SERVICE]
 
-    p95 = {s["metric"][TASK]: _value(s) for s in stack.query(signals[alerts.UTILIZATION_NEAR_BUDGET])}
-    assert set(p95) == set(ratios)
+    # Only task types with an overflow series have a ratio (the others divide nothing).
+    ratios = {s["metric"][TASK]: _value(s) for s in of_workload(signals[alerts.OVERFLOW_RATE])}
+    assert set(ratios) == {task for (task, outcome) in fits if outcome == "overflow"}
+    assert all(0 < ratio < 1 for ratio in ratios.values()), ratios
+
+    p95 = {s["metric"][TASK]: _value(s) for s in of_workload(signals[alerts.UTILIZATION_NEAR_BUDGET])}
+    assert set(p95) == {task for task, _ in fits}
     assert all(0 < v <= 4 for v in p95.values()), p95
 
-    accuracy = [_value(s) for s in stack.query(signals[alerts.ESTIMATE_DRIFT])]
+    accuracy = [_value(s) for s in of_workload(signals[alerts.ESTIMATE_DRIFT])]
     assert accuracy
     # The demo reports exactly what was sent, so the calibrated estimate stays near 1.
     assert all(0.5 < v < 2 for v in accuracy), accuracy
@@ -324,7 +381,9 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
         found = {
             a["labels"][TASK]
             for a in stack.get("/api/v1/alerts")["alerts"]
-            if a["labels"]["alertname"] == alerts.OVERFLOW_RATE and a["state"] == "firing"
+            if a["labels"]["alertname"] == alerts.OVERFLOW_RATE
+            and a["labels"]["job"] == SERVICE
+            and a["state"] == "firing"
         }
         return found if found == overflowed else None
 
@@ -333,14 +392,26 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
         a for a in stack.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == alerts.OVERFLOW_RATE
     ]
     for alert in active:
-        assert alert["labels"]["job"] == SERVICE
         assert alert["labels"]["severity"] == "critical"
         # Templates rendered with the alert's own labels: a link an on-call can click.
-        assert f"var-service={SERVICE}" in alert["annotations"]["dashboard"]
+        assert f"var-service={alert['labels']['job']}" in alert["annotations"]["dashboard"]
         assert f"var-task_type={alert['labels'][TASK]}" in alert["annotations"]["dashboard"]
         assert "{{" not in alert["annotations"]["description"]
+
+    # The CLI's forever demo (same seed) overflows disputes too.
+    def cli_firing() -> bool:
+        return any(
+            a["labels"]["alertname"] == alerts.OVERFLOW_RATE
+            and a["labels"]["job"] == CLI_SERVICE
+            and a["labels"][TASK] == "dispute"
+            and a["state"] == "firing"
+            for a in stack.get("/api/v1/alerts")["alerts"]
+        )
+
+    _wait(f"{alerts.OVERFLOW_RATE} to fire for the CLI demo's disputes", 20, cli_firing)
     # The ALERTS series carries the same state for dashboards to show.
-    series = stack.query(f'ALERTS{{alertname="{alerts.OVERFLOW_RATE}", alertstate="firing"}}')
+    alerts_now = f'ALERTS{{alertname="{alerts.OVERFLOW_RATE}", alertstate="firing", job="{SERVICE}"}}'
+    series = stack.get("/api/v1/query", query=alerts_now)["result"]  # now, not at the pinned time
     assert {s["metric"][TASK] for s in series} == overflowed
     # Telemetry is present: the absent alert is not active.
     assert not [
@@ -382,7 +453,12 @@ def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
 
 
 def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack) -> None:
-    """Where a panel's result has every summed component and the estimate, they agree."""
+    """Where a panel's result has every summed component and the estimate, they agree.
+
+    Within 1%, not exactly: rate() extrapolates each series on its own, and series born
+    inside the window (a new round, a new task type) extrapolate differently. The raw
+    counters close exactly (test_components_add_up_to_the_estimate...).
+    """
     checked = 0
     for dashboard, title, expr in _panel_queries():
         groups: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
@@ -396,7 +472,7 @@ def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack)
                 by_component
             ):
                 summed = sum(by_component[c] for c in names.SUMMED_COMPONENTS)
-                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=1e-6), (
+                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=0.01), (
                     dashboard,
                     title,
                     key,
@@ -419,4 +495,5 @@ def test_every_template_variable_finds_values(stack: Stack) -> None:
             values = stack.get(f"/api/v1/label/{label}/values", **{"match[]": selector})
             assert values, f"{path.name}: variable {variable.get('name')} finds no {label}"
             if label == "job":
-                assert values == [SERVICE]
+                assert SERVICE in values
+                assert set(values) <= {SERVICE, CLI_SERVICE}

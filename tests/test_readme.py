@@ -43,3 +43,19 @@ def test_the_example_prints_what_the_readme_shows() -> None:
     ).stdout
     shown = README.split("prints (`python examples/fit_a_ticket.py`):\n\n```text\n", 1)[1].split("```", 1)[0]
     assert out == shown
+
+
+def test_the_telemetry_example_emits_a_run_with_two_rounds() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "observe_a_run.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert out.count(f'"name": "{names.SPAN_FIT}"') == 2
+    assert out.count(f'"name": "{names.SPAN_RUN}"') == 1
+    assert out.count(f'"name": "{names.SPAN_OBSERVE}"') == 1
+    for metric in names.METRICS:
+        assert f'"name": "{metric.name}"' in out
+    assert "Where is my parcel" not in out  # private by default

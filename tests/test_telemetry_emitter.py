@@ -8,14 +8,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conversations import ORIGINAL_TICKET, assistant, long_dispute, order_payload, tool_round, user
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from telemetry_capture import Capture, attrs_of
 
 from otel_ctx import SUPPORT_DESK, BudgetPolicy, ContextFitter, FitResult, InvalidMessageError, Source
 from otel_ctx import names as n
 from otel_ctx.telemetry import LabelPolicy, component_values, observed, run
-from conversations import ORIGINAL_TICKET, assistant, long_dispute, order_payload, tool_round, user
-from telemetry_capture import Capture, attrs_of
 
 TOOLS = [
     {
@@ -402,11 +404,13 @@ def test_a_telemetry_bug_is_logged_never_raised(
 ) -> None:
     cap.emitter._tokens = _Broken()  # type: ignore[assignment]
     cap.emitter._accuracy = _Broken()  # type: ignore[assignment]
-    with caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"):
-        with run(fitter, task_type="returns", emitter=cap.emitter) as r:
-            res = r.fit([user("hi")])
-            assert r.record_usage(input_tokens=res.raw_tokens) > 0
-            again = r.fit([user("hi")])
+    with (
+        caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"),
+        run(fitter, task_type="returns", emitter=cap.emitter) as r,
+    ):
+        res = r.fit([user("hi")])
+        assert r.record_usage(input_tokens=res.raw_tokens) > 0
+        again = r.fit([user("hi")])
     assert res.outcome == again.outcome == "fit"
     records = [rec for rec in caplog.records if rec.name == "otel_ctx.telemetry"]
     assert records and records[0].levelno == logging.WARNING
@@ -450,3 +454,40 @@ def test_spans_without_a_recording_tracer_still_record_metrics(fitter: ContextFi
 
 def _span_names(spans: list[ReadableSpan]) -> list[str]:
     return [s.name for s in spans]
+
+
+@given(
+    turns=st.integers(min_value=0, max_value=12),
+    filler=st.integers(min_value=1, max_value=120),
+    request_limit=st.one_of(st.none(), st.integers(min_value=1_500, max_value=20_000)),
+    reserved=st.integers(min_value=0, max_value=1_000),
+    margin=st.integers(min_value=0, max_value=300),
+    with_tools=st.booleans(),
+)
+def test_span_and_metric_closure_holds_for_any_request(
+    turns: int, filler: int, request_limit: int | None, reserved: int, margin: int, with_tools: bool
+) -> None:
+    policy = BudgetPolicy(
+        context_length=16_000,
+        reserved_output=reserved,
+        safety_margin=margin,
+        request_limit=request_limit,
+        tool_result_cap=400,
+    )
+    cap = Capture()
+    with run(ContextFitter(policy), task_type=None, emitter=cap.emitter) as r:
+        res = r.fit(
+            long_dispute(turns, filler_words=filler),
+            tools=TOOLS if with_tools else None,
+            system_prompt="Be brief.",
+        )
+    (span,) = cap.spans(n.SPAN_FIT)
+    a = dict(span.attributes or {})
+    check_closure(a)
+    assert a[n.OUTCOME] == res.outcome
+    points = tokens_by_component(cap)
+    assert all(p.sum >= 0 for p in points.values())
+    assert sum(points[c].sum for c in n.SUMMED_COMPONENTS) == points[n.COMPONENT_ESTIMATED].sum
+    headroom, overflow = points[n.COMPONENT_HEADROOM].sum, points[n.COMPONENT_OVERFLOW].sum
+    assert headroom - overflow == a[n.REMAINING_TOKENS] and min(headroom, overflow) == 0
+    cap.close()

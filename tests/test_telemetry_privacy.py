@@ -50,7 +50,10 @@ def canary_request() -> dict[str, Any]:
                 "function": {
                     "name": "get_order",
                     "description": f"Fetch an order {CANARY}",
-                    "parameters": {"type": "object", "properties": {"q": {"type": "string", "description": CANARY}}},
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"q": {"type": "string", "description": CANARY}},
+                    },
                 },
             }
         ],
@@ -71,8 +74,12 @@ def exercise(cap: Capture) -> list[Any]:
         r.record_usage(input_tokens=results[0].raw_tokens + 5, output_tokens=3)
         results.append(r.observe(req["messages"][-2:], system_prompt=req["system_prompt"]))
     policy = BudgetPolicy(context_length=8_000, reserved_output=500)
-    results.append(observe(req["messages"][:1], task_type="status", model="gpt-4o", policy=policy, emitter=cap.emitter))
-    observed(lambda m: m[-2:], policy=policy, task_type="status", model="gpt-4o", emitter=cap.emitter)(req["messages"])
+    results.append(
+        observe(req["messages"][:1], task_type="status", model="gpt-4o", policy=policy, emitter=cap.emitter)
+    )
+    observed(lambda m: m[-2:], policy=policy, task_type="status", model="gpt-4o", emitter=cap.emitter)(
+        req["messages"]
+    )
     cap.emitter._utilization = _Broken()  # type: ignore[assignment]
     results.append(fitter.fit(**req, task_type="returns"))
     observed(fitter.fit, emitter=cap.emitter)(**req, task_type="returns")

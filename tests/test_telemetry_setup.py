@@ -57,7 +57,9 @@ def test_configure_installs_providers_once() -> None:
     out = run_python(
         """
         from opentelemetry import metrics, trace
-        h = t.configure(exporter="none", service_name="svc-a", resource_attributes={"deployment.environment": "test"})
+        h = t.configure(
+            exporter="none", service_name="svc-a", resource_attributes={"deployment.environment": "test"}
+        )
         again = t.configure(exporter="console", service_name="other")
         tp = trace.get_tracer_provider()
         print(json.dumps({
@@ -93,7 +95,8 @@ def test_configure_leaves_the_applications_own_sdk_alone() -> None:
             r.fit(long_dispute(20))
         names = [s.name for s in exporter.get_finished_spans()]
         data = json.loads(reader.get_metrics_data().to_json())
-        metrics_out = {m["name"]: m for rm in data["resource_metrics"] for sm in rm["scope_metrics"] for m in sm["metrics"]}
+        scopes = [sm for rm in data["resource_metrics"] for sm in rm["scope_metrics"]]
+        metrics_out = {m["name"]: m for sm in scopes for m in sm["metrics"]}
         print(json.dumps({
             "still_app": trace.get_tracer_provider() is tp,
             "handle": [h.tracer_provider is None, h.meter_provider is None],
@@ -120,7 +123,7 @@ def test_prometheus_exporter_serves_the_registry_names() -> None:
             r.fit(long_dispute(20))
             r.fit([user("hi")])
         body = urllib.request.urlopen("http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-        print(json.dumps({{"body": body, "address": list(h.prometheus_address), "traces": h.tracer_provider is not None}}))
+        print(json.dumps({{"body": body, "address": list(h.prometheus_address)}}))
         h.shutdown()
         """
     )
@@ -133,7 +136,7 @@ def test_prometheus_exporter_serves_the_registry_names() -> None:
     )
     for metric in (n.TOKENS, n.UTILIZATION):
         assert metric.series("_count") in body and metric.series("_sum") in body
-    assert f'{n.FITS.prometheus}{{' in body and 'context_budget_outcome="compacted"' in body
+    assert f"{n.FITS.prometheus}{{" in body and 'context_budget_outcome="compacted"' in body
     assert f'{task}="status"' in body
     # The registry's token buckets (integers, rendered with or without ".0" by different exporters).
     assert re.search(r'le="8192(\.0)?"', body) and re.search(r'le="131072(\.0)?"', body)
@@ -177,7 +180,7 @@ def test_unknown_exporter_or_protocol_is_a_value_error() -> None:
 class _Collector(http.server.BaseHTTPRequestHandler):
     received: list[tuple[str, bytes]]
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.received.append((self.path, body))
         self.send_response(200)
@@ -200,14 +203,18 @@ def http_collector() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
     server.server_close()
 
 
-def test_otlp_over_http_posts_to_the_signal_paths(http_collector: tuple[str, list[tuple[str, bytes]]]) -> None:
+def test_otlp_over_http_posts_to_the_signal_paths(
+    http_collector: tuple[str, list[tuple[str, bytes]]],
+) -> None:
     from conversations import user
 
     from otel_ctx import SUPPORT_DESK, ContextFitter
     from otel_ctx.telemetry import Emitter, run
 
     endpoint, received = http_collector
-    h = create_providers(exporter="otlp", protocol="http/protobuf", endpoint=endpoint, service_name="http-test")
+    h = create_providers(
+        exporter="otlp", protocol="http/protobuf", endpoint=endpoint, service_name="http-test"
+    )
     em = Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)
     with run(ContextFitter(SUPPORT_DESK), task_type="returns", emitter=em) as r:
         r.fit([user("hi")])

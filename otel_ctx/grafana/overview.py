@@ -92,6 +92,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .draw_style(o.DRAW_BARS)
         .fill_opacity(80)
         .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .tooltip(p.tooltip_all())
         .legend(p.legend_table("sum"))
         .span(9)
         .height(8)
@@ -207,6 +208,7 @@ def _component_panels() -> list[p.PanelBuilder]:
         .fill_opacity(60)
         .line_width(1)
         .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .tooltip(p.tooltip_all())
         .legend(p.legend_table("mean", "lastNotNull"))
         .override_by_query(
             "B",
@@ -375,6 +377,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .min(0)
         .fill_opacity(40)
         .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .tooltip(p.tooltip_all())
         .legend(p.legend_table("mean", "lastNotNull"))
         .span(8)
         .height(8)

@@ -88,6 +88,12 @@ def legend_table(*calcs: str) -> common_b.VizLegendOptions:
     return built
 
 
+def tooltip_all() -> common_b.VizTooltipOptions:
+    """Every series in the tooltip, biggest first: what stacked panels need to be read."""
+    built: common_b.VizTooltipOptions = common_b.VizTooltipOptions().mode(o.TOOLTIP_ALL).sort(o.SORT_DESC)
+    return built
+
+
 def reduce_last() -> common_b.ReduceDataOptions:
     built: common_b.ReduceDataOptions = common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False)
     return built

@@ -208,6 +208,7 @@ def _edge() -> list[p.PanelBuilder]:
         .min(0)
         .fill_opacity(40)
         .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .tooltip(p.tooltip_all())
         .span(12)
         .height(8)
     )

@@ -17,21 +17,24 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_ctx import names
 from otel_ctx.telemetry.emitter import default_emitter
 from otel_ctx.telemetry.labels import DEFAULT_MAX_ROUND, DEFAULT_MAX_TASK_TYPES, LabelPolicy
+
+if TYPE_CHECKING:
+    # The SDK is imported where it is used: `import otel_ctx` stays on the API alone.
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.metrics.view import View
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
@@ -53,6 +56,8 @@ def views() -> list[View]:
     Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
     advisory the instruments carry.
     """
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
     return [
         View(
             instrument_name=m.name,
@@ -77,34 +82,57 @@ class TelemetryHandle:
     _server_thread: Any = field(default=None, repr=False)
 
     def force_flush(self, timeout_millis: int = 5_000) -> bool:
-        """Export what is buffered now (e.g. before a short-lived process exits). Never raises."""
-        ok = True
-        for provider in (self.tracer_provider, self.meter_provider):
-            if provider is None:
-                continue
-            try:
-                ok = bool(provider.force_flush(timeout_millis)) and ok
-            except Exception:
-                logger.warning("otel-ctx telemetry: force_flush failed", exc_info=True)
-                ok = False
-        return ok
+        """Export what is buffered now (e.g. before a short-lived process exits).
 
-    def shutdown(self) -> None:
-        """Flush and stop what configure() started (never the application's providers)."""
-        for provider in (self.tracer_provider, self.meter_provider):
-            if provider is None:
-                continue
-            try:
-                provider.shutdown()
-            except Exception:
-                logger.warning("otel-ctx telemetry: shutdown failed", exc_info=True)
+        Returns within ``timeout_millis`` even if a collector never answers (the flush
+        then carries on in the background); False if anything did not finish. Never raises.
+        """
+        return self._each_provider("force_flush", timeout_millis, lambda p: p.force_flush(timeout_millis))
+
+    def shutdown(self, timeout_millis: int = 10_000) -> bool:
+        """Flush and stop what configure() started (never the application's providers).
+
+        Bounded by ``timeout_millis`` like :meth:`force_flush`. Never raises.
+        """
+        ok = self._each_provider("shutdown", timeout_millis, lambda p: p.shutdown())
         if self._server is not None:
             try:
                 self._server.shutdown()
                 self._server.server_close()
             except Exception:
                 logger.warning("otel-ctx telemetry: stopping the Prometheus endpoint failed", exc_info=True)
+                ok = False
             self._server = None
+        return ok
+
+    def _each_provider(self, what: str, timeout_millis: int, call: Callable[[Any], object]) -> bool:
+        """Run ``call`` on both providers at once, waiting at most ``timeout_millis`` in total:
+        the span and the metric exporters each have their own timeout, and waiting for them
+        one after the other would double the delay a dead collector causes."""
+        results: dict[int, bool] = {}
+
+        def one(i: int, provider: Any) -> None:
+            try:
+                out = call(provider)
+                results[i] = out is None or bool(out)
+            except Exception:
+                logger.warning("otel-ctx telemetry: %s failed", what, exc_info=True)
+                results[i] = False
+
+        providers = [p for p in (self.tracer_provider, self.meter_provider) if p is not None]
+        threads = [
+            threading.Thread(target=one, args=(i, p), name=f"otel-ctx-{what}", daemon=True)
+            for i, p in enumerate(providers)
+        ]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + timeout_millis / 1000
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        finished = all(not t.is_alive() for t in threads)
+        if not finished:
+            logger.warning("otel-ctx telemetry: %s did not finish within %d ms", what, timeout_millis)
+        return finished and all(results.values())
 
 
 def _env(name: str) -> str | None:
@@ -204,6 +232,8 @@ def _metric_reader(
         exporter = HTTPMetricExporter(
             endpoint=_http_endpoint(endpoint, "/v1/metrics"), headers=headers, timeout=timeout
         )
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
     if interval_ms is None and _env("OTEL_METRIC_EXPORT_INTERVAL") is None:
         interval_ms = DEFAULT_EXPORT_INTERVAL_MS
     timeout_ms = None if _env("OTEL_METRIC_EXPORT_TIMEOUT") else (timeout or DEFAULT_EXPORT_TIMEOUT_S) * 1000
@@ -233,6 +263,11 @@ def create_providers(
     For applications that keep otel-ctx off the global providers:
     ``Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)``.
     """
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
     attrs: dict[str, str] = dict(resource_attributes or {})
     if service_name is not None:
         attrs[SERVICE_NAME] = service_name

@@ -1,0 +1,135 @@
+"""Memory after 100,000 fits with the bounded cache: it must stay flat.
+
+Every fit is a new support-desk round (the system prompt and twelve new messages), so
+the token cache (65,536 entries by default) is full after about 5,500 fits and evicts
+from then on. Reported between fit 10,000 and fit 100,000:
+
+* RSS, from the kernel;
+* live Python objects (``sys.getallocatedblocks``);
+* the Python heap by tracemalloc, over a further 20,000-fit window (tracemalloc makes a
+  fit about four times slower, so it does not run for all 100,000): traced memory after
+  10,000 fits of the window against after 20,000, when every cache entry has been
+  replaced since tracing started and the two readings compare like with like.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import resource
+import sys
+import time
+import tracemalloc
+from dataclasses import dataclass
+
+from bench.report import Figure
+from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx.demo.content import SYSTEM_PROMPT
+
+SECTION = "Memory: 100,000 fits, bounded cache"
+#: 2 MiB over 90,000 fits is 23 bytes a fit: any per-fit leak of an object shows up.
+FLAT_TOLERANCE_BYTES = 2 * 1024 * 1024
+BLOCKS_TOLERANCE = 20_000
+CACHE_ENTRIES = 65_536  # the fitter's default
+
+
+@dataclass
+class MemoryBenchResult:
+    figures: list[Figure]
+    notes: list[str]
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+        return pages * resource.getpagesize()
+    except OSError:  # not Linux: the peak is the best the OS offers
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _round(rng: random.Random, i: int) -> list[dict[str, str]]:
+    oid = f"SO-{rng.randint(1000, 9999)}-{i}"
+    out = []
+    for k in range(3):
+        out += [
+            {"role": "user", "content": f"Where is my order {oid}? It was due on day {(i + k) % 28 + 1}."},
+            {"role": "assistant", "content": f"Let me check {oid} with the carrier ({i}.{k}, {rng.random():.6f})."},
+            {"role": "user", "content": f"Thanks, ticket {i}.{k}: I am home after {rng.randint(1, 12)} pm."},
+            {"role": "assistant", "content": f"{oid} is out for delivery; route {rng.getrandbits(32):x} ({k})."},
+        ]
+    return out
+
+
+def _fits(fitter: ContextFitter, rng: random.Random, start: int, stop: int) -> float:
+    t0 = time.perf_counter()
+    for i in range(start, stop):
+        fitter.fit(_round(rng, i), system_prompt=SYSTEM_PROMPT, task_type="status")
+    return (time.perf_counter() - t0) / max(1, stop - start)
+
+
+def _mark(fitter: ContextFitter) -> tuple[int, int, int]:
+    gc.collect()
+    return _rss_bytes(), sys.getallocatedblocks(), len(fitter.counter.cache)
+
+
+def run(*, quick: bool = False) -> MemoryBenchResult:
+    total = 20_000 if quick else 100_000
+    checkpoint = total // 10
+    window = 4_000 if quick else 20_000
+    fitter = ContextFitter(SUPPORT_DESK, model="gpt-4o", encoding="cl100k_base", cache_entries=CACHE_ENTRIES)
+    rng = random.Random(5)
+    filling = _fits(fitter, rng, 1, checkpoint + 1)
+    rss_a, blocks_a, cache_a = _mark(fitter)
+    _fits(fitter, rng, checkpoint + 1, total - checkpoint + 1)
+    evicting = _fits(fitter, rng, total - checkpoint + 1, total + 1)
+    rss_b, blocks_b, cache_b = _mark(fitter)
+
+    tracemalloc.start()
+    _fits(fitter, rng, total + 1, total + window // 2 + 1)
+    gc.collect()
+    heap_a = tracemalloc.get_traced_memory()[0]
+    _fits(fitter, rng, total + window // 2 + 1, total + window + 1)
+    gc.collect()
+    heap_b = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+
+    mib = 1024 * 1024
+    rss_growth, blocks_growth, heap_growth = rss_b - rss_a, blocks_b - blocks_a, heap_b - heap_a
+    per_fit = rss_growth / (total - checkpoint)
+    figures = [
+        Figure(
+            SECTION,
+            f"RSS growth, fit {checkpoint:,} → {total:,}",
+            f"{rss_growth / mib:+.2f} MiB",
+            f"flat (≤ {FLAT_TOLERANCE_BYTES // mib} MiB)",
+            rss_growth <= FLAT_TOLERANCE_BYTES,
+            f"{rss_a / mib:.1f} → {rss_b / mib:.1f} MiB ({per_fit:+.1f} B/fit); cache {cache_a:,} → "
+            f"{cache_b:,} entries (bound {CACHE_ENTRIES:,})",
+        ),
+        Figure(
+            SECTION,
+            f"live Python objects, fit {checkpoint:,} → {total:,}",
+            f"{blocks_growth:+,}",
+            f"flat (≤ {BLOCKS_TOLERANCE:,})",
+            blocks_growth <= BLOCKS_TOLERANCE,
+            f"{blocks_a:,} → {blocks_b:,} allocated blocks",
+        ),
+        Figure(
+            SECTION,
+            f"Python heap growth over {window // 2:,} more fits (tracemalloc)",
+            f"{heap_growth / mib:+.2f} MiB",
+            f"flat (≤ {FLAT_TOLERANCE_BYTES // mib} MiB)",
+            heap_growth <= FLAT_TOLERANCE_BYTES,
+            f"traced {heap_a / mib:.1f} → {heap_b / mib:.1f} MiB, fits {total + window // 2:,} → {total + window:,}",
+        ),
+        Figure(
+            SECTION,
+            "fit time, cache full and evicting ÷ cache filling",
+            f"{evicting / filling:.2f}×",
+            "(context)",
+            None,
+            f"last {checkpoint:,} fits {evicting * 1e6:.0f} µs, first {checkpoint:,} {filling * 1e6:.0f} µs",
+        ),
+    ]
+    return MemoryBenchResult(figures, [])
