@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="Few trials: a smoke run, figures not meaningful.")
+    parser.add_argument(
+        "--quick", action="store_true", help="Few trials: a smoke run, figures not meaningful."
+    )
     parser.add_argument(
         "--only", choices=("fit", "telemetry", "memory"), action="append", help="Run only these sections."
     )

@@ -214,7 +214,9 @@ def run(*, quick: bool = False) -> FitBenchResult:
             )
         )
     else:
-        notes.append("langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured.")
+        notes.append(
+            "langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured."
+        )
     noisy = [x for x in (*t.values(), *w.values()) if x.spread > 0.5]
     if noisy:
         notes.append(

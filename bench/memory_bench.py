@@ -54,9 +54,15 @@ def _round(rng: random.Random, i: int) -> list[dict[str, str]]:
     for k in range(3):
         out += [
             {"role": "user", "content": f"Where is my order {oid}? It was due on day {(i + k) % 28 + 1}."},
-            {"role": "assistant", "content": f"Let me check {oid} with the carrier ({i}.{k}, {rng.random():.6f})."},
+            {
+                "role": "assistant",
+                "content": f"Let me check {oid} with the carrier ({i}.{k}, {rng.random():.6f}).",
+            },
             {"role": "user", "content": f"Thanks, ticket {i}.{k}: I am home after {rng.randint(1, 12)} pm."},
-            {"role": "assistant", "content": f"{oid} is out for delivery; route {rng.getrandbits(32):x} ({k})."},
+            {
+                "role": "assistant",
+                "content": f"{oid} is out for delivery; route {rng.getrandbits(32):x} ({k}).",
+            },
         ]
     return out
 

@@ -20,12 +20,12 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 
 
 class _Traces(trace_service_pb2_grpc.TraceServiceServicer):
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the gRPC method name
+    def Export(self, request: Any, context: Any) -> Any:
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
 class _Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def Export(self, request: Any, context: Any) -> Any:
         return metrics_service_pb2.ExportMetricsServiceResponse()
 
 

@@ -84,7 +84,13 @@ def markdown(figures: list[Figure], *, command: str, notes: list[str], seconds: 
     for f in figures:
         if f.section != section:
             section = f.section
-            out += ["", f"## {section}", "", "| Figure | Measured | Target | Result | Detail |", "|---|---|---|---|---|"]
+            out += [
+                "",
+                f"## {section}",
+                "",
+                "| Figure | Measured | Target | Result | Detail |",
+                "|---|---|---|---|---|",
+            ]
         out.append(f"| {f.name} | {f.value} | {f.target} | {f.verdict} | {f.detail} |")
     if notes:
         out += ["", "## Notes", ""]

@@ -143,7 +143,9 @@ def test_demo_inspect_shows_the_overflowing_run() -> None:
         assert b["transcript"] + b["tool_schema"] + b["system_prompt"] + b["skills"] == b["estimated"]
         assert b["budget"] - b["estimated"] == b["remaining"]
     assert rounds[-1]["breakdown"]["remaining"] < 0
-    assert {s["name"]: s["data_class"] for s in rounds[0]["breakdown"]["sources"]}["pii-handling"] == "confidential"
+    assert {s["name"]: s["data_class"] for s in rounds[0]["breakdown"]["sources"]}[
+        "pii-handling"
+    ] == "confidential"
 
 
 def test_demo_inspect_text_has_the_inspector_rows() -> None:
@@ -289,7 +291,9 @@ def test_fit_json_closes_and_reads_stdin(dispute_request: Path) -> None:
 
 def test_fit_writes_the_fitted_request(dispute_request: Path, tmp_path: Path) -> None:
     out = tmp_path / "fitted.json"
-    proc = cli("fit", str(dispute_request), "--request-limit", "4000", "--tool-result-cap", "600", "-o", str(out))
+    proc = cli(
+        "fit", str(dispute_request), "--request-limit", "4000", "--tool-result-cap", "600", "-o", str(out)
+    )
     assert proc.returncode == 0, proc.stderr
     original = json.loads(dispute_request.read_text())
     fitted = json.loads(out.read_text())
@@ -298,7 +302,9 @@ def test_fit_writes_the_fitted_request(dispute_request: Path, tmp_path: Path) ->
     # Sendable as is: every tool result still answers a call that is present.
     declared = {c["id"] for m in fitted["messages"] for c in m.get("tool_calls") or ()}
     assert all(m["tool_call_id"] in declared for m in fitted["messages"] if m["role"] == "tool")
-    again = json.loads(cli("fit", str(out), "--request-limit", "4000", "--tool-result-cap", "600", "--json").stdout)
+    again = json.loads(
+        cli("fit", str(out), "--request-limit", "4000", "--tool-result-cap", "600", "--json").stdout
+    )
     assert again["outcome"] == "fit"  # idempotent: the fitted request fits as it is
 
 
@@ -353,8 +359,12 @@ def test_bad_paths_and_policies(tmp_path: Path, dispute_request: Path) -> None:
     assert_one_line_error(cli("fit", str(tmp_path)), "is a directory")
     (tmp_path / "latin1.json").write_bytes(b'{"messages": "\xe9"}')
     assert_one_line_error(cli("fit", str(tmp_path / "latin1.json")), "not UTF-8")
-    assert_one_line_error(cli("fit", str(dispute_request), "--request-limit", "500", "--reserve", "800"), "budget")
-    assert_one_line_error(cli("fit", str(dispute_request), "--budget", "10", "--request-limit", "10"), "not both")
+    assert_one_line_error(
+        cli("fit", str(dispute_request), "--request-limit", "500", "--reserve", "800"), "budget"
+    )
+    assert_one_line_error(
+        cli("fit", str(dispute_request), "--budget", "10", "--request-limit", "10"), "not both"
+    )
     assert_one_line_error(cli("fit", str(dispute_request), "--strategy", "random"), "--strategy")
     assert_one_line_error(cli("fit"), "REQUEST")
 

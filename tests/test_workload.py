@@ -9,8 +9,16 @@ from collections import Counter
 import pytest
 
 from otel_ctx import SUPPORT_DESK, ContextFitter
-from otel_ctx.demo import SYSTEM_PROMPT, TOOLS, WorkloadSummary, bare_run, make_ticket, run_ticket, tickets
-from otel_ctx.demo import payloads
+from otel_ctx.demo import (
+    SYSTEM_PROMPT,
+    TOOLS,
+    WorkloadSummary,
+    bare_run,
+    make_ticket,
+    payloads,
+    run_ticket,
+    tickets,
+)
 from otel_ctx.demo.summary import COMPONENT_LINES, TaskStats
 
 TOLERANCE = 0.10

@@ -49,6 +49,7 @@ Tickets are order-status questions (about 55%), returns and disputes, with budge
   otel-ctx demo --forever --rate 2 --otlp http://otel-collector:4317
 """
 
+
 def demo(
     seed: Annotated[int, typer.Option(help="Workload seed: the same seed gives the same tickets.")] = 1,
     count: Annotated[int, typer.Option("--tickets", min=1, help="Tickets to run.")] = 200,
@@ -172,7 +173,9 @@ def _summary_json(
     }
 
 
-def _footer(out: Console, fitter: ContextFitter, session: cli_telemetry.TelemetrySession, *, seed: int) -> None:
+def _footer(
+    out: Console, fitter: ContextFitter, session: cli_telemetry.TelemetrySession, *, seed: int
+) -> None:
     out.print(f"Seed {seed}. {notes.encoding_note(fitter)} Telemetry: {session.destination}.", style="dim")
 
 
@@ -181,7 +184,9 @@ def parse_ticket(value: str) -> int:
     text = value.strip()
     digits = text[1:] if text[:1] in ("T", "t") else text
     if not digits.isdigit() or int(digits) < 1:
-        raise CliError(f"--inspect: {value!r} is not a ticket (expected an id like T00042 or a number from 1)")
+        raise CliError(
+            f"--inspect: {value!r} is not a ticket (expected an id like T00042 or a number from 1)"
+        )
     return int(digits)
 
 

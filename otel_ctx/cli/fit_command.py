@@ -41,8 +41,11 @@ The budget comes from --task-type (status, returns and dispute are the support-d
   otel-ctx fit request.json --task-type dispute --fail-on-overflow -o fitted.json
 """
 
+
 def fit(
-    request: Annotated[str, typer.Argument(metavar="REQUEST.json|-", help="The request body; - reads stdin.")],
+    request: Annotated[
+        str, typer.Argument(metavar="REQUEST.json|-", help="The request body; - reads stdin.")
+    ],
     task_type: Annotated[
         str | None,
         typer.Option(help="Task type; status, returns and dispute use the support-desk presets."),
@@ -75,7 +78,9 @@ def fit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write the fitted request body (messages as they would be sent)."),
+        typer.Option(
+            "--output", "-o", help="Write the fitted request body (messages as they would be sent)."
+        ),
     ] = None,
     fail_on_overflow: Annotated[
         bool, typer.Option("--fail-on-overflow", help="Exit 1 when the request overflows its budget.")

@@ -118,7 +118,14 @@ TOOLS: list[dict[str, Any]] = [
             "amount": {"type": "number", "description": "Amount in the order's currency."},
             "reason_code": {
                 "type": "string",
-                "enum": ["return_received", "damaged", "not_delivered", "late", "goodwill", "dispute_outcome"],
+                "enum": [
+                    "return_received",
+                    "damaged",
+                    "not_delivered",
+                    "late",
+                    "goodwill",
+                    "dispute_outcome",
+                ],
             },
             "note": {"type": "string", "description": "Internal note for the finance team."},
         },

@@ -277,4 +277,6 @@ def get_seller_messages(rng: random.Random, oid: str, *, messages: int) -> str:
 
 
 def escalate_to_human(rng: random.Random) -> str:
-    return _dump({"queue": "disputes-tier2", "ticket_ref": f"ESC-{rng.randint(10000, 99999)}", "eta_hours": 24})
+    return _dump(
+        {"queue": "disputes-tier2", "ticket_ref": f"ESC-{rng.randint(10000, 99999)}", "eta_hours": 24}
+    )

@@ -87,7 +87,9 @@ def _tool_turn(rng: random.Random, calls: list[tuple[str, dict[str, Any], str]])
             for cid, (name, args, _) in zip(ids, calls)
         ],
     }
-    results = tuple({"role": "tool", "tool_call_id": cid, "content": out} for cid, (_, _, out) in zip(ids, calls))
+    results = tuple(
+        {"role": "tool", "tool_call_id": cid, "content": out} for cid, (_, _, out) in zip(ids, calls)
+    )
     return (assistant, *results)
 
 
@@ -258,7 +260,9 @@ def _finish(
 
 
 def _status_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
-    opening: tuple[Message, ...] = ({"role": "user", "content": _fill(rng, rng.choice(_STATUS_OPENINGS), oid)},)
+    opening: tuple[Message, ...] = (
+        {"role": "user", "content": _fill(rng, rng.choice(_STATUS_OPENINGS), oid)},
+    )
     n_rounds = int(_weighted(rng, (("1", 0.15), ("2", 0.25), ("3", 0.35), ("4", 0.25))))
     carrier = rng.choice(payloads._CARRIERS)
     later = [
@@ -422,7 +426,9 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
         (_tool_turn(rng, [seller()]), "read the buyer-seller thread"),
         (_exchange(rng, _REPLIES, _FOLLOW_UPS), "asked the buyer for photos"),
         (
-            _tool_turn(rng, [("get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer))]),
+            _tool_turn(
+                rng, [("get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer))]
+            ),
             "checked the buyer's refund history",
         ),
         (_exchange(rng, _REPLIES, _FOLLOW_UPS), "told the buyer the seller has 48 hours"),
@@ -447,7 +453,13 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
         (
             _tool_turn(
                 rng,
-                [("escalate_to_human", {"summary": "see state", "priority": "high"}, payloads.escalate_to_human(rng))],
+                [
+                    (
+                        "escalate_to_human",
+                        {"summary": "see state", "priority": "high"},
+                        payloads.escalate_to_human(rng),
+                    )
+                ],
             ),
             "escalated to tier 2",
         ),
