@@ -106,7 +106,8 @@ def run(*, quick: bool = False) -> FitBenchResult:
     naive_kept = naive_fit(conv, encode)
     notes = [
         f"Input: {len(conv)} messages, {sum(len(encode(t)) for t in texts):,} content tokens; policy "
-        f"request_limit {inputs.REQUEST_LIMIT:,}, reserve {inputs.RESERVE} (budget {inputs.POLICY.budget:,}). "
+        f"request_limit {inputs.REQUEST_LIMIT:,}, reserve {inputs.RESERVE} "
+        f"(budget {inputs.POLICY.budget:,}). "
         f"otel-ctx keeps {len(reference.messages)} messages ({reference.breakdown.estimated:,} tokens, "
         f"{reference.outcome}); the naive loop keeps {len(naive_kept)}.",
     ]

@@ -23,7 +23,15 @@ POLICY = BudgetPolicy(context_length=128_000, reserved_output=RESERVE, request_l
 ENCODING = "cl100k_base"
 MODEL = "gpt-4o"
 
-_WORDS = ["order", "parcel", "refund", "return", "carrier", "scan", "delivered", "damaged", "seller", "buyer", "shelf", "box", "label", "tracking", "invoice", "warehouse", "driver", "address", "neighbour", "signature", "photo", "claim", "dispute", "policy", "days", "week", "window", "shipping", "amount", "euro", "partial", "full", "cracked", "panel", "corner", "packaging", "courier", "hub", "route", "status", "update", "today", "tomorrow", "yesterday", "morning", "evening", "please", "thanks", "sorry", "understand", "check", "confirm", "escalate", "support", "ticket", "agent", "account", "email", "phone", "number", "item", "line", "quantity", "price", "total", "discount", "voucher", "missing", "late", "early", "exchange", "replacement", "colour", "size", "wrong", "broken", "unused", "opened", "sealed", "receipt"]
+_VOCABULARY = (
+    "order parcel refund return carrier scan delivered damaged seller buyer shelf box label tracking "
+    "invoice warehouse driver address neighbour signature photo claim dispute policy days week window "
+    "shipping amount euro partial full cracked panel corner packaging courier hub route status update "
+    "today tomorrow yesterday morning evening please thanks sorry understand check confirm escalate "
+    "support ticket agent account email phone number item line quantity price total discount voucher "
+    "missing late early exchange replacement colour size wrong broken unused opened sealed receipt "
+)
+_WORDS = _VOCABULARY.split()
 
 
 def encoding() -> tiktoken.Encoding:

@@ -127,7 +127,8 @@ def run(*, quick: bool = False) -> MemoryBenchResult:
             f"{heap_growth / mib:+.2f} MiB",
             f"flat (≤ {FLAT_TOLERANCE_BYTES // mib} MiB)",
             heap_growth <= FLAT_TOLERANCE_BYTES,
-            f"traced {heap_a / mib:.1f} → {heap_b / mib:.1f} MiB, fits {total + window // 2:,} → {total + window:,}",
+            f"traced {heap_a / mib:.1f} → {heap_b / mib:.1f} MiB, "
+            f"fits {total + window // 2:,} → {total + window:,}",
         ),
         Figure(
             SECTION,

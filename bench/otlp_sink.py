@@ -41,7 +41,12 @@ def main() -> None:
     server.start()
     print("ready", flush=True)
     done = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+
+    def wait_for_parent() -> None:
+        sys.stdin.read()  # EOF: the benchmark closed our stdin (or died)
+        done.set()
+
+    threading.Thread(target=wait_for_parent, daemon=True).start()
     done.wait(args.max_seconds)
     server.stop(grace=0.5)
 

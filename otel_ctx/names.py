@@ -215,7 +215,7 @@ TOKENS = Metric(
     kind="histogram",
     unit="{token}",
     description="Tokens per breakdown line per fitted request; the line is in context_budget.component.",
-    attributes=(COMPONENT, TASK_TYPE, ROUND, OUTCOME, GEN_AI_REQUEST_MODEL),
+    attributes=(COMPONENT, TASK_TYPE, ROUND, GEN_AI_REQUEST_MODEL),
     buckets=TOKEN_BUCKETS,
 )
 UTILIZATION = Metric(

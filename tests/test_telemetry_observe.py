@@ -51,7 +51,7 @@ def test_observe_measures_the_request_as_given_and_changes_nothing(cap: Capture)
     assert a[n.ESTIMATED_TOKENS] == res.breakdown.estimated
     assert [e.name for e in span.events] == [n.EVENT_FLOOR_OVERFLOW]
     fits = {attrs_of(p)[n.OUTCOME]: p.value for p in cap.points(n.FITS.name)}
-    assert fits == {"overflow": 1}
+    assert fits == {"overflow": 1, "fit": 0, "compacted": 0}
     assert {attrs_of(p)[n.COMPONENT] for p in cap.points(n.TOKENS.name)} == set(n.COMPONENTS)
 
 

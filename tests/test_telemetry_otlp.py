@@ -209,7 +209,7 @@ def test_a_collector_that_is_down_neither_slows_nor_breaks_the_fit(monkeypatch: 
     durations, flushed, shut = _fits_while_exporting(f"http://127.0.0.1:{closed}", monkeypatch)
     # A fit that waited for an export would take the 1 s export timeout or a 1 s retry backoff
     # (the first round included: channel setup must not happen on the caller's thread).
-    assert max(durations) < 0.5, durations
+    assert max(durations) < 0.9, durations  # under the 1 s an export attempt may block for
     assert flushed < 1.5 and shut < 6
 
 
@@ -252,7 +252,7 @@ def test_a_collector_that_never_answers_neither_slows_nor_breaks_the_fit(
         assert hole.accepted, "the exporter never connected, so the test proved nothing"
     finally:
         hole.close()
-    assert max(durations) < 0.5, durations
+    assert max(durations) < 0.9, durations  # under the 1 s an export attempt may block for
     # Bounded by the timeouts given, never by the collector.
     assert flushed < 1.5 and shut < 6
 

@@ -34,7 +34,9 @@ STATUS_EVERY_S = 30.0
 HELP = """\
 Run the budget chapter's support-desk workload through the fit engine.
 
-Tickets are order-status questions (about 55%), returns and disputes, with budgets of 4,000 / 8,000 / 16,000 tokens, real tool payloads (an 11-item order lookup is about 4,200 tokens) and 1-12 rounds each; some disputes pin more than their budget and escalate. The same --seed gives the same tickets.
+Tickets are order-status questions (about 55%), returns and disputes, with budgets of 4,000 / 8,000 \
+/ 16,000 tokens, real tool payloads (an 11-item order lookup is about 4,200 tokens) and 1-12 rounds \
+each; some disputes pin more than their budget and escalate. The same --seed gives the same tickets.
 
 [bold]Examples[/bold]
 
@@ -334,8 +336,8 @@ def _forever(
                 last_status = now
                 total = summary.total()
                 err.print(
-                    f"otel-ctx demo: {total.runs} tickets, {total.rounds} rounds, {total.compacted} compacted, "
-                    f"{total.overflow} overflowed",
+                    f"otel-ctx demo: {total.runs} tickets, {total.rounds} rounds, "
+                    f"{total.compacted} compacted, {total.overflow} overflowed",
                     highlight=False,
                 )
             stop.wait(max(0.0, next_at - now))

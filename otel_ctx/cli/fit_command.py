@@ -26,9 +26,13 @@ DEFAULT_CONTEXT_LENGTH = 128_000
 HELP = """\
 Fit or measure one request: an OpenAI chat-completions body (messages, tools).
 
-Prints the breakdown (where the window went, line by line) and what the fit does: cap tool results, drop turns from the middle, or overflow at the pinned floor. With --measure nothing is changed: the request is accounted exactly as given.
+Prints the breakdown (where the window went, line by line) and what the fit does: cap tool results, \
+drop turns from the middle, or overflow at the pinned floor. With --measure nothing is changed: the \
+request is accounted exactly as given.
 
-The budget comes from --task-type (status, returns and dispute are the support-desk presets) and the options; the reserve defaults to the body's max_completion_tokens or max_tokens, else 800. Exit codes: 0 ok, 1 overflow with --fail-on-overflow, 2 bad usage or input.
+The budget comes from --task-type (status, returns and dispute are the support-desk presets) and the \
+options; the reserve defaults to the body's max_completion_tokens or max_tokens, else 800. Exit \
+codes: 0 ok, 1 overflow with --fail-on-overflow, 2 bad usage or input.
 
 [bold]Examples[/bold]
 

@@ -150,10 +150,12 @@ def get_order(rng: random.Random, oid: str, *, items: int, customer_id: str, tra
 def track_parcel(rng: random.Random, tracking: str, *, scans: int, delivered: bool) -> str:
     """A carrier's full scan history; about 3,800 tokens at forty-odd scans."""
     t = BASE_TIME - timedelta(days=rng.randint(2, 9))
-    history = []
+    history: list[dict[str, Any]] = []
+    last_city = ""
     for n in range(scans):
         t += timedelta(minutes=rng.randint(20, 600))
-        city, region, country, postcode = rng.choice(_CITIES)
+        city, _, country, postcode = rng.choice(_CITIES)
+        last_city = city
         if n and rng.random() < 0.12:
             code, text = rng.choice(_EXCEPTIONS)
         else:
@@ -177,7 +179,7 @@ def track_parcel(rng: random.Random, tracking: str, *, scans: int, delivered: bo
                 "timestamp": _ts(t + timedelta(hours=3)),
                 "status_code": "DD",
                 "description": "Delivered; signed by recipient",
-                "location": {"facility": "ROUTE", "city": history[-1]["location"]["city"]},
+                "location": {"facility": "ROUTE", "city": last_city},
             }
         )
     payload = {

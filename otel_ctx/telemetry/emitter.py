@@ -191,6 +191,7 @@ class Emitter:
             description=names.CAPPED_TOOL_RESULTS_METRIC.description,
         )
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
+        self._seen_task_models: set[tuple[str, str]] = set()
 
     @property
     def tracer(self) -> trace.Tracer:
@@ -355,14 +356,26 @@ class Emitter:
             names.OUTCOME: outcome,
             names.GEN_AI_REQUEST_MODEL: model,
         }
+        # Outcome is left off the token histogram: it multiplies the largest family by three
+        # and no panel splits components by outcome (fits and utilization carry it).
+        token_base = {k: v for k, v in base.items() if k in names.TOKENS.attributes}
         attrs = _MetricAttributes(
-            tokens=tuple({names.COMPONENT: component, **base} for component in names.COMPONENTS),
+            tokens=tuple({names.COMPONENT: component, **token_base} for component in names.COMPONENTS),
             utilization=base,
             fits={names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model},
             task_model={names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model},
         )
+        if (task, model) not in self._seen_task_models:
+            # A counter series that first appears at 1 hides that increment from rate(): start
+            # every outcome of a new task type and model at 0, so the first overflow counts.
+            self._seen_task_models.add((task, model))
+            for other in names.OUTCOMES:
+                self._fits.add(
+                    0, {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model}
+                )
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
+            self._seen_task_models.clear()
         self._attr_cache[key] = attrs
         return attrs
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from otel_ctx import names
 
 #: Rounds 1..DEFAULT_MAX_ROUND keep their own label; later rounds share ``"<max+1>+"``.
-DEFAULT_MAX_ROUND = 20
+DEFAULT_MAX_ROUND = 12
 #: When no task types are configured, the first this-many distinct ones keep their name.
 DEFAULT_MAX_TASK_TYPES = 20
 
