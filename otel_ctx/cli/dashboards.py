@@ -63,25 +63,37 @@ def build(
         ),
     ] = False,
 ) -> None:
-    """Generate the Grafana dashboards (JSON for file provisioning) from the names registry."""
+    """Generate the Grafana dashboards (JSON for file provisioning) and the Prometheus alert rules.
+
+    Both come from the names registry, so they query exactly what the emitter records.
+    """
+    from otel_ctx import alerts
+
     if out.exists() and not out.is_dir():
         _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
     grafana = _grafana("build")
     console = Console()
     if check:
-        drift = grafana.check(out)
+        drift = [f"{item.path} {item.problem}" for item in grafana.check(out)]
+        rules_problem = alerts.check(out / alerts.RULES_FILENAME)
+        if rules_problem is not None:
+            drift.append(rules_problem)
         if drift:
             for item in drift:
-                typer.echo(f"otel-ctx dashboards build: {item.path} {item.problem}", err=True)
+                typer.echo(f"otel-ctx dashboards build: {item}", err=True)
             _fail(
                 "build",
-                f"{len(drift)} dashboard file(s) out of date; run: otel-ctx dashboards build --out {out}",
+                f"{len(drift)} file(s) out of date; run: otel-ctx dashboards build --out {out}",
                 1,
             )
-        console.print(f"[green]✓[/green] {len(grafana.DASHBOARDS)} dashboards in {out} match the generator")
+        console.print(
+            f"[green]✓[/green] {len(grafana.DASHBOARDS)} dashboards and {alerts.RULES_FILENAME} "
+            f"in {out} match the generator"
+        )
         return
     try:
         written = grafana.write(out)
+        rules = alerts.write(out / alerts.RULES_FILENAME)
     except OSError as exc:
         _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
     models = grafana.build_dashboards()
@@ -93,6 +105,7 @@ def build(
         panels = [p for p in grafana.iter_panels(model) if p.get("type") != "row"]
         table.add_row(path.name, model["title"], str(len(panels)), str(len(grafana.queries(model))))
     console.print(table)
+    console.print(f"Alert rules written to {rules} (test them with: promtool test rules)")
 
 
 def _basic_auth(user: str | None) -> tuple[str, str] | None:
