@@ -381,10 +381,14 @@ def test_build_writes_files_that_check_then_accepts(tmp_path: Path) -> None:
     out = tmp_path / "dash"
     result = runner.invoke(app, ["dashboards", "build", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == sorted(DASHBOARDS)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*DASHBOARDS, "alerts.yml"])
     assert json.loads((out / "otel-ctx-overview.json").read_text())["uid"] == "otel-ctx-overview"
     result = runner.invoke(app, ["dashboards", "build", "--out", str(out), "--check"])
     assert result.exit_code == 0, result.output
+    (out / "alerts.yml").write_text("groups: []\n")  # a hand-edited rule file is stale too
+    result = runner.invoke(app, ["dashboards", "build", "--out", str(out), "--check"])
+    assert result.exit_code == 1
+    assert "alerts.yml differs" in result.stderr
 
 
 def test_build_check_names_the_stale_files(tmp_path: Path) -> None:
