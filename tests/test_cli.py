@@ -167,6 +167,7 @@ def test_demo_inspect_text_has_the_inspector_rows() -> None:
         (["--rate", "2"], "--rate only applies with --forever"),
         (["--forever", "--inspect"], "do not go together"),
         (["--tickets", "0"], "--tickets"),
+        (["--otlp", "collector:4317"], "not a URL"),
     ],
 )
 def test_demo_usage_errors(args: list[str], fragment: str) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -95,10 +96,16 @@ def demo(
         raise CliError("--rate only applies with --forever")
     if forever and inspect is not None:
         raise CliError("--inspect and --forever do not go together: inspect one run, or run forever")
-    if otlp == "":
-        raise CliError("--otlp: the URL is empty")
+    if otlp is not None:
+        check_url(otlp)
     out = make_console()
     err = make_console(stderr=True)
+    if prometheus_port is not None and not forever:
+        err.print(
+            "otel-ctx demo: the Prometheus endpoint lives only while the demo runs; "
+            "add --forever to scrape it",
+            highlight=False,
+        )
     fitter = ContextFitter(SUPPORT_DESK, model=model)
     session = cli_telemetry.start(
         otlp=otlp,
@@ -179,6 +186,12 @@ def _footer(
     out: Console, fitter: ContextFitter, session: cli_telemetry.TelemetrySession, *, seed: int
 ) -> None:
     out.print(f"Seed {seed}. {notes.encoding_note(fitter)} Telemetry: {session.destination}.", style="dim")
+
+
+def check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CliError(f"--otlp: {url!r} is not a URL like http://localhost:4317")
 
 
 def parse_ticket(value: str) -> int:
