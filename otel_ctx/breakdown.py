@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from otel_ctx.budget import request_ceiling
 from otel_ctx.sources import SourceInfo
 
 SYSTEM_PROMPT_LABEL = "System prompt (incl. snippets)"
@@ -56,9 +57,7 @@ class Breakdown:
     @property
     def limit(self) -> int:
         """The request ceiling: the window, or the smaller per-task limit."""
-        if self.request_limit is None:
-            return self.context_length
-        return min(self.context_length, self.request_limit)
+        return request_ceiling(self.context_length, self.request_limit)
 
     @property
     def utilization(self) -> float:

@@ -15,6 +15,11 @@ def _check_int(field: str, value: object, *, minimum: int) -> None:
         raise InvalidPolicyError(field, f"must be >= {minimum}, got {value}")
 
 
+def request_ceiling(context_length: int, request_limit: int | None) -> int:
+    """The most a request may hold: the window, or the smaller per-task request limit."""
+    return context_length if request_limit is None else min(context_length, request_limit)
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetPolicy:
     """The budget of one kind of request.
@@ -57,9 +62,7 @@ class BudgetPolicy:
     @property
     def limit(self) -> int:
         """The request ceiling: the window, or the smaller per-task request limit."""
-        if self.request_limit is None:
-            return self.context_length
-        return min(self.context_length, self.request_limit)
+        return request_ceiling(self.context_length, self.request_limit)
 
     @property
     def budget(self) -> int:
