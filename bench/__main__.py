@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         "--output", type=Path, default=ROOT / "BENCHMARKS.md", help="Where to write the Markdown table."
     )
     parser.add_argument("--no-write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
+    parser.add_argument("--strict", action="store_true", help="Exit 1 when a figure misses its target.")
     args = parser.parse_args(argv)
     only = set(args.only or ("fit", "telemetry", "memory"))
     # The collector-down case makes the OTLP exporters log every failed export; that is the point.
@@ -69,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         write(args.output, markdown(figures, command=COMMAND, notes=notes, seconds=elapsed))
         print(f"wrote {args.output}")
     missed = [f for f in figures if f.passed is False]
-    return 1 if missed else 0
+    if missed:
+        print(f"missed: {', '.join(f.name for f in missed)}", file=sys.stderr)
+    # A report, not a gate: a shared CI box is too noisy to fail a build on timings (--strict to opt in).
+    return 1 if missed and args.strict else 0
 
 
 if __name__ == "__main__":

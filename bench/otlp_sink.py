@@ -14,7 +14,7 @@ import threading
 from concurrent import futures
 from typing import Any
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
@@ -35,8 +35,8 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0)
     args = parser.parse_args()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_Traces(), server)
-    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(_Metrics(), server)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_Traces(), server)  # type: ignore[no-untyped-call]
+    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(_Metrics(), server)  # type: ignore[no-untyped-call]
     server.add_insecure_port(f"127.0.0.1:{args.port}")
     server.start()
     print("ready", flush=True)

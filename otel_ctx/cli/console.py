@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console
 
 #: Width for piped output (Rich would assume 80 and wrap the wider tables).
-PIPE_WIDTH = 120
+PIPE_WIDTH = 140
 
 
 def no_color() -> bool:

@@ -20,12 +20,12 @@ from otel_ctx.cli import notes
 from otel_ctx.cli import telemetry as cli_telemetry
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import CliError
-from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table, summary_table
+from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table, summary_tables
 from otel_ctx.demo.agent import TicketRun, bare_run, run_ticket
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.fit import ContextFitter
-from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS
+from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE
 
 #: ``--inspect`` without a ticket: the first ticket whose run compacted or overflowed.
 INSPECT_AUTO = "auto"
@@ -153,14 +153,22 @@ def _batch(
     if as_json:
         out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=count)))
         return
-    out.print(summary_table(summary, out, dict(SUPPORT_DESK_LIMITS)))
+    _print_summary(out, summary)
+    _footer(out, fitter, session, seed=seed)
+
+
+def _print_summary(out: Console, summary: WorkloadSummary) -> None:
+    outcomes, shares = summary_tables(summary, out, dict(SUPPORT_DESK_LIMITS))
+    out.print(outcomes)
     out.print(
-        "Shares: mean % of the estimated prompt per round. Compacted: rounds that dropped history. "
+        f"Limit: request limit (budget = limit - {SUPPORT_DESK_RESERVE} reserved). "
+        "Compacted: rounds that dropped history. "
         "Overflow: rounds whose pinned floor alone exceeded the budget (the agent escalated). "
         "p95 util.: estimated ÷ budget.",
         style="dim",
     )
-    _footer(out, fitter, session, seed=seed)
+    out.print()
+    out.print(shares)
 
 
 def _summary_json(
@@ -359,5 +367,5 @@ def _forever(
     if as_json:
         out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=None)))
     else:
-        out.print(summary_table(summary, out, dict(SUPPORT_DESK_LIMITS)))
+        _print_summary(out, summary)
         _footer(out, fitter, session, seed=seed)

@@ -196,7 +196,7 @@ def _print(result: FitResult, fitter: ContextFitter, *, measure: bool, source: s
     what = "Measured as given (nothing capped or dropped)" if measure else "Fitted"
     task = f"task type {result.task_type}" if result.task_type else "no task type"
     out.print(f"[bold]{source}[/bold] · {result.model} · {task} · {what}")
-    out.print(outcome_line(result))
+    out.print(outcome_line(result, measured=measure))
     out.print(breakdown_table(result.breakdown, out))
     sources = sources_table(result.breakdown, out)
     if sources is not None:

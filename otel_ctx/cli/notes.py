@@ -19,8 +19,8 @@ def encoding_note(fitter: ContextFitter) -> str:
         native = None
     own = f"{fitter.model}'s own {native}" if native else f"an encoding for {fitter.model}"
     return (
-        f"Counted with {fitter.encoding_name}: {own} is not installed offline "
-        "(the calibration factor learns the difference from reported usage)."
+        f"Counted with {fitter.encoding_name}: {own} is not installed offline, so counts may differ "
+        "from the provider's by a few percent (calibration from reported usage absorbs that)."
     )
 
 

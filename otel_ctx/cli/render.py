@@ -66,14 +66,15 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
-def outcome_line(result: FitResult) -> Text:
-    """One sentence on what the fit did."""
+def outcome_line(result: FitResult, *, measured: bool = False) -> Text:
+    """One sentence on what the fit did (or, ``measured``, on the request as given)."""
     b = result.breakdown
     style = {"fit": "green", "compacted": "yellow", "overflow": "bold red"}[result.outcome]
     text = Text()
     text.append(result.outcome.upper(), style=style)
     if result.outcome == "overflow":
-        text.append(f": the pinned floor is {b.overflow:,} tokens over the budget of {b.budget:,}")
+        what = "the request as given" if measured else "the pinned floor"
+        text.append(f": {what} is {b.overflow:,} tokens over the budget of {b.budget:,}")
     else:
         text.append(f": {b.estimated:,} of {b.budget:,} tokens ({b.utilization:.0%})")
     details = []
@@ -83,40 +84,63 @@ def outcome_line(result: FitResult) -> Text:
         )
     if result.capped_tool_results:
         details.append(f"capped {plural(result.capped_tool_results, 'tool result')}")
-    details.append(f"{plural(len(result.messages), 'message')} sent")
+    if result.outcome == "overflow" and not measured:
+        details.append(f"{plural(len(result.messages), 'message')} in the floor, nothing sent")
+    else:
+        details.append(f"{plural(len(result.messages), 'message')} sent")
     text.append("; " + ", ".join(details))
     return text
 
 
-def summary_table(summary: WorkloadSummary, console: Console, budgets: dict[str, int]) -> Table:
-    """Per task type: runs, rounds, compaction, overflow, mean component shares, p95 utilization."""
-    table = Table(box=table_box(console), show_edge=False, pad_edge=False)
-    table.add_column("Task type", no_wrap=True)
-    table.add_column("Limit", justify="right")
-    table.add_column("Runs", justify="right")
-    table.add_column("Rounds", justify="right")
-    table.add_column("Compacted", justify="right")
-    table.add_column("Overflow", justify="right")
-    for line in COMPONENT_LINES:
-        table.add_column(_COMPONENT_HEADERS[line], justify="right", no_wrap=True)
-    table.add_column("p95 util.", justify="right", no_wrap=True)
+def summary_tables(summary: WorkloadSummary, console: Console, budgets: dict[str, int]) -> list[Table]:
+    """Two tables per task type, each within 80 columns: how often it compacted or overflowed,
+    and which component fills the window."""
     stats = [s for s in summary.by_task.values() if s.runs]
     total = summary.total()
-    for s in [*stats, total]:
-        is_total = s is total
-        overflow = f"{s.overflow_rate:.1%}"
+    rows = [*stats, total]
+
+    outcomes = Table(
+        box=table_box(console),
+        title="Outcomes per task type",
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        pad_edge=False,
+    )
+    outcomes.add_column("Task type", no_wrap=True)
+    for name in ("Limit", "Runs", "Rounds", "Compacted", "Overflow", "p95 util."):
+        outcomes.add_column(name, justify="right", no_wrap=True)
+    for s in rows:
         p95 = s.utilization_quantile(0.95)
         limit = budgets.get(s.task_type)
-        table.add_row(
+        outcomes.add_row(
             s.task_type,
             f"{limit:,}" if limit else "",
             f"{s.runs:,}",
             f"{s.rounds:,}",
             f"{s.compacted:,}",
-            Text(overflow, style="red" if s.overflow else ""),
-            *(f"{s.share(line):.0%}" for line in COMPONENT_LINES),
+            Text(f"{s.overflow_rate:.1%}", style="red" if s.overflow else ""),
             Text(f"{p95:.0%}", style="yellow" if p95 > 0.9 else ""),
-            style="bold" if is_total else "",
-            end_section=len(stats) > 0 and s is stats[-1],
+            style="bold" if s is total else "",
+            end_section=s is not total and s is stats[-1],
         )
-    return table
+
+    shares = Table(
+        box=table_box(console),
+        title="What fills the window (mean share of the estimated prompt)",
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        pad_edge=False,
+    )
+    shares.add_column("Task type", no_wrap=True)
+    for line in COMPONENT_LINES:
+        shares.add_column(_COMPONENT_HEADERS[line], justify="right", no_wrap=True)
+    for s in rows:
+        shares.add_row(
+            s.task_type,
+            *(f"{s.share(line):.0%}" for line in COMPONENT_LINES),
+            style="bold" if s is total else "",
+            end_section=s is not total and s is stats[-1],
+        )
+    return [outcomes, shares]
