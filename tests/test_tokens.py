@@ -168,3 +168,15 @@ def test_images_and_unknown_parts_are_counted_not_rejected(gpt4: ContextFitter) 
         ]
     )
     assert with_image - text_only == 85
+
+
+def test_tool_definitions_are_recounted_when_the_list_or_a_tool_changes(gpt4: ContextFitter) -> None:
+    tools = [dict(t) for t in COOKBOOK_TOOLS]
+    first = gpt4.counter.tools(tools)
+    assert gpt4.counter.tools(tools) == first
+    longer = {"type": "function", "function": {"name": "get_forecast", "description": "Forecast for a city."}}
+    tools.append(longer)  # same list object, one more tool
+    assert gpt4.counter.tools(tools) > first
+    tools[1] = {"type": "function", "function": {"name": "f", "description": "x"}}  # an element replaced
+    replaced = gpt4.counter.tools(tools)
+    assert replaced == gpt4.counter.tools([dict(t) for t in tools])
