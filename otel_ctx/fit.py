@@ -99,8 +99,8 @@ class ContextFitter:
         encoding: str | tiktoken.Encoding | None = None,
         strategy: Strategy = "middle",
         summarizer: Summarizer | None = None,
-        cache_entries: int = 65_536,
-        cache_chars: int = 64_000_000,
+        cache_entries: int = 16_384,
+        cache_chars: int = 16_000_000,
     ) -> None:
         if isinstance(policies, BudgetPolicy):
             self._policies: dict[str, BudgetPolicy] = {}
