@@ -460,31 +460,16 @@ def _activity_panels() -> list[p.PanelBuilder]:
 
 
 def build() -> dash_b.Dashboard:
-    board: dash_b.Dashboard = (
-        dash_b.Dashboard(TITLE)
-        .uid(UID)
-        .description(
-            "Where an LLM agent's context window goes, per task type and model, and how often the "
-            "pinned floor overflows the budget. Emitted by otel-ctx."
-        )
-        .tags([p.TAG])
-        .time("now-1h", "now")
-        .refresh("30s")
-        .timezone("browser")
-        .tooltip(o.CROSSHAIR)
-        .editable()
-        .links(p.dashboard_links())
+    return p.dashboard(
+        TITLE,
+        UID,
+        "Where an LLM agent's context window goes, per task type and model, and how often the "
+        "pinned floor overflows the budget. Emitted by otel-ctx.",
+        multi_task_type=True,
+        sections=[
+            ("When the floor overflowed", _overflow_panels()),
+            ("Which component fills the window", _component_panels()),
+            ("Utilization", _utilization_panels()),
+            ("Compaction, caps, throughput and estimate accuracy", _activity_panels()),
+        ],
     )
-    for variable in (*p.variables(), p.jaeger_variable()):
-        board = board.with_variable(variable)
-    sections: list[tuple[str, list[p.PanelBuilder]]] = [
-        ("When the floor overflowed", _overflow_panels()),
-        ("Which component fills the window", _component_panels()),
-        ("Utilization", _utilization_panels()),
-        ("Compaction, caps, throughput and estimate accuracy", _activity_panels()),
-    ]
-    for title, section in sections:
-        board = board.with_row(dash_b.Row(title))
-        for panel in section:
-            board = board.with_panel(panel)
-    return board

@@ -193,3 +193,33 @@ def dashboard_links() -> list[Builder[dash_m.DashboardLink]]:
 def series_override_names(values: Sequence[str]) -> str:
     """A Grafana field-name regex matching exactly these legend names."""
     return "^(" + "|".join(re.escape(v) for v in values) + ")$"
+
+
+def dashboard(
+    title: str,
+    uid: str,
+    description: str,
+    *,
+    multi_task_type: bool,
+    sections: Sequence[tuple[str, Sequence[PanelBuilder]]],
+) -> dash_b.Dashboard:
+    """A shipped dashboard: the shared settings, variables and links, then a row per section."""
+    board: dash_b.Dashboard = (
+        dash_b.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags([TAG])
+        .time("now-1h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .tooltip(o.CROSSHAIR)
+        .editable()
+        .links(dashboard_links())
+    )
+    for variable in (*variables(multi_task_type=multi_task_type), jaeger_variable()):
+        board = board.with_variable(variable)
+    for section_title, section in sections:
+        board = board.with_row(dash_b.Row(section_title))
+        for panel in section:
+            board = board.with_panel(panel)
+    return board

@@ -244,30 +244,15 @@ def _edge() -> list[p.PanelBuilder]:
 
 
 def build() -> dash_b.Dashboard:
-    board: dash_b.Dashboard = (
-        dash_b.Dashboard(TITLE)
-        .uid(UID)
-        .description(
-            "One task type at a time: what grows round by round, the heavy tail of each breakdown "
-            "line, and how close requests come to the budget."
-        )
-        .tags([p.TAG])
-        .time("now-1h", "now")
-        .refresh("30s")
-        .timezone("browser")
-        .tooltip(o.CROSSHAIR)
-        .editable()
-        .links(p.dashboard_links())
+    return p.dashboard(
+        TITLE,
+        UID,
+        "One task type at a time: what grows round by round, the heavy tail of each breakdown "
+        "line, and how close requests come to the budget.",
+        multi_task_type=False,
+        sections=[
+            ("${" + q.VAR_TASK_TYPE + "} at a glance", _glance()),
+            ("What fills the window", _growth()),
+            ("How close to the edge", _edge()),
+        ],
     )
-    for variable in (*p.variables(multi_task_type=False), p.jaeger_variable()):
-        board = board.with_variable(variable)
-    sections: list[tuple[str, list[p.PanelBuilder]]] = [
-        ("${" + q.VAR_TASK_TYPE + "} at a glance", _glance()),
-        ("What fills the window", _growth()),
-        ("How close to the edge", _edge()),
-    ]
-    for title, section in sections:
-        board = board.with_row(dash_b.Row(title))
-        for panel in section:
-            board = board.with_panel(panel)
-    return board
