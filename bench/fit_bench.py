@@ -15,13 +15,16 @@ from typing import Any
 from bench import inputs
 from bench.report import Figure
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
-from otel_ctx import ContextFitter
+from otel_ctx import BudgetPolicy, ContextFitter
 
 SECTION = "Fit engine (issue 2): 100 messages × ~340 tokens → 8,000"
 WARM_ALLOWANCE_S = 100e-6
 COLD_TARGET = 1.3
 WARM_TARGET = 1.5
 NAIVE_TARGET = 30.0
+#: Bounded time: the cut must not grow with the payload the way a full encode does.
+CAP_TARGET = 0.05
+TOOL_RESULT_CAP = 1_200
 
 
 @dataclass
@@ -162,6 +165,22 @@ def run(*, quick: bool = False) -> FitBenchResult:
     # The warm fit must not re-count the transcript: the cache absorbed it.
     warm_fitter.fit([*conv, *inputs.new_pairs(1, seed=99)[0]])
 
+    # The cut at the tool boundary reads a bounded prefix: a huge result costs no full encode.
+    huge = inputs.huge_tool_result()
+    cap_policy = BudgetPolicy(
+        context_length=128_000, reserved_output=inputs.RESERVE, tool_result_cap=TOOL_RESULT_CAP
+    )
+    cap_fitter = ContextFitter(cap_policy, model=inputs.MODEL, encoding=inputs.ENCODING)
+
+    def cap_huge() -> Thunk:
+        cap_fitter.clear_cache()  # measure the cut itself, not its cache
+        return lambda: cap_fitter.cap_tool_result(huge)
+
+    def encode_huge() -> Thunk:
+        return lambda: encode(huge)
+
+    c = interleaved({"cap": cap_huge, "encode": encode_huge}, trials=3 if quick else 5)
+
     cold, tk, nv = t["cold"], t["tiktoken"], t["naive"]
     figures = [
         _ratio(
@@ -173,6 +192,15 @@ def run(*, quick: bool = False) -> FitBenchResult:
             f"fit {fmt_seconds(cold.median)}, tiktoken {fmt_seconds(tk.median)}",
         ),
         _warm_figure(w["warm"], w["two"]),
+        _ratio(
+            f"cap a {len(huge) / 1e6:.0f} MB tool result ÷ encoding it whole",
+            c["cap"],
+            c["encode"],
+            CAP_TARGET,
+            "≤",
+            f"cut {fmt_seconds(c['cap'].median)}, full encode {fmt_seconds(c['encode'].median)} "
+            f"(cap {TOOL_RESULT_CAP:,} tokens)",
+        ),
         Figure(
             SECTION,
             "naive re-count loop ÷ cold fit",

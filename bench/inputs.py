@@ -75,3 +75,14 @@ def new_pairs(count: int, seed: int = 2) -> list[list[dict[str, Any]]]:
         ]
         for k in range(count)
     ]
+
+
+def huge_tool_result(scans: int = 30_000) -> str:
+    """A runaway tool result: a carrier's scan history of about 2 MB of JSON."""
+    rng = random.Random(11)
+    rows = [
+        f'{{"scan": {i}, "hub": "{rng.choice(_WORDS)}", "event": "{rng.choice(_WORDS)}", '
+        f'"at": "2026-10-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z"}}'
+        for i in range(scans)
+    ]
+    return '{"parcel": "JJD0099887766", "scans": [' + ", ".join(rows) + "]}"

@@ -167,6 +167,11 @@ class ContextFitter:
     def calibration(self, factor: float) -> None:
         self._cal_e4 = calibration_e4(factor)
 
+    def clear_cache(self) -> None:
+        """Forget every counted text and capped tool result (the next fit counts cold)."""
+        self.counter.cache.clear()
+        self._capped.clear()
+
     def policy_for(self, task_type: str | None) -> BudgetPolicy:
         """The policy of ``task_type``, else the default; :class:`UnknownTaskTypeError` if none."""
         if task_type is not None:

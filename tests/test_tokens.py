@@ -180,3 +180,14 @@ def test_tool_definitions_are_recounted_when_the_list_or_a_tool_changes(gpt4: Co
     tools[1] = {"type": "function", "function": {"name": "f", "description": "x"}}  # an element replaced
     replaced = gpt4.counter.tools(tools)
     assert replaced == gpt4.counter.tools([dict(t) for t in tools])
+
+
+def test_clear_cache_makes_the_next_count_cold() -> None:
+    fitter = ContextFitter(BudgetPolicy(8_192, 1_000, tool_result_cap=50), model="gpt-4")
+    fitter.count(COOKBOOK_MESSAGES)
+    misses = fitter.counter.cache.misses
+    fitter.count(COOKBOOK_MESSAGES)
+    assert fitter.counter.cache.misses == misses
+    fitter.clear_cache()
+    fitter.count(COOKBOOK_MESSAGES)
+    assert fitter.counter.cache.misses > misses
