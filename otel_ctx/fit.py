@@ -26,7 +26,7 @@ from otel_ctx.breakdown import Breakdown
 from otel_ctx.budget import BudgetPolicy
 from otel_ctx.errors import InvalidMessageError, InvalidRequestError, UnknownTaskTypeError
 from otel_ctx.result import FitResult, Message, Outcome
-from otel_ctx.sources import Source, SourceInfo, SourcesLike, as_sources, strictest
+from otel_ctx.sources import SourceInfo, SourcesLike, as_sources, strictest
 from otel_ctx.tokens import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
@@ -222,7 +222,7 @@ class ContextFitter:
         prep = self._prepare(messages, tools, system_prompt, snippets, skills, cap=None)
         cal = self._cal_e4
         total = sum(prep.costs) + REPLY_PRIMING + prep.fixed
-        outcome: Outcome = "fit" if calibrated(total, cal) <= policy.budget else "overflow"
+        outcome: Outcome = "fit" if total <= policy.budget * 10_000 // cal else "overflow"
         keep = list(range(len(prep.work)))
         units = _units(prep.buckets, prep.opens_calls)
         return self._result(prep, policy, task_type, cal, keep, outcome, units=len(units))
@@ -280,7 +280,7 @@ class ContextFitter:
             remaining = order[len(dropped) :]
             while True:
                 summary, summary_cost = self._summarize(prep, units, dropped)
-                if calibrated(current + summary_cost, cal) <= budget:
+                if current + summary_cost <= ceiling:
                     break
                 if not remaining:  # the summary itself does not fit: send without it
                     summary, summary_cost = None, 0
@@ -417,7 +417,8 @@ class ContextFitter:
         prefix: list[Message] = []
         sp_cost = sk_cost = 0
         prompt_parts = ([system_prompt] if system_prompt else []) + [s.text for s in snippet_sources]
-        if system_prompt is not None or snippet_sources:
+        has_prompt = system_prompt is not None or bool(snippet_sources)
+        if has_prompt:
             prompt = "\n\n".join(prompt_parts)
             prefix.append({"role": "system", "content": prompt})
             sp_cost = TOKENS_PER_MESSAGE + text("system") + text(prompt)
@@ -439,9 +440,8 @@ class ContextFitter:
             skills=sk_cost,
             schema=schema,
             sources=sources,
-            system_prompt_in_transcript=not prefix_has_prompt(system_prompt, snippet_sources)
-            and bool(buckets)
-            and buckets[0] == "system",
+            # As the ADR: with no prompt of its own, a leading system message carries it.
+            system_prompt_in_transcript=not has_prompt and bool(buckets) and buckets[0] == "system",
         )
 
     def _cap_message(self, m: Message, content: Any, cap: int) -> tuple[Message, Any, int]:
@@ -635,10 +635,6 @@ class ContextFitter:
             summary=summary,
             prefix_messages=prep.prefix,
         )
-
-
-def prefix_has_prompt(system_prompt: str | None, snippets: tuple[Source, ...]) -> bool:
-    return system_prompt is not None or bool(snippets)
 
 
 def _units(buckets: list[str], opens_calls: list[bool]) -> list[tuple[int, int]]:
