@@ -22,8 +22,8 @@ demo: $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check otel_ctx tests bench
-	$(BIN)/ruff format --check otel_ctx tests bench
+	$(BIN)/ruff check otel_ctx tests bench examples
+	$(BIN)/ruff format --check otel_ctx tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

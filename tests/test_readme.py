@@ -33,6 +33,12 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert commands[:2] == ["make demo", "make test"]
 
 
+def test_the_readme_example_is_the_example_file() -> None:
+    code = (ROOT / "examples" / "fit_a_ticket.py").read_text().split('"""', 2)[2].lstrip("\n")
+    shown = README.split("## A fit and its breakdown", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert shown == code
+
+
 def test_the_example_prints_what_the_readme_shows() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "fit_a_ticket.py")],
