@@ -197,7 +197,9 @@ def _fits_while_exporting(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> tup
             durations.append(time.perf_counter() - start)
             time.sleep(0.02)  # let the exporter threads start (and hang on) their attempts
     start = time.perf_counter()
-    assert handle.force_flush(500) is False  # nothing can have been delivered
+    # Whether the flush reports success depends on how fast the exporter gave up (a refused
+    # connection fails at once, a silent one times out); what must hold is that it is bounded.
+    handle.force_flush(500)
     flushed = time.perf_counter() - start
     start = time.perf_counter()
     handle.shutdown(5_000)
