@@ -14,6 +14,18 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
+def run_example(name: str) -> str:
+    """The example's stdout, run as a user would."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return proc.stdout
+
+
 def test_emitted_table_matches_the_registry() -> None:
     assert render_readme(README) == README, "run: python -m otel_ctx.reference README.md"
 
@@ -40,25 +52,13 @@ def test_the_readme_example_is_the_example_file() -> None:
 
 
 def test_the_example_prints_what_the_readme_shows() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "fit_a_ticket.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    out = run_example("fit_a_ticket.py")
     shown = README.split("prints (`python examples/fit_a_ticket.py`):\n\n```text\n", 1)[1].split("```", 1)[0]
     assert out == shown
 
 
 def test_the_telemetry_example_emits_a_run_with_two_rounds() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "observe_a_run.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    out = run_example("observe_a_run.py")
     assert out.count(f'"name": "{names.SPAN_FIT}"') == 2
     assert out.count(f'"name": "{names.SPAN_RUN}"') == 1
     assert out.count(f'"name": "{names.SPAN_OBSERVE}"') == 1

@@ -27,9 +27,21 @@ _COMPONENT_HEADERS = {
 }
 
 
+def _table(console: Console, title: str | None = None, *, title_style: str | None = None) -> Table:
+    """The one table shape every rendering uses: no outer edge, box chars per terminal."""
+    return Table(
+        box=table_box(console),
+        title=title,
+        title_justify="left",
+        title_style=title_style,
+        show_edge=False,
+        pad_edge=False,
+    )
+
+
 def breakdown_table(breakdown: Breakdown, console: Console, *, title: str | None = None) -> Table:
     """The ADR inspector's rows: limit, subtractions, budget, components, estimate, remaining."""
-    table = Table(box=table_box(console), title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = _table(console, title)
     table.add_column("Line", no_wrap=True)
     table.add_column("Tokens", justify="right", no_wrap=True)
     table.add_column("Share", justify="right", no_wrap=True)
@@ -51,7 +63,7 @@ def sources_table(breakdown: Breakdown, console: Console) -> Table | None:
     """Every injected source by name, its kind and declared data class, then the strictest."""
     if not breakdown.sources:
         return None
-    table = Table(box=table_box(console), show_edge=False, pad_edge=False)
+    table = _table(console)
     table.add_column("Source", no_wrap=True)
     table.add_column("Kind")
     table.add_column("Data class")
@@ -99,14 +111,7 @@ def summary_tables(summary: WorkloadSummary, console: Console, budgets: dict[str
     total = summary.total()
     rows = [*stats, total]
 
-    outcomes = Table(
-        box=table_box(console),
-        title="Outcomes per task type",
-        title_justify="left",
-        title_style="bold",
-        show_edge=False,
-        pad_edge=False,
-    )
+    outcomes = _table(console, "Outcomes per task type", title_style="bold")
     outcomes.add_column("Task type", no_wrap=True)
     for name in ("Limit", "Runs", "Rounds", "Compacted", "Overflow", "p95 util."):
         outcomes.add_column(name, justify="right", no_wrap=True)
@@ -125,14 +130,7 @@ def summary_tables(summary: WorkloadSummary, console: Console, budgets: dict[str
             end_section=s is not total and s is stats[-1],
         )
 
-    shares = Table(
-        box=table_box(console),
-        title="What fills the window (mean share of the estimated prompt)",
-        title_justify="left",
-        title_style="bold",
-        show_edge=False,
-        pad_edge=False,
-    )
+    shares = _table(console, "What fills the window (mean share of the estimated prompt)", title_style="bold")
     shares.add_column("Task type", no_wrap=True)
     for line in COMPONENT_LINES:
         shares.add_column(_COMPONENT_HEADERS[line], justify="right", no_wrap=True)
