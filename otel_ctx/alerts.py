@@ -13,6 +13,7 @@ waiting ten minutes for an alert.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -125,16 +126,72 @@ def _num(value: float) -> str:
     return repr(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
+_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def _seconds(duration: str) -> float:
+    """A PromQL duration (``10m``, ``1h30m``) in seconds."""
+    parts = _DURATION.findall(duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ValueError(f"not a PromQL duration: {duration!r}")
+    return sum(int(n) * _SECONDS[u] for n, u in parts)
+
+
+# --- recording rules -----------------------------------------------------------------------
+
+
+def _labels(metric: names.Metric, *extra: str) -> tuple[str, ...]:
+    return (JOB, *(names.prometheus_label(a) for a in metric.attributes), *extra)
+
+
+def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
+    """The rates the alerts and the dashboards' over-time panels read, summed over processes.
+
+    Each keeps every label of its metric but the process (``instance``): a fleet of a hundred
+    agents of one service is one series per label set, and an alert or a dashboard step reads
+    a precomputed value instead of rate() over every process's raw samples. Each rate's
+    window is the window of the alert that reads it.
+    """
+    fits, util, acc = names.FITS, names.UTILIZATION, names.ESTIMATE_ACCURACY
+    rules = [
+        (names.recorded(fits), f"rate({fits.prometheus}[{s.overflow_window}])", _labels(fits)),
+        (
+            names.recorded(util, "_bucket"),
+            f"rate({util.series('_bucket')}[{s.utilization_window}])",
+            _labels(util, "le"),
+        ),
+        (
+            names.recorded(names.TOKENS),
+            f"rate({names.TOKENS.prometheus}[{s.overflow_window}])",
+            _labels(names.TOKENS),
+        ),
+        (
+            names.recorded(acc, "_sum"),
+            f"rate({acc.series('_sum')}[{s.drift_window}])",
+            _labels(acc),
+        ),
+        (
+            names.recorded(acc, "_count"),
+            f"rate({acc.series('_count')}[{s.drift_window}])",
+            _labels(acc),
+        ),
+    ]
+    return [{"record": record, "expr": f"sum {_by(*by)} ({expr})"} for record, expr, by in rules]
+
+
+# --- the alerts' signals, on the recorded rates ---------------------------------------------
+
+
 def overflow_signal(s: AlertSettings) -> str:
     """Share of fits that overflowed, per service and task type (0-1)."""
-    fits = names.FITS.prometheus
+    fits = names.recorded(names.FITS)
     by = _by(JOB, TASK)
-    w = s.overflow_window
     return (
         f"(\n"
-        f"  sum {by} (rate({_selector(fits, {OUTCOME: OVERFLOW_OUTCOME})}[{w}]))\n"
+        f"  sum {by} ({_selector(fits, {OUTCOME: OVERFLOW_OUTCOME})})\n"
         f"/\n"
-        f"  sum {by} (rate({fits}[{w}]))\n"
+        f"  sum {by} ({fits})\n"
         f")"
     )
 
@@ -142,17 +199,19 @@ def overflow_signal(s: AlertSettings) -> str:
 def overflow_expr(s: AlertSettings) -> str:
     expr = f"{overflow_signal(s)} > {_num(s.overflow_ratio)}"
     if s.overflow_min_fits > 0:
-        fits, by, w = names.FITS.prometheus, _by(JOB, TASK), s.overflow_window
-        expr += f"\nand on ({JOB}, {TASK})\n  sum {by} (increase({fits}[{w}])) >= {_num(s.overflow_min_fits)}"
+        # Fits in the window = the recorded per-second rate times the window's seconds.
+        fits, by = names.recorded(names.FITS), _by(JOB, TASK)
+        seconds = _num(_seconds(s.overflow_window))
+        expr += f"\nand on ({JOB}, {TASK})\n  sum {by} ({fits}) * {seconds} >= {_num(s.overflow_min_fits)}"
     return expr
 
 
 def utilization_signal(s: AlertSettings) -> str:
     """The utilization quantile (estimated ÷ budget), per service and task type."""
-    bucket = names.UTILIZATION.series("_bucket")
+    bucket = names.recorded(names.UTILIZATION, "_bucket")
     return (
         f"histogram_quantile({_num(s.utilization_quantile)},\n"
-        f"  sum {_by(JOB, TASK, 'le')} (rate({bucket}[{s.utilization_window}]))\n"
+        f"  sum {_by(JOB, TASK, 'le')} ({bucket})\n"
         f")"
     )
 
@@ -164,12 +223,11 @@ def utilization_expr(s: AlertSettings) -> str:
 def drift_signal(s: AlertSettings) -> str:
     """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     by = _by(JOB, TASK, MODEL)
-    w = s.drift_window
     return (
         f"(\n"
-        f"  sum {by} (rate({names.ESTIMATE_ACCURACY.series('_sum')}[{w}]))\n"
+        f"  sum {by} ({names.recorded(names.ESTIMATE_ACCURACY, '_sum')})\n"
         f"/\n"
-        f"  sum {by} (rate({names.ESTIMATE_ACCURACY.series('_count')}[{w}]))\n"
+        f"  sum {by} ({names.recorded(names.ESTIMATE_ACCURACY, '_count')})\n"
         f")"
     )
 
@@ -295,8 +353,8 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
                     f"for {task} requests of {job} has been above {s.utilization_threshold:.0%}: most "
                     "requests run at the budget line, compaction drops history on most rounds and a "
                     "little growth in the pinned floor will overflow.\n"
-                    f"Look: on {overview}, filter task type {task}: the utilization-by-round panel "
-                    "shows how fast a run fills the window and 'Which component fills the window' "
+                    f"Look: on {overview}, filter task type {task}: the share-of-the-budget-by-round "
+                    "panel shows how fast a run fills the window and 'Which component fills the window' "
                     "which line fills it "
                     "(tool results usually: check the tool-result cap and capped results).\nFix: lower "
                     "the tool_result_cap, trim the system prompt or skills, or raise the request_limit "
@@ -353,8 +411,14 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
 
 
 def build(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
-    """The Prometheus rule file as a dict (``groups: [{name, rules}]``)."""
-    return {"groups": [{"name": GROUP_NAME, "rules": _rules(settings)}]}
+    """The Prometheus rule file as a dict: one group, the recording rules first.
+
+    Prometheus evaluates a group's rules in order, so each alert reads the rates recorded
+    in the same evaluation (a separate group would be evaluated on its own schedule and the
+    alerts would lag a cycle behind).
+    """
+    rules: list[dict[str, Any]] = [*recording_rules(settings), *_rules(settings)]
+    return {"groups": [{"name": GROUP_NAME, "rules": rules}]}
 
 
 class _RuleDumper(yaml.SafeDumper):

@@ -112,3 +112,70 @@ def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: d
     total = f"({rate_sum(counter.prometheus, group, window)} > 0)"
     part = rate_sum(counter.prometheus, group, window, **numerator)
     return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
+
+
+def recorded_sum(metric: names.Metric, group: Iterable[str] = (), suffix: str = "", **matchers: str) -> str:
+    """``sum by (group) (<recorded rate>{selector})``: a precomputed rate, already summed over processes.
+
+    The over-time panels of a fleet read these: one series per service and label set
+    instead of one per agent process, and no rate() over raw samples at every step.
+    """
+    return f"sum{by(group)} ({selector(names.recorded(metric, suffix), **matchers)})"
+
+
+def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[str, str]) -> str:
+    """:func:`ratio` on the recorded rate of ``counter``."""
+    group = tuple(group)
+    total = f"({recorded_sum(counter, group)} > 0)"
+    part = recorded_sum(counter, group, **numerator)
+    return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
+
+
+def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (), **matchers: str) -> str:
+    """A quantile of a histogram from its recorded bucket rates."""
+    return f"histogram_quantile({q}, {recorded_sum(metric, (*group, LE), '_bucket', **matchers)})"
+
+
+def _per_fit(num: str, den: str, group: Iterable[str]) -> str:
+    join = tuple(g for g in group if g != COMPONENT)
+    return f"{num}\n/ on({', '.join(join)}) group_left()\n({den} > 0)"
+
+
+def tokens_per_fit(group: Iterable[str] = (), window: str = RATE, **matchers: str) -> str:
+    """Mean tokens per fitted request: the tokens total's rate over the fits counter's, per group.
+
+    ``group`` may hold the component; the fits side is grouped by the rest. An outcome
+    matcher applies to both sides (both carry the outcome), a component matcher to the tokens.
+    """
+    group = tuple(group)
+    fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
+    join = tuple(g for g in group if g != COMPONENT)
+    return _per_fit(
+        rate_sum(names.TOKENS.prometheus, group, window, **matchers),
+        rate_sum(names.FITS.prometheus, join, window, **fits_matchers),
+        group,
+    )
+
+
+def recorded_tokens_per_fit(group: Iterable[str] = (), **matchers: str) -> str:
+    """:func:`tokens_per_fit` on the recorded rates."""
+    group = tuple(group)
+    fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
+    join = tuple(g for g in group if g != COMPONENT)
+    return _per_fit(
+        recorded_sum(names.TOKENS, group, **matchers),
+        recorded_sum(names.FITS, join, **fits_matchers),
+        group,
+    )
+
+
+def share_of_budget(metric: names.Metric, group: Iterable[str], window: str, **matchers: str) -> str:
+    """Tokens of the matched lines ÷ tokens of the budget line over the window, per group.
+
+    A ratio of totals is the ratio of means (both sides count the same requests), so no
+    request count is needed. ``group`` may hold the component; the budget side is grouped by the rest.
+    """
+    group = tuple(group)
+    join = tuple(g for g in group if g != COMPONENT)
+    budget = increase_sum(metric.prometheus, join, window, **{COMPONENT: names.COMPONENT_BUDGET})
+    return _per_fit(increase_sum(metric.prometheus, group, window, **matchers), budget, group)
