@@ -299,21 +299,30 @@ def test_prometheus_counters_equal_what_the_workload_did(stack: Stack) -> None:
 
 
 def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None:
-    seen = set(stack.get("/api/v1/label/__name__/values"))
+    # The recording rules' series (job:<series>:rate) are the rules' own, checked below.
+    seen = {name for name in stack.get("/api/v1/label/__name__/values") if not name.startswith("job:")}
     expected = {
         m.series(suffix)
         for m in names.METRICS
         for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
     }
     assert seen - INFRASTRUCTURE == expected
-    per_job = {s["metric"]["__name__"] for s in stack.query(f'count by (__name__) ({{job="{SERVICE}"}})')}
+    per_job = {
+        s["metric"]["__name__"]
+        for s in stack.query(f'count by (__name__) ({{job="{SERVICE}"}})')
+        if not s["metric"]["__name__"].startswith("job:")
+    }
     assert per_job - INFRASTRUCTURE == expected
 
     # ... and the real CLI's demo (the compose load service's command) exports the same names.
     # It starts at its own pace: wait for it, querying now rather than at the pinned time.
     def cli_names() -> set[str] | None:
         query = f'count by (__name__) ({{job="{CLI_SERVICE}"}})'
-        found = {s["metric"]["__name__"] for s in stack.get("/api/v1/query", query=query)["result"]}
+        found = {
+            s["metric"]["__name__"]
+            for s in stack.get("/api/v1/query", query=query)["result"]
+            if not s["metric"]["__name__"].startswith("job:")
+        }
         return found if found - INFRASTRUCTURE == expected else None
 
     _wait("the CLI demo's metrics in Prometheus", 20, cli_names)
@@ -323,7 +332,7 @@ def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None
 
 
 def test_components_add_up_to_the_estimate_and_the_transcript_to_its_roles(stack: Stack) -> None:
-    tokens_sum = names.TOKENS.series("_sum")
+    tokens_sum = names.TOKENS.prometheus
 
     def per_task(components: tuple[str, ...]) -> dict[str, float]:
         regex = json.dumps("|".join(re.escape(c) for c in components))  # a PromQL string literal
@@ -364,6 +373,17 @@ def test_alert_signals_have_plausible_values(stack: Stack) -> None:
     assert accuracy
     # The demo reports exactly what was sent, so the calibrated estimate stays near 1.
     assert all(0.5 < v < 2 for v in accuracy), accuracy
+
+
+def test_every_recording_rule_records_the_raw_rate_summed_over_processes(stack: Stack) -> None:
+    """Each recorded rate is there, per service, wherever the raw rate it precomputes is above 0."""
+    settings = alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
+    for rule in alerts.recording_rules(settings):
+        raw = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['expr']})")}
+        recorded = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['record']})")}
+        assert raw.get(SERVICE, 0) > 0, rule
+        # Evaluated up to a second before the pinned time: present and positive, not equal.
+        assert {job for job, v in raw.items() if v > 0} <= {job for job, v in recorded.items() if v > 0}, rule
 
 
 # --- the alerts -----------------------------------------------------------------------
@@ -448,7 +468,7 @@ def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
         values = [_value(s) for s in result]
         where = f"{dashboard}: {title}"
         assert all(math.isfinite(v) and v >= 0 for v in values), (where, values)
-        if names.UTILIZATION.prometheus in expr and "histogram_quantile" in expr:
+        if names.UTILIZATION.prometheus in expr and expr.startswith("histogram_quantile"):
             assert all(0 < v <= 4 for v in values), (where, values)
         if f'{OUTCOME}="overflow"' in expr and "/" in expr:
             assert all(v <= 1 for v in values), (where, values)

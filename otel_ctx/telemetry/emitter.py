@@ -122,6 +122,10 @@ class _MetricAttributes:
     task_model: tuple[str, str]
 
 
+#: A context whose span is invalid: a measurement made in it carries no exemplar (an empty
+#: context would not do: the SDK reads an empty one as "the current context").
+_NO_SPAN = trace.set_span_in_context(trace.INVALID_SPAN)
+
 #: Where each ``names.ROUND_COMPONENTS`` line sits in ``component_values``.
 _ROUND_INDEXES: tuple[int, ...] = tuple(names.COMPONENTS.index(c) for c in names.ROUND_COMPONENTS)
 
@@ -463,7 +467,9 @@ class Emitter:
             self._seen_task_models.add((task, model))
             for other in names.OUTCOMES:
                 self._fits.add(
-                    0, {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model}
+                    0,
+                    {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
+                    _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
