@@ -84,10 +84,12 @@ class Stack:
     #: Unix time queries are evaluated at: just after the final scrape, so a slow machine
     #: running the tests later still sees the workload inside every one-minute window.
     at: float | None = None
+    #: Seconds an HTTP call may take (a fleet's worth of series on a busy machine needs more).
+    timeout: float = 10.0
 
     def get(self, path: str, **params: str) -> Any:
         url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=self.timeout) as response:
             body = json.loads(response.read())
         assert body["status"] == "success", body
         return body["data"]
