@@ -44,7 +44,9 @@ def outcomes(fitter: ContextFitter | None = None) -> Outcomes:
             "fit": fitter.fit([{"role": "user", "content": "Where is my parcel?"}], task_type=task),
             "compacted": fitter.fit(long_history, task_type=task),
             "overflow": fitter.fit(
-                [{"role": "user", "content": "Where is my parcel?"}], system_prompt=_HUGE_PROMPT, task_type=task
+                [{"role": "user", "content": "Where is my parcel?"}],
+                system_prompt=_HUGE_PROMPT,
+                task_type=task,
             ),
         }
         for outcome, result in results.items():
@@ -70,7 +72,9 @@ def record_full_spread(emitter: Emitter, results: Outcomes, models: Iterable[str
                     emitter.record_metrics(result, number, model, known)
                     rounds += 1
             # A run that records usage adds the estimate-accuracy histogram.
-            emitter.record_accuracy(1.0, task_type=by_outcome["fit"].task_type, model=model, known_task_types=known)
+            emitter.record_accuracy(
+                1.0, task_type=by_outcome["fit"].task_type, model=model, known_task_types=known
+            )
     return rounds
 
 

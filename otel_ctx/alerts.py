@@ -187,13 +187,7 @@ def overflow_signal(s: AlertSettings) -> str:
     """Share of fits that overflowed, per service and task type (0-1)."""
     fits = names.recorded(names.FITS)
     by = _by(JOB, TASK)
-    return (
-        f"(\n"
-        f"  sum {by} ({_selector(fits, {OUTCOME: OVERFLOW_OUTCOME})})\n"
-        f"/\n"
-        f"  sum {by} ({fits})\n"
-        f")"
-    )
+    return f"(\n  sum {by} ({_selector(fits, {OUTCOME: OVERFLOW_OUTCOME})})\n/\n  sum {by} ({fits})\n)"
 
 
 def overflow_expr(s: AlertSettings) -> str:
@@ -209,11 +203,7 @@ def overflow_expr(s: AlertSettings) -> str:
 def utilization_signal(s: AlertSettings) -> str:
     """The utilization quantile (estimated ÷ budget), per service and task type."""
     bucket = names.recorded(names.UTILIZATION, "_bucket")
-    return (
-        f"histogram_quantile({_num(s.utilization_quantile)},\n"
-        f"  sum {_by(JOB, TASK, 'le')} ({bucket})\n"
-        f")"
-    )
+    return f"histogram_quantile({_num(s.utilization_quantile)},\n  sum {_by(JOB, TASK, 'le')} ({bucket})\n)"
 
 
 def utilization_expr(s: AlertSettings) -> str:

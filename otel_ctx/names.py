@@ -267,6 +267,7 @@ ESTIMATE_ACCURACY = Metric(
     buckets=ACCURACY_BUCKETS,
 )
 
+
 def recorded(metric: Metric, suffix: str = "") -> str:
     """The recording rule holding a series' per-second rate summed to the service (``job``) level.
 

@@ -51,7 +51,9 @@ class Agent:
         self.provider = MeterProvider(
             metric_readers=[reader],
             views=views(),
-            resource=Resource.create({"service.name": "fleet-agent", "service.instance.id": f"agent-{number}"}),
+            resource=Resource.create(
+                {"service.name": "fleet-agent", "service.instance.id": f"agent-{number}"}
+            ),
         )
         self.emitter = Emitter(meter_provider=self.provider)
         self.body = b""
@@ -71,7 +73,9 @@ def workload(agent: Agent, results: spread.Outcomes) -> Counter[tuple[str, str]]
             agent.emitter.record_metrics(by_outcome[outcome], i % 6 + 1, spread.MODELS[0], known)
             fits[(task, outcome)] += 1
             if i % 4 == 0:  # a run that records the provider's usage: 1% over the estimate
-                agent.emitter.record_accuracy(1.01, task_type=task, model=spread.MODELS[0], known_task_types=known)
+                agent.emitter.record_accuracy(
+                    1.01, task_type=task, model=spread.MODELS[0], known_task_types=known
+                )
     return fits
 
 

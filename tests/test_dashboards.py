@@ -300,17 +300,27 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
             f"sum(({panel_query('Mean breakdown by task type')}) == 600)",
             [sample(600 * 2)],  # `estimated` is 600 per request for both task types
         ),
-        (panel_query("Share of the budget used, by round"), [sample(0.3, **{round_label: "1"}), sample(0.6, **{round_label: "2"})]),
+        (
+            panel_query("Share of the budget used, by round"),
+            [sample(0.3, **{round_label: "1"}), sample(0.6, **{round_label: "2"})],
+        ),
         (
             panel_query("What grows round by round", dashboard="otel-ctx-task-type.json"),
-            [sample(0.3, **{round_label: "1", component: tool}), sample(0.6, **{round_label: "2", component: tool})],
+            [
+                sample(0.3, **{round_label: "1", component: tool}),
+                sample(0.6, **{round_label: "2", component: tool}),
+            ],
         ),
         (
             panel_query("The heavy requests", dashboard="otel-ctx-task-type.json"),
             [
                 sample(v, **{outcome: o, component: c})
                 for o in ("fit", "overflow")
-                for c, v in ((names.transcript_role_component("user"), 100), (tool, 300), (names.COMPONENT_TOOL_SCHEMA, 200))
+                for c, v in (
+                    (names.transcript_role_component("user"), 100),
+                    (tool, 300),
+                    (names.COMPONENT_TOOL_SCHEMA, 200),
+                )
             ],
         ),
         # p95 utilization 0.77 (interpolated in the 0.5-0.8 bucket): 23% of the budget left.

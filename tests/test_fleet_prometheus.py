@@ -226,7 +226,7 @@ def test_the_overflow_panels_show_the_fleet_share(fleet: Stack) -> None:
 
 
 def test_the_breakdown_still_closes_over_the_fleet(fleet: Stack) -> None:
-    for dashboard, title, expr in _panel_queries():
+    for _dashboard, title, expr in _panel_queries():
         if not title.startswith("Mean breakdown by task type"):
             continue
         by_task: dict[str, dict[str, float]] = {}

@@ -101,7 +101,9 @@ def test_configure_leaves_the_applications_own_sdk_alone() -> None:
             "handle": [h.tracer_provider is None, h.meter_provider is None],
             "spans": names,
             "metric_names": sorted(metrics_out),
-            "util_bounds": metrics_out["context_budget.utilization"]["data"]["data_points"][0]["explicit_bounds"],
+            "util_bounds": (
+                metrics_out["context_budget.utilization"]["data"]["data_points"][0]["explicit_bounds"]
+            ),
         }))
         """
     )

@@ -269,9 +269,7 @@ def _component_panels() -> list[p.PanelBuilder]:
             "`headroom`/`overflow` (budget minus estimate, split by sign)."
         )
         .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(p.table_query(q.tokens_per_fit([q.TASK_TYPE, q.COMPONENT], q.RANGE)))
-        )
+        .targets(p.targets(p.table_query(q.tokens_per_fit([q.TASK_TYPE, q.COMPONENT], q.RANGE))))
         .with_transformation(
             dash_m.DataTransformerConfig(
                 id_val="groupingToMatrix",

@@ -100,7 +100,9 @@ def _growth() -> list[p.PanelBuilder]:
         .datasource(p.DATASOURCE)
         .targets(
             p.targets(
-                p.table_query(q.share_of_budget(names.ROUND_TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed))
+                p.table_query(
+                    q.share_of_budget(names.ROUND_TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed)
+                )
             )
         )
         .with_transformation(

@@ -17,6 +17,7 @@ Two rules shape the code:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import weakref
@@ -296,10 +297,8 @@ class Emitter:
                 meter.create_observable_counter(
                     metric.name, callbacks=[callback], unit=metric.unit, description=metric.description
                 )
-            try:
+            with contextlib.suppress(TypeError):
                 _totals_by_meter[meter] = totals
-            except TypeError:
-                pass
             return totals
 
     @property
