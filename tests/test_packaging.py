@@ -16,9 +16,9 @@ import venv
 from pathlib import Path
 
 import pytest
+from support import missing
 
 from otel_ctx import SUPPORT_DESK, __version__
-from support import missing
 
 ROOT = Path(__file__).resolve().parent.parent
 
