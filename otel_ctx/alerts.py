@@ -72,6 +72,8 @@ class AlertSettings:
     drift_for: str = "30m"
     absent_window: str = "10m"
     absent_for: str = "5m"
+    #: Window of the rates only the dashboards read (the breakdown lines, per round too).
+    recording_window: str = "5m"
     grafana_url: str = "http://127.0.0.1:3000"
     jaeger_url: str = "http://127.0.0.1:16686"
 
@@ -100,6 +102,7 @@ class AlertSettings:
             drift_for="0s",
             absent_window=window,
             absent_for="0s",
+            recording_window=window,
         )
         return replace(quick, **overrides)
 
@@ -150,8 +153,8 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]
 
     Each keeps every label of its metric but the process (``instance``): a fleet of a hundred
     agents of one service is one series per label set, and an alert or a dashboard step reads
-    a precomputed value instead of rate() over every process's raw samples. Each rate's
-    window is the window of the alert that reads it.
+    a precomputed value instead of rate() over every process's raw samples. A rate an alert
+    reads has that alert's window; the rates only dashboards read have ``recording_window``.
     """
     fits, util, acc = names.FITS, names.UTILIZATION, names.ESTIMATE_ACCURACY
     rules = [
@@ -163,8 +166,13 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]
         ),
         (
             names.recorded(names.TOKENS),
-            f"rate({names.TOKENS.prometheus}[{s.overflow_window}])",
+            f"rate({names.TOKENS.prometheus}[{s.recording_window}])",
             _labels(names.TOKENS),
+        ),
+        (
+            names.recorded(names.ROUND_TOKENS),
+            f"rate({names.ROUND_TOKENS.prometheus}[{s.recording_window}])",
+            _labels(names.ROUND_TOKENS),
         ),
         (
             names.recorded(acc, "_sum"),

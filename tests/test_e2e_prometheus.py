@@ -482,9 +482,12 @@ def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
 def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack) -> None:
     """Where a panel's result has every summed component and the estimate, they agree.
 
-    Within 1%, not exactly: rate() extrapolates each series on its own, and series born
-    inside the window (a new round, a new task type) extrapolate differently. The raw
-    counters close exactly (test_components_add_up_to_the_estimate...).
+    Within 10%, not exactly: rate() extrapolates each series on its own, and a series born
+    inside the window extrapolates towards zero by its own first value, so the lines of one
+    request extrapolate differently over this test's seconds-long workload. A line left out
+    or counted twice (the transcript on top of its roles) is off by far more. The raw counters
+    close exactly (test_components_add_up_to_the_estimate...), and over series older than
+    the window the panels close within 1% (the fleet test).
     """
     checked = 0
     for dashboard, title, expr in _panel_queries():
@@ -499,7 +502,7 @@ def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack)
                 by_component
             ):
                 summed = sum(by_component[c] for c in names.SUMMED_COMPONENTS)
-                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=0.01), (
+                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=0.1), (
                     dashboard,
                     title,
                     key,

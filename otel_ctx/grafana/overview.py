@@ -196,10 +196,10 @@ def _component_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.recorded_tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}),
+                    q.tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}),
                     p.legend(q.COMPONENT),
                 ),
-                p.query(q.recorded_tokens_per_fit([], **budget), names.COMPONENT_BUDGET),
+                p.query(q.tokens_per_fit([], **budget), names.COMPONENT_BUDGET),
             )
         )
         .unit("short")

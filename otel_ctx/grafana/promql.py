@@ -114,13 +114,19 @@ def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: d
     return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
 
 
-def recorded_sum(metric: names.Metric, group: Iterable[str] = (), suffix: str = "", **matchers: str) -> str:
+def recorded_sum(
+    metric: names.Metric, group: Iterable[str] = (), suffix: str = "", window: str | None = None, **matchers: str
+) -> str:
     """``sum by (group) (<recorded rate>{selector})``: a precomputed rate, already summed over processes.
 
-    The over-time panels of a fleet read these: one series per service and label set
-    instead of one per agent process, and no rate() over raw samples at every step.
+    With a ``window``, the rate's average over it (``avg_over_time``): what a panel over the
+    dashboard's time range reads instead of ``increase()`` over every process's raw samples.
+    A ratio of two such averages is the ratio of the totals over the window.
     """
-    return f"sum{by(group)} ({selector(names.recorded(metric, suffix), **matchers)})"
+    series = selector(names.recorded(metric, suffix), **matchers)
+    if window is not None:
+        series = f"avg_over_time({series}[{window}])"
+    return f"sum{by(group)} ({series})"
 
 
 def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[str, str]) -> str:
@@ -136,35 +142,25 @@ def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (),
     return f"histogram_quantile({q}, {recorded_sum(metric, (*group, LE), '_bucket', **matchers)})"
 
 
-def _per_fit(num: str, den: str, group: Iterable[str]) -> str:
+def _per(num: str, den: str, group: Iterable[str]) -> str:
+    """``num / den`` matched on the group without the component (the component stays on the left)."""
     join = tuple(g for g in group if g != COMPONENT)
     return f"{num}\n/ on({', '.join(join)}) group_left()\n({den} > 0)"
 
 
-def tokens_per_fit(group: Iterable[str] = (), window: str = RATE, **matchers: str) -> str:
-    """Mean tokens per fitted request: the tokens total's rate over the fits counter's, per group.
+def tokens_per_fit(group: Iterable[str] = (), window: str | None = None, **matchers: str) -> str:
+    """Mean tokens per fitted request: the recorded tokens rate over the recorded fits rate, per group.
 
     ``group`` may hold the component; the fits side is grouped by the rest. An outcome
-    matcher applies to both sides (both carry the outcome), a component matcher to the tokens.
+    matcher applies to both sides (both carry the outcome), a component matcher to the
+    tokens. With a ``window``, over that window (see :func:`recorded_sum`).
     """
     group = tuple(group)
     fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
     join = tuple(g for g in group if g != COMPONENT)
-    return _per_fit(
-        rate_sum(names.TOKENS.prometheus, group, window, **matchers),
-        rate_sum(names.FITS.prometheus, join, window, **fits_matchers),
-        group,
-    )
-
-
-def recorded_tokens_per_fit(group: Iterable[str] = (), **matchers: str) -> str:
-    """:func:`tokens_per_fit` on the recorded rates."""
-    group = tuple(group)
-    fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
-    join = tuple(g for g in group if g != COMPONENT)
-    return _per_fit(
-        recorded_sum(names.TOKENS, group, **matchers),
-        recorded_sum(names.FITS, join, **fits_matchers),
+    return _per(
+        recorded_sum(names.TOKENS, group, window=window, **matchers),
+        recorded_sum(names.FITS, join, window=window, **fits_matchers),
         group,
     )
 
@@ -173,9 +169,10 @@ def share_of_budget(metric: names.Metric, group: Iterable[str], window: str, **m
     """Tokens of the matched lines ÷ tokens of the budget line over the window, per group.
 
     A ratio of totals is the ratio of means (both sides count the same requests), so no
-    request count is needed. ``group`` may hold the component; the budget side is grouped by the rest.
+    request count is needed. ``group`` may hold the component; the budget side is grouped by
+    the rest. Reads the metric's recorded rate.
     """
     group = tuple(group)
     join = tuple(g for g in group if g != COMPONENT)
-    budget = increase_sum(metric.prometheus, join, window, **{COMPONENT: names.COMPONENT_BUDGET})
-    return _per_fit(increase_sum(metric.prometheus, group, window, **matchers), budget, group)
+    budget = recorded_sum(metric, join, window=window, **{COMPONENT: names.COMPONENT_BUDGET})
+    return _per(recorded_sum(metric, group, window=window, **matchers), budget, group)
