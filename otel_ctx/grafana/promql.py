@@ -115,7 +115,11 @@ def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: d
 
 
 def recorded_sum(
-    metric: names.Metric, group: Iterable[str] = (), suffix: str = "", window: str | None = None, **matchers: str
+    metric: names.Metric,
+    group: Iterable[str] = (),
+    suffix: str = "",
+    window: str | None = None,
+    **matchers: str,
 ) -> str:
     """``sum by (group) (<recorded rate>{selector})``: a precomputed rate, already summed over processes.
 
