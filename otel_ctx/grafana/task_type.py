@@ -158,14 +158,14 @@ def _edge() -> list[p.PanelBuilder]:
         heatmap.Panel()
         .title("Utilization distribution over time")
         .description(
-            "How many fits landed in each utilization bucket per interval (darker: more). A band "
-            "hugging 100% is compaction working at the edge; anything above 100% overflowed."
+            "Fits per second in each utilization bucket, from the recorded rates (darker: more). A "
+            "band hugging 100% is compaction working at the edge; anything above 100% overflowed."
         )
         .datasource(p.DATASOURCE)
         .targets(
             p.targets(
                 p.query(
-                    q.increase_sum(names.UTILIZATION.series("_bucket"), [q.LE]),
+                    q.recorded_sum(names.UTILIZATION, [q.LE], "_bucket"),
                     p.legend(q.LE),
                     fmt=o.FORMAT_HEATMAP,
                 )
