@@ -419,14 +419,14 @@ CEILING_STOPS = Metric(
     kind="counter",
     unit="{run}",
     description="Runs the ceiling stopped, counted at the round that would have crossed it.",
-    attributes=(TASK_TYPE,),
+    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
 )
 RUN_TOKENS = Metric(
     name=_P + "run.tokens",
     kind="histogram",
     unit="{token}",
     description="Tokens one finished run spent (prompts and answers), by how it ended.",
-    attributes=(TASK_TYPE, RESOLUTION, STOP),
+    attributes=(TASK_TYPE, RESOLUTION, STOP, GEN_AI_REQUEST_MODEL),
     buckets=RUN_TOKEN_BUCKETS,
 )
 RUN_COST = Metric(
@@ -435,7 +435,7 @@ RUN_COST = Metric(
     # A curly-brace annotation, so no exporter appends a unit suffix to the series name.
     unit="{USD}",
     description="USD one finished run cost (models without a price are left out), by how it ended.",
-    attributes=(TASK_TYPE, RESOLUTION, STOP),
+    attributes=(TASK_TYPE, RESOLUTION, STOP, GEN_AI_REQUEST_MODEL),
     buckets=COST_BUCKETS,
 )
 RUN_CEILING_UTILIZATION = Metric(
@@ -443,7 +443,7 @@ RUN_CEILING_UTILIZATION = Metric(
     kind="histogram",
     unit="1",
     description="Tokens one finished run spent divided by its ceiling (runs with a ceiling only).",
-    attributes=(TASK_TYPE, STOP),
+    attributes=(TASK_TYPE, STOP, GEN_AI_REQUEST_MODEL),
     buckets=CEILING_UTILIZATION_BUCKETS,
 )
 

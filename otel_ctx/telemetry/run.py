@@ -61,18 +61,19 @@ class _RunInstruments:
         self.tokens = histogram(names.RUN_TOKENS)
         self.cost = histogram(names.RUN_COST)
         self.ceiling_utilization = histogram(names.RUN_CEILING_UTILIZATION)
-        self._started: set[str] = set()
+        self._started: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
-    def start_task(self, task: str) -> None:
+    def start_task(self, task: str, model: str) -> None:
         """Start a task type's ceiling-stop counter at 0, so rate() sees its first stop."""
-        if task in self._started:
+        key = (task, model)
+        if key in self._started:
             return
         with self._lock:
-            if len(self._started) >= 4096:  # task labels are bounded; this only guards memory
+            if len(self._started) >= 4096:  # labels are bounded; this only guards memory
                 self._started.clear()
-            self._started.add(task)
-        self.ceiling_stops.add(0, {names.TASK_TYPE: task})
+            self._started.add(key)
+        self.ceiling_stops.add(0, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
 
 
 _INSTRUMENTS: weakref.WeakKeyDictionary[Emitter, _RunInstruments] = weakref.WeakKeyDictionary()
@@ -207,7 +208,7 @@ class Run:
         except Exception as exc:
             log_failure("starting the run span", exc)
         try:
-            _instruments(self.emitter).start_task(self._task_label())
+            _instruments(self.emitter).start_task(self._task_label(), self.model)
         except Exception as exc:
             log_failure("starting the run's counters", exc)
         self._run_token = _CURRENT_RUN.set(self)
@@ -264,13 +265,21 @@ class Run:
                 span.set_attribute(names.COST_USD, cost)
         inst = _instruments(self.emitter)
         task = self._task_label()
-        labels = {names.TASK_TYPE: task, names.RESOLUTION: resolution, names.STOP: ledger.stop}
+        model = self.model
+        labels = {
+            names.TASK_TYPE: task,
+            names.RESOLUTION: resolution,
+            names.STOP: ledger.stop,
+            names.GEN_AI_REQUEST_MODEL: model,
+        }
         inst.tokens.record(spent, labels, self._span_context)
         if cost is not None:
             inst.cost.record(cost, labels, self._span_context)
         if ledger.ceiling is not None:
             inst.ceiling_utilization.record(
-                spent / ledger.ceiling, {names.TASK_TYPE: task, names.STOP: ledger.stop}, self._span_context
+                spent / ledger.ceiling,
+                {names.TASK_TYPE: task, names.STOP: ledger.stop, names.GEN_AI_REQUEST_MODEL: model},
+                self._span_context,
             )
 
     def next_round(self) -> int:
@@ -402,7 +411,9 @@ class Run:
                         },
                     )
             if crossed and had_stop == "none" and self.ledger.stop == "ceiling":
-                _instruments(self.emitter).ceiling_stops.add(1, {names.TASK_TYPE: self._task_label()})
+                _instruments(self.emitter).ceiling_stops.add(
+                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self.model}
+                )
             self._update_run_span()
         except Exception as exc:
             log_failure("recording the run ceiling", exc)
