@@ -90,6 +90,23 @@ def _instruments(emitter: Emitter) -> _RunInstruments:
     return found
 
 
+def start_counters(
+    fitter: ContextFitter, *, model: str | None = None, emitter: Emitter | None = None
+) -> None:
+    """Start the ceiling-stop counter at 0 for every task type of ``fitter``. Never raises.
+
+    Runs do this themselves; call it at start-up too, before the first ticket, so that
+    Prometheus scrapes the 0 before the first stop and ``rate()`` sees that stop.
+    """
+    try:
+        em = emitter or default_emitter()
+        inst = _instruments(em)
+        for task in fitter.task_types:
+            inst.start_task(em.labels.task_label(task, fitter.task_types), model or fitter.model)
+    except Exception as exc:
+        log_failure("starting the ceiling-stop counters", exc)
+
+
 _SHIPPED: tuple[str, PriceTable] | None = None
 
 
@@ -208,6 +225,7 @@ class Run:
         except Exception as exc:
             log_failure("starting the run span", exc)
         try:
+            start_counters(self.fitter, model=self.model, emitter=self.emitter)
             _instruments(self.emitter).start_task(self._task_label(), self.model)
         except Exception as exc:
             log_failure("starting the run's counters", exc)
