@@ -27,6 +27,7 @@ from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.fit import ContextFitter
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE, SUPPORT_DESK_RUN_CEILING
 from otel_ctx.pricing import default_prices
+from otel_ctx.telemetry.run import start_counters
 
 #: ``--inspect`` without a ticket: the first ticket whose run compacted or overflowed.
 INSPECT_AUTO = "auto"
@@ -115,6 +116,8 @@ def demo(
         service_name=service_name,
         task_types=SUPPORT_DESK,
     )
+    # Every task type's ceiling-stop counter at 0 before the first ticket: rate() sees the first stop.
+    start_counters(fitter, model=model)
     try:
         if inspect is not None:
             _inspect(fitter, session, out, inspect=inspect, seed=seed, count=count, as_json=as_json)
@@ -227,11 +230,12 @@ def _choose(fitter: ContextFitter, inspect: str, seed: int, count: int) -> Ticke
     if inspect != INSPECT_AUTO:
         return make_ticket(seed, parse_ticket(inspect))
     # The most telling run: one that overflowed (compaction, then the floor), else one that compacted.
+    # (A run the ceiling stopped is inspected by its id: --inspect T00009 --seed 23.)
     probe = ContextFitter(SUPPORT_DESK, model=fitter.model)
     compacted: Ticket | None = None
     for ticket in tickets(seed, count):
         run = run_ticket(probe, ticket, opener=bare_run)
-        if run.escalated:
+        if run.stop == "overflow":
             return ticket
         if compacted is None and any(r.outcome == "compacted" for r in run.rounds):
             compacted = ticket

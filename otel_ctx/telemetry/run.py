@@ -95,8 +95,9 @@ def start_counters(
 ) -> None:
     """Start the ceiling-stop counter at 0 for every task type of ``fitter``. Never raises.
 
-    Runs do this themselves; call it at start-up too, before the first ticket, so that
-    Prometheus scrapes the 0 before the first stop and ``rate()`` sees that stop.
+    A run starts its own task type's counter; call this at start-up, before the first
+    ticket, so that Prometheus scrapes the 0 of every task type before its first stop and
+    ``rate()`` sees that stop.
     """
     try:
         em = emitter or default_emitter()
@@ -225,7 +226,6 @@ class Run:
         except Exception as exc:
             log_failure("starting the run span", exc)
         try:
-            start_counters(self.fitter, model=self.model, emitter=self.emitter)
             _instruments(self.emitter).start_task(self._task_label(), self.model)
         except Exception as exc:
             log_failure("starting the run's counters", exc)
