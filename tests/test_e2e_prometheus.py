@@ -628,6 +628,7 @@ def test_the_advisor_reads_the_right_answers_from_prometheus(stack: Stack) -> No
             f"--service={SERVICE}",
             f"--max-overflow={max_overflow}",
             f"--max-compaction={max_compaction}",
+            f"--at={stack.at}",
             "--json",
         ],
         capture_output=True,

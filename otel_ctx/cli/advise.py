@@ -68,7 +68,8 @@ with the smallest limit that meets --max-overflow and --max-compaction.
 class Prometheus:
     """Instant queries against Prometheus's HTTP API."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 10.0, at: float | None = None) -> None:
+        self.at = at
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise CliError(f"--prometheus: {url!r} is not a URL like http://localhost:9090")
@@ -76,7 +77,8 @@ class Prometheus:
         self.timeout = timeout
 
     def query(self, expr: str) -> list[dict[str, Any]]:
-        url = f"{self.base}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+        params = {"query": expr} if self.at is None else {"query": expr, "time": f"{self.at:.3f}"}
+        url = f"{self.base}/api/v1/query?{urllib.parse.urlencode(params)}"
         try:
             with urllib.request.urlopen(url, timeout=self.timeout) as response:
                 body = json.loads(response.read())
@@ -421,10 +423,16 @@ def advise(
         float, typer.Option(min=0.0, max=1.0, help="Target: share of requests that may compact.")
     ] = 0.25,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    at: Annotated[
+        float | None,
+        typer.Option(
+            metavar="UNIX_TIME", help="Evaluate as of this time (default: now), e.g. the end of a day."
+        ),
+    ] = None,
 ) -> None:
     if window != WINDOW_ALL and not _valid_duration(window):
         raise CliError(f"--window: {window!r} is not a duration like 1d, 12h or 30m, nor 'all'")
-    prom = Prometheus(prometheus)
+    prom = Prometheus(prometheus, at=at)
     advice = gather(
         prom, window=window, service=service, max_overflow=max_overflow, max_compaction=max_compaction
     )
