@@ -385,7 +385,7 @@ def _print(advice: list[TaskAdvice], *, window: str, max_overflow: float, max_co
         if not a.what_ifs:
             continue
         table = Table(box=table_box(out), show_edge=False, pad_edge=False)
-        for name in ("Limit", "Budget", "× today", "Compacts", "Overflows", "Cost/ticket"):
+        for name in ("Limit", "Budget", "× today", "Compact or overflow", "Overflow", "Cost/ticket"):
             table.add_column(name, justify="right", no_wrap=True)
         for w in a.what_ifs:
             table.add_row(
@@ -420,7 +420,8 @@ def advise(
         float, typer.Option(min=0.0, max=1.0, help="Target: share of requests that may overflow.")
     ] = 0.01,
     max_compaction: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Target: share of requests that may compact.")
+        float,
+        typer.Option(min=0.0, max=1.0, help="Target: share of requests that may compact (or overflow)."),
     ] = 0.25,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     at: Annotated[
