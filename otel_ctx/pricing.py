@@ -12,6 +12,7 @@ Like the fit engine, nothing here imports OpenTelemetry.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -248,9 +249,16 @@ def shipped_prices() -> PriceTable:
 
 
 def default_prices() -> PriceTable:
-    """The shipped table, overridden by the file ``OTEL_CTX_PRICES`` names (if set)."""
+    """The shipped table, overridden by the file ``OTEL_CTX_PRICES`` names (if set).
+
+    Read once per value of the variable: a run must not read a file per ticket.
+    """
+    return _default_prices(os.environ.get(ENV_PRICES, "").strip())
+
+
+@functools.lru_cache(maxsize=4)
+def _default_prices(override: str) -> PriceTable:
     table = shipped_prices()
-    override = os.environ.get(ENV_PRICES, "").strip()
     return table.merged(PriceTable.load(override)) if override else table
 
 

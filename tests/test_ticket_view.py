@@ -275,10 +275,14 @@ def test_a_price_file_overrides_the_shipped_table(tmp_path: Path, monkeypatch: p
     assert table.price_for("gpt-4o") == ModelPrice(input=1, cached_input=1, output=2)
     assert table.price_for("mine") is not None
     assert table.price_for("claude-haiku-4-5") == shipped_prices().price_for("claude-haiku-4-5")
-    mine.write_text(json.dumps({"as_of": "2027-01-01", "models": {"gpt-4o": {"input": -1, "output": 2}}}))
+    negative = tmp_path / "negative.json"
+    negative.write_text(json.dumps({"as_of": "2027-01-01", "models": {"gpt-4o": {"input": -1, "output": 2}}}))
+    monkeypatch.setenv(ENV_PRICES, str(negative))
     with pytest.raises(InvalidPolicyError, match=r"prices\['gpt-4o'\]\.input: must be >= 0"):
         default_prices()
-    mine.write_text("{not json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    monkeypatch.setenv(ENV_PRICES, str(broken))
     with pytest.raises(InvalidPolicyError, match="not JSON"):
         default_prices()
     with pytest.raises(InvalidPolicyError, match="cannot read"):

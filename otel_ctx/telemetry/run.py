@@ -108,22 +108,6 @@ def start_counters(
         log_failure("starting the ceiling-stop counters", exc)
 
 
-_SHIPPED: tuple[str, PriceTable] | None = None
-
-
-def _prices() -> PriceTable:
-    """The default price table, read once per value of ``OTEL_CTX_PRICES``."""
-    import os
-
-    from otel_ctx.pricing import ENV_PRICES
-
-    global _SHIPPED
-    key = os.environ.get(ENV_PRICES, "")
-    if _SHIPPED is None or _SHIPPED[0] != key:
-        _SHIPPED = (key, default_prices())
-    return _SHIPPED[1]
-
-
 def current_run() -> Run | None:
     """The run whose ``with`` block is executing in this context, if any."""
     return _CURRENT_RUN.get()
@@ -153,7 +137,7 @@ class Run:
         self.agent_name = agent_name
         self.model: str = model or fitter.model
         self.emitter = emitter or default_emitter()
-        self.prices = prices if prices is not None else _prices()
+        self.prices = prices if prices is not None else default_prices()
         self.ledger = RunLedger(
             ceiling=run_ceiling if run_ceiling is not None else policy.run_ceiling,
             model=self.model,
