@@ -21,6 +21,8 @@ import pytest
 import support
 import yaml
 
+from otel_ctx import alerts
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 STACK = ROOT / "stack"
@@ -195,8 +197,7 @@ def test_prometheus_config_and_mounted_rules_pass_promtool(config: dict[str, Any
     assert result.returncode == 0, out
     assert "SUCCESS: 1 rule files found" in out
     # The recording rules and the alerts that read them, one group.
-    shipped = yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text(encoding="utf-8"))
-    assert f"{len(shipped['groups'][0]['rules'])} rules found" in out
+    assert f"{len(alerts.build()['groups'][0]['rules'])} rules found" in out
 
 
 @pytest.mark.e2e

@@ -266,17 +266,17 @@ def test_utilization_fits_and_counters(cap: Capture, fitter: ContextFitter) -> N
         compacted = r.fit(long_dispute(20))
         capped = r.fit(**rich_request(), task_type="returns")
         over = r.fit(overflowing())
-    util = {attrs_of(p)[n.TASK_TYPE]: p for p in cap.points(n.UTILIZATION.name)}
-    assert util["status"].count == 2
-    assert util["status"].sum == pytest.approx(
-        (compacted.breakdown.estimated + over.breakdown.estimated) / 3_200
-    )
-    above_budget = util["status"].bucket_counts[n.UTILIZATION_BUCKETS.index(1.0) + 1 :]
-    assert sum(above_budget) == 1  # the overflow
-    assert util["returns"].sum == pytest.approx(capped.breakdown.estimated / 7_200)
-    assert tuple(util["status"].explicit_bounds) == n.UTILIZATION_BUCKETS
+    util = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p for p in cap.points(n.UTILIZATION.name)}
+    assert set(util) == {("status", "compacted"), ("status", "overflow"), ("returns", "fit")}
+    assert util[("status", "compacted")].sum == pytest.approx(compacted.breakdown.estimated / 3_200)
+    overflowed = util[("status", "overflow")]
+    assert overflowed.sum == pytest.approx(over.breakdown.estimated / 3_200) and overflowed.sum > 1
+    assert sum(overflowed.bucket_counts[n.UTILIZATION_BUCKETS.index(1.0) + 1 :]) == 1
+    assert util[("returns", "fit")].sum == pytest.approx(capped.breakdown.estimated / 7_200)
+    assert tuple(overflowed.explicit_bounds) == n.UTILIZATION_BUCKETS
     for p in cap.points(n.UTILIZATION.name):
         assert set(attrs_of(p)) == set(n.UTILIZATION.attributes)
+        assert n.ROUND not in attrs_of(p)
     fits = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p.value for p in cap.points(n.FITS.name)}
     # Every outcome of a task type starts at 0, so rate() sees the first overflow too.
     assert fits == {
@@ -373,7 +373,12 @@ def test_round_label_is_exact_up_to_the_maximum_then_n_plus(fitter: ContextFitte
 
 def test_no_run_or_conversation_id_on_metrics(cap: Capture, fitter: ContextFitter) -> None:
     with run(
-        fitter, task_type="returns", conversation_id="conv-secret-id", agent_name="a", emitter=cap.emitter
+        fitter,
+        task_type="returns",
+        conversation_id="conv-secret-id",
+        agent_name="a",
+        emitter=cap.emitter,
+        run_ceiling=100_000,  # the ceiling-utilization histogram needs a ceiling
     ) as r:
         r.fit([user("hi")])
         r.record_usage(input_tokens=20)

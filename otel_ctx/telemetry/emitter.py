@@ -256,6 +256,8 @@ class Emitter:
             names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
         )
         meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
+        #: Kept for the per-run instruments (otel_ctx.telemetry.run), created on first use.
+        self.meter = meter
         # The bucket advisory makes an application's own SDK (no otel-ctx Views) use the
         # registry's buckets too; configure() also installs Views for SDKs that ignore it.
         self._utilization = meter.create_histogram(
@@ -453,9 +455,12 @@ class Emitter:
 
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
+        fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
         attrs = _MetricAttributes(
-            utilization={names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model},
-            fits={names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model},
+            # The outcome splits the utilization: what-ifs for other budgets need the fitted
+            # requests' distribution apart from the compacted ones'.
+            utilization=fits,
+            fits=fits,
             tokens=(task, outcome, model),
             round_tokens=(round_label, task, model),
             task_model=(task, model),
