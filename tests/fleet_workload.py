@@ -33,10 +33,14 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench import spread
-from otel_ctx.telemetry import Emitter, views
+from otel_ctx import ContextFitter
+from otel_ctx.telemetry import Emitter, run, views
+from otel_ctx.telemetry.emitter import MODE_FIT
 
 #: Rounds each agent records per task type once the test starts.
 ROUNDS_PER_TASK = 40
+#: Rounds per run (ticket): each agent finishes ROUNDS_PER_TASK / ROUNDS_PER_RUN runs per task type.
+ROUNDS_PER_RUN = 5
 #: On even-numbered agents, every OVERFLOW_EVERY-th dispute round overflows.
 OVERFLOW_EVERY = 8
 
@@ -62,20 +66,34 @@ class Agent:
         self.body = generate_latest(self.registry)
 
 
-def workload(agent: Agent, results: spread.Outcomes) -> Counter[tuple[str, str]]:
-    """The test's workload on one agent; returns its fits by (task type, outcome)."""
-    fits: Counter[tuple[str, str]] = Counter()
-    known = tuple(results.by_task)
+def warm_runs(agent: Agent, fitter: ContextFitter, results: spread.Outcomes) -> int:
+    """One resolved and one escalated run per task type before the test starts: the run metrics'
+    series exist at the first scrape, so rate() sees the workload's runs. Returns the fits."""
     for task, by_outcome in results.by_task.items():
-        for i in range(ROUNDS_PER_TASK):
-            overflow = task == "dispute" and agent.number % 2 == 0 and i % OVERFLOW_EVERY == 0
-            outcome = "overflow" if overflow else ("compacted" if i % 4 == 3 else "fit")
-            agent.emitter.record_metrics(by_outcome[outcome], i % 6 + 1, spread.MODELS[0], known)
-            fits[(task, outcome)] += 1
-            if i % 4 == 0:  # a run that records the provider's usage: 1% over the estimate
-                agent.emitter.record_accuracy(
-                    1.01, task_type=task, model=spread.MODELS[0], known_task_types=known
-                )
+        for resolution in ("resolved", "escalated"):
+            with run(fitter, task_type=task, model=spread.MODELS[0], emitter=agent.emitter) as r:
+                r.emit(by_outcome["fit"], mode=MODE_FIT)
+                r.record_usage(input_tokens=by_outcome["fit"].breakdown.estimated)
+                r.resolve(resolution)
+    return 2 * len(results.by_task)
+
+
+def workload(agent: Agent, fitter: ContextFitter, results: spread.Outcomes) -> Counter[tuple[str, str]]:
+    """The test's workload on one agent, in runs of ROUNDS_PER_RUN rounds: its fits by (task, outcome)."""
+    fits: Counter[tuple[str, str]] = Counter()
+    for task, by_outcome in results.by_task.items():
+        for first in range(0, ROUNDS_PER_TASK, ROUNDS_PER_RUN):
+            with run(fitter, task_type=task, model=spread.MODELS[0], emitter=agent.emitter) as r:
+                escalated = False
+                for i in range(first, first + ROUNDS_PER_RUN):
+                    overflow = task == "dispute" and agent.number % 2 == 0 and i % OVERFLOW_EVERY == 0
+                    outcome = "overflow" if overflow else ("compacted" if i % 4 == 3 else "fit")
+                    r.emit(by_outcome[outcome], mode=MODE_FIT)
+                    fits[(task, outcome)] += 1
+                    escalated = escalated or overflow
+                # The provider's usage of the last round: 1% over the estimate.
+                r.record_usage(input_tokens=round(by_outcome[outcome].breakdown.estimated * 1.01))
+                r.resolve("escalated" if escalated else "resolved")
     return fits
 
 
@@ -88,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=120.0, help="serve this long at most")
     args = parser.parse_args(argv)
 
-    results = spread.outcomes()
+    fitter = ContextFitter(spread.SUPPORT_DESK, model=spread.MODELS[0])
+    results = spread.outcomes(fitter)
     agents = [Agent(i) for i in range(args.agents)]
     full_spread_fits = 0
     for agent in agents:
         full_spread_fits += spread.record_full_spread(agent.emitter, results)
+        full_spread_fits += warm_runs(agent, fitter, results)
         agent.render()
 
     class Handler(BaseHTTPRequestHandler):
@@ -123,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(0.05)
     fits: Counter[tuple[str, str]] = Counter()
     for agent in agents:
-        fits += workload(agent, results)
+        fits += workload(agent, fitter, results)
     for agent in agents:
         agent.render()
     report = {
