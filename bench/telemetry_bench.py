@@ -36,7 +36,7 @@ from bench import inputs, spread
 from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
-from otel_ctx import alerts, names
+from otel_ctx import ContextFitter, alerts, names
 from otel_ctx.telemetry import Emitter, Run, component_values, create_providers, span_attributes, views
 from otel_ctx.telemetry.emitter import MODE_FIT
 
@@ -106,21 +106,29 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
     observed_fitter = new_fitter()
     result = bare_fitter.fit(conv)
     observed_fitter.fit(conv)
-    observed = Run(observed_fitter, task_type=None, emitter=emitter)
-    observed.__enter__()
+    tickets = _Runs(observed_fitter, emitter)
 
     by_hand = _by_hand(tp, mp, result)
+
+    def observed_round() -> Thunk:
+        r = tickets.next()
+        return lambda: r.fit(conv)
+
+    def telemetry_round() -> Thunk:
+        r = tickets.next()
+        return lambda: r.emit(result, mode=MODE_FIT)
+
     t = interleaved(
         {
             "bare": lambda: lambda: bare_fitter.fit(conv),
-            "observed": lambda: lambda: observed.fit(conv),
-            "telemetry": lambda: lambda: observed.emit(result, mode=MODE_FIT),
+            "observed": observed_round,
+            "telemetry": telemetry_round,
             "by_hand": lambda: by_hand,
         },
         trials=trials,
         repeat=repeat,
     )
-    observed.__exit__(None, None, None)
+    tickets.close()
     tp.shutdown()
     mp.shutdown()
     cost = t["telemetry"].median
@@ -207,6 +215,35 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
     )
     figures += _series_figures()
     return TelemetryBenchResult(figures, notes)
+
+
+class _Runs:
+    """Agent runs of ROUNDS_PER_RUN rounds each, opened and closed between timed calls.
+
+    A run is a ticket: a few dozen rounds at most. One endless run would time what a round
+    costs in its ten-thousandth round, which no agent reaches.
+    """
+
+    ROUNDS_PER_RUN = 12
+
+    def __init__(self, fitter: ContextFitter, emitter: Emitter) -> None:
+        self.fitter, self.emitter = fitter, emitter
+        self.current: Run | None = None
+        self.rounds = 0
+
+    def next(self) -> Run:
+        if self.current is None or self.rounds >= self.ROUNDS_PER_RUN:
+            self.close()
+            self.current = Run(self.fitter, task_type=None, emitter=self.emitter)
+            self.current.__enter__()
+            self.rounds = 0
+        self.rounds += 1
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.__exit__(None, None, None)
+            self.current = None
 
 
 def _series_figures() -> list[Figure]:
