@@ -25,6 +25,16 @@ def test_gen_ai_names_are_the_semantic_conventions(constant: str) -> None:
     assert getattr(names, constant) == getattr(semconv, constant)
 
 
+def test_every_gen_ai_name_is_one_the_conventions_define() -> None:
+    """A name coined in the ``gen_ai.`` namespace would clash with a future convention."""
+    defined = {v for k, v in vars(semconv).items() if k.startswith("GEN_AI_") and isinstance(v, str)}
+    ours = {
+        k: v for k, v in vars(names).items() if k.isupper() and isinstance(v, str) and v.startswith("gen_ai.")
+    }
+    assert ours, "no GenAI names found"
+    assert {k: v for k, v in ours.items() if v not in defined} == {}
+
+
 def test_project_names_live_under_context_budget() -> None:
     own = [
         v
