@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 
-ENGINE = ["budget", "breakdown", "errors", "fit", "names", "presets", "result", "sources", "tokens"]
+ENGINE = [
+    "budget",
+    "breakdown",
+    "encodings",
+    "errors",
+    "fit",
+    "names",
+    "presets",
+    "result",
+    "sources",
+    "tokens",
+]
 PACKAGE = Path(__file__).resolve().parent.parent / "otel_ctx"
 
 
