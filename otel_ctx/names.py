@@ -36,6 +36,16 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 
+# --- general OpenTelemetry conventions (exceptions and errors) -----------------------------
+
+#: The span event an exception is recorded as, and its attributes.
+EVENT_EXCEPTION = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
+#: Span attribute: the class of the error that ended the operation.
+ERROR_TYPE = "error.type"
+
 #: Opt-in content capture, as in opentelemetry-python-contrib's GenAI instrumentations.
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
@@ -312,6 +322,8 @@ OUTCOMES: tuple[str, ...] = ("fit", "compacted", "overflow")
 
 #: Metric label value for task types outside the configured set.
 OTHER_TASK_TYPE = "other"
+#: Metric label value of ``gen_ai.request.model`` for models outside the bounded set.
+OTHER_MODEL = "other"
 
 
 def prometheus_label(attribute: str) -> str:
