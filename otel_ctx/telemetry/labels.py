@@ -19,8 +19,8 @@ logger = logging.getLogger("otel_ctx.telemetry")
 DEFAULT_MAX_ROUND = 12
 #: When no task types are configured, the first this-many distinct ones keep their name.
 DEFAULT_MAX_TASK_TYPES = 20
-#: When no models are configured, the first this-many models outside the model table
-#: (dated snapshots, ``-mini`` variants, local models) keep their name.
+#: The first this-many models outside the model table keep their name: variants of a known
+#: family (dated snapshots, ``-mini``), and any name (a local model) while none are configured.
 DEFAULT_MAX_MODELS = 20
 
 _other_model_warned = False

@@ -104,7 +104,7 @@ class TelemetryHandle:
 
         Returns within ``timeout_millis`` (default: the export timeout); an export still
         waiting on a collector then is abandoned and False returned. Never raises. Also
-        run at interpreter exit for providers :func:`configure` built.
+        run at interpreter exit when the application has not called it.
         """
         if self._stopped:
             return True
