@@ -7,18 +7,8 @@ from pathlib import Path
 
 import pytest
 
-ENGINE = [
-    "budget",
-    "breakdown",
-    "encodings",
-    "errors",
-    "fit",
-    "names",
-    "presets",
-    "result",
-    "sources",
-    "tokens",
-]
+ENGINE = ["budget", "breakdown", "errors", "fit", "names", "presets", "result", "sources", "tokens"]
+ENGINE += ["ledger", "pricing", "encodings"]
 PACKAGE = Path(__file__).resolve().parent.parent / "otel_ctx"
 
 
