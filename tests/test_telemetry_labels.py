@@ -39,7 +39,8 @@ def test_thousands_of_model_names_stay_a_bounded_label(caplog: pytest.LogCapture
         for model in table:
             cap.emitter.record_metrics(result, 1, model)
     seen = models_on_metrics(cap)
-    assert set(seen) == {m.name for m in n.METRICS}
+    per_round = (n.TOKENS, n.UTILIZATION, n.FITS, n.DROPPED_TURNS_METRIC, n.CAPPED_TOOL_RESULTS_METRIC)
+    assert set(seen) == {m.name for m in (*per_round, n.ESTIMATE_ACCURACY)}
     first = {f"tenant-{i}-model" for i in range(DEFAULT_MAX_MODELS)}
     assert seen[n.TOKENS.name] == first | table | {n.OTHER_MODEL}
     assert seen[n.ESTIMATE_ACCURACY.name] == first | {n.OTHER_MODEL}
@@ -80,4 +81,21 @@ def test_spans_keep_the_model_as_given() -> None:
     (span,) = cap.spans(n.SPAN_FIT)
     assert span.attributes is not None and span.attributes[n.GEN_AI_REQUEST_MODEL] == "local-llm-7b"
     assert models_on_metrics(cap)[n.FITS.name] == {n.OTHER_MODEL}
+    cap.close()
+
+
+@pytest.mark.usefixtures("warned_once")
+def test_run_metrics_bound_the_model_label_too() -> None:
+    from otel_ctx.telemetry import run
+
+    cap = Capture(labels=LabelPolicy(max_models=2))
+    fitter = ContextFitter(SUPPORT_DESK)
+    for i in range(6):
+        with run(fitter, task_type="status", model=f"tenant-{i}-model", emitter=cap.emitter) as r:
+            r.fit(long_dispute(4))
+    run_metrics = [m.name for m in n.METRICS if n.GEN_AI_REQUEST_MODEL in m.attributes]
+    seen = {name: values for name, values in models_on_metrics(cap).items() if name in run_metrics}
+    assert seen and n.RUN_TOKENS.name in seen
+    for values in seen.values():
+        assert values <= {"tenant-0-model", "tenant-1-model", n.OTHER_MODEL}, values
     cap.close()
