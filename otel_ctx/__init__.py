@@ -25,6 +25,19 @@ from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, ru
 
 __version__ = "0.1.0"
 
+#: Loaded on first use: the instrumentor needs opentelemetry-instrumentation and wrapt (the
+#: ``openai``/``anthropic``/``langchain`` extras), which a plain fit must not import.
+_INSTRUMENTATION = ("instrument", "uninstrument", "task")
+
+
+def __getattr__(name: str) -> object:
+    if name in _INSTRUMENTATION:
+        from otel_ctx import instrumentation
+
+        return getattr(instrumentation, name)
+    raise AttributeError(f"module 'otel_ctx' has no attribute {name!r}")
+
+
 __all__ = [
     "DATA_CLASSES",
     "SUPPORT_DESK",
@@ -44,8 +57,11 @@ __all__ = [
     "UnknownTaskTypeError",
     "__version__",
     "configure",
+    "instrument",
     "observe",
     "observed",
     "run",
     "support_desk_policies",
+    "task",
+    "uninstrument",
 ]

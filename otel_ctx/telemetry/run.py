@@ -107,7 +107,7 @@ class Run:
         try:
             attrs: dict[str, AttributeValue] = {
                 names.TASK_TYPE: self.task_type if self.task_type is not None else names.DEFAULT_TASK_TYPE,
-                names.GEN_AI_REQUEST_MODEL: self.model,
+                names.MODEL: self.model,
                 **self.span_extra,
             }
             self._span = self.emitter.tracer.start_span(
@@ -134,9 +134,9 @@ class Run:
             if span is not None and span.is_recording():
                 span.set_attribute(names.ROUNDS, self.rounds)
                 if self.input_tokens:
-                    span.set_attribute(names.GEN_AI_USAGE_INPUT_TOKENS, self.input_tokens)
+                    span.set_attribute(names.USAGE_INPUT_TOKENS, self.input_tokens)
                 if self.output_tokens:
-                    span.set_attribute(names.GEN_AI_USAGE_OUTPUT_TOKENS, self.output_tokens)
+                    span.set_attribute(names.USAGE_OUTPUT_TOKENS, self.output_tokens)
                 if exc is not None:
                     span.record_exception(exc)
                     span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
@@ -282,13 +282,13 @@ class Run:
             if span is not None and span.is_recording():
                 event: dict[str, AttributeValue] = {
                     names.ROUND: self.rounds,
-                    names.GEN_AI_USAGE_INPUT_TOKENS: input_tokens,
+                    names.USAGE_INPUT_TOKENS: input_tokens,
                     names.ESTIMATED_TOKENS: res.breakdown.estimated,
                     names.ESTIMATE_ACCURACY_RATIO: float(accuracy),
                     names.CALIBRATION: float(self.fitter.calibration),
                 }
                 if output_tokens is not None:
-                    event[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+                    event[names.USAGE_OUTPUT_TOKENS] = output_tokens
                 span.add_event(names.EVENT_USAGE, event)
         except Exception as exc:
             log_failure("recording usage", exc)
