@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from contextvars import ContextVar
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
@@ -57,6 +59,18 @@ def request_body(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         for k, v in kwargs.items()
         if k not in _NOT_BODY and type(v).__name__ not in ("NotGiven", "Omit")
     }
+
+
+@dataclass(slots=True)
+class FrameworkCall:
+    """A chat-model call a framework (LangChain) announced; the SDK call made inside it claims it."""
+
+    claimed: bool = False
+
+
+#: Set by the LangChain handler while a chat model runs: the SDK wrapper's exact measure of the
+#: same request wins, and the handler then records nothing of its own (no double counting).
+FRAMEWORK_CALL: ContextVar[FrameworkCall | None] = ContextVar("otel_ctx_framework_call", default=None)
 
 
 class Conversations:
@@ -163,18 +177,35 @@ class Observer:
                 self._fitters.popitem(last=False)
         return fitter
 
-    def start(self, kwargs: Mapping[str, Any], provider: str) -> Round | None:
-        """Measure a call about to be made and open its round. None (and a log line) on any failure."""
+    def start(
+        self,
+        kwargs: Mapping[str, Any],
+        provider: str,
+        *,
+        start_time: int | None = None,
+        parent: Context | None = None,
+        framework: bool = False,
+    ) -> Round | None:
+        """Measure a call about to be made and open its round. None (and a log line) on any failure.
+
+        ``framework`` marks a round a framework's callback reports after the fact (with the
+        ``start_time`` and ``parent`` context it saw when the call began).
+        """
         if not self.active:
             return None
         try:
-            return self._start(kwargs, provider)
+            if not framework:
+                announced = FRAMEWORK_CALL.get()
+                if announced is not None:
+                    announced.claimed = True
+            return self._start(kwargs, provider, start_time or time.time_ns(), parent)
         except Exception as exc:
             log_failure(f"observing a {provider} call", exc)
             return None
 
-    def _start(self, kwargs: Mapping[str, Any], provider: str) -> Round:
-        start_time = time.time_ns()
+    def _start(
+        self, kwargs: Mapping[str, Any], provider: str, start_time: int, parent: Context | None
+    ) -> Round:
         body = request_body(kwargs)
         model = str(body.get("model") or "unknown")
         info = current_task()
@@ -186,8 +217,10 @@ class Observer:
             round_number = self.conversations.next_round(info.conversation_id)
         else:
             round_number = _assistant_turns(body, provider) + 1
-        current = trace.get_current_span()
-        span = self.emitter.tracer.start_span(names.SPAN_OBSERVE, kind=SpanKind.INTERNAL, start_time=start_time)
+        current = trace.get_current_span(parent)
+        span = self.emitter.tracer.start_span(
+            names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
+        )
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
         try:
             round_.begin(provider, info.conversation_id)
