@@ -109,7 +109,9 @@ class ModelTable:
             return cls({str(m): _limits(str(m), v) for m, v in data.items()}, as_of="", source=source)
         as_of = data.get("as_of")
         if not isinstance(as_of, str) or not as_of:
-            raise InvalidPolicyError(f"{source}: as_of", "must be the date the figures were read (YYYY-MM-DD)")
+            raise InvalidPolicyError(
+                f"{source}: as_of", "must be the date the figures were read (YYYY-MM-DD)"
+            )
         models = data.get("models")
         if not isinstance(models, Mapping):
             raise InvalidPolicyError(f"{source}: models", "must map model names to limits")

@@ -66,7 +66,11 @@ CHAT = [
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": '{"id": "88-1042"}'}}
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_order", "arguments": '{"id": "88-1042"}'},
+            }
         ],
     },
     {"role": "tool", "tool_call_id": "c1", "content": '{"status": "delivered", "items": 1}'},

@@ -53,7 +53,9 @@ def _calls(fake: FakeProvider) -> list[Callable[[], Any]]:
 
     def anthropic_stream() -> Any:
         return list(
-            ac.messages.create(model="claude-sonnet-4-6", max_tokens=300, messages=ANTHROPIC_MESSAGES, stream=True)
+            ac.messages.create(
+                model="claude-sonnet-4-6", max_tokens=300, messages=ANTHROPIC_MESSAGES, stream=True
+            )
         )
 
     def anthropic_helper() -> Any:
@@ -63,22 +65,32 @@ def _calls(fake: FakeProvider) -> list[Callable[[], Any]]:
             return s.get_final_text()
 
     return [
-        lambda: oc.chat.completions.create(model="gpt-4o", messages=CHAT, tools=TOOLS, max_completion_tokens=500),
+        lambda: oc.chat.completions.create(
+            model="gpt-4o", messages=CHAT, tools=TOOLS, max_completion_tokens=500
+        ),
         chat_stream,
         lambda: oc.responses.create(
-            model="gpt-4o", instructions="Be kind.", input=RESPONSES_INPUT, tools=RESPONSES_TOOLS  # type: ignore[arg-type]
+            model="gpt-4o",
+            instructions="Be kind.",
+            input=RESPONSES_INPUT,
+            tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
         ),
         responses_stream,
         lambda: ac.messages.create(
-            model="claude-sonnet-4-6", max_tokens=300, system="Be kind.", messages=ANTHROPIC_MESSAGES,
+            model="claude-sonnet-4-6",
+            max_tokens=300,
+            system="Be kind.",
+            messages=ANTHROPIC_MESSAGES,
             tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
-        ),  # fmt: skip
+        ),
         anthropic_stream,
         anthropic_helper,
     ]
 
 
-def test_request_bodies_are_byte_identical_with_and_without_instrumentation(fake_provider: FakeProvider) -> None:
+def test_request_bodies_are_byte_identical_with_and_without_instrumentation(
+    fake_provider: FakeProvider,
+) -> None:
     for call in _calls(fake_provider):
         call()
     plain = [(r.path, r.body) for r in fake_provider.requests]
@@ -115,7 +127,9 @@ def test_responses_and_streams_come_back_as_the_sdks_types(
     resp = oc.responses.create(model="gpt-4o", input="hello")
     assert type(resp) is openai.types.responses.Response
     ac = anthropic_client(fake_provider)
-    msg = ac.messages.create(model="claude-sonnet-4-6", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+    msg = ac.messages.create(
+        model="claude-sonnet-4-6", max_tokens=50, messages=[{"role": "user", "content": "hi"}]
+    )
     assert type(msg) is anthropic.types.Message
     raw = ac.messages.create(
         model="claude-sonnet-4-6", max_tokens=50, messages=[{"role": "user", "content": "hi"}], stream=True
@@ -168,7 +182,9 @@ def test_provider_errors_reach_the_caller_unchanged(
 ) -> None:
     expected_openai = openai.BadRequestError if status == 400 else openai.InternalServerError
     expected_anthropic = anthropic.BadRequestError if status == 400 else anthropic.InternalServerError
-    fake_provider.queue(Reply(status=status), Reply(status=status), Reply(status=status), Reply(status=status))
+    fake_provider.queue(
+        Reply(status=status), Reply(status=status), Reply(status=status), Reply(status=status)
+    )
     with pytest.raises(expected_openai) as caught:
         openai_client(fake_provider).chat.completions.create(model="gpt-4o", messages=CHAT)
     assert type(caught.value) is expected_openai and caught.value.status_code == status
@@ -268,10 +284,15 @@ def test_spans_carry_the_breakdown_against_the_models_budget(
         assert n.GEN_AI_REQUEST_MODEL not in keys and n.GEN_AI_OPERATION_NAME not in keys
     # The model stays on metrics.
     points = instrumented.points(n.FITS.name)
-    assert {p.attributes[n.GEN_AI_REQUEST_MODEL] for p in points if p.value} >= {"gpt-4o", "claude-haiku-4-5-20251001"}
+    assert {p.attributes[n.GEN_AI_REQUEST_MODEL] for p in points if p.value} >= {
+        "gpt-4o",
+        "claude-haiku-4-5-20251001",
+    }
 
 
-def test_an_overflowing_request_is_an_overflow_round(instrumented: Instrumented, fake_provider: FakeProvider) -> None:
+def test_an_overflowing_request_is_an_overflow_round(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
     big = "word " * 9000
     openai_client(fake_provider).chat.completions.create(
         model="gpt-4", messages=[{"role": "user", "content": big}], max_tokens=500
@@ -324,7 +345,8 @@ def test_without_a_conversation_the_round_is_the_answers_in_the_transcript_plus_
     oc.chat.completions.create(model="gpt-4o", messages=CHAT[:2])
     oc.chat.completions.create(model="gpt-4o", messages=CHAT)
     oc.chat.completions.create(
-        model="gpt-4o", messages=[*CHAT, {"role": "assistant", "content": "Sorry!"}, {"role": "user", "content": "ok"}]
+        model="gpt-4o",
+        messages=[*CHAT, {"role": "assistant", "content": "Sorry!"}, {"role": "user", "content": "ok"}],
     )
     assert [s.attributes[n.ROUND] for s in instrumented.rounds()] == [1, 2, 3]  # type: ignore[index]
 
@@ -365,7 +387,9 @@ def test_usage_feeds_accuracy_and_calibration_per_model_with_cached_tokens(
     assert observer.fitter("gpt-4o") is not observer.fitter("claude-sonnet-4-6")
 
 
-def test_task_type_and_conversation_from_w3c_baggage(instrumented: Instrumented, fake_provider: FakeProvider) -> None:
+def test_task_type_and_conversation_from_w3c_baggage(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
     ctx = baggage.set_baggage(n.BAGGAGE_TASK_TYPE, "dispute")
     ctx = baggage.set_baggage(n.BAGGAGE_CONVERSATION_ID, "gw-77", context=ctx)
     token = otel_context.attach(ctx)
@@ -383,11 +407,14 @@ def test_policies_from_instrument_and_from_a_file(
     fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cap = Instrumented()
+    policies = {"returns": {"request_limit": 8000, "safety_margin": 100}, "default": {"reserved_output": 800}}
     oi.instrument(
-        tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider, langchain=False,
-        policies={"returns": {"request_limit": 8000, "safety_margin": 100}, "default": {"reserved_output": 800}},
+        tracer_provider=cap.tracer_provider,
+        meter_provider=cap.meter_provider,
+        langchain=False,
+        policies=policies,
         default_task_type="triage",
-    )  # fmt: skip
+    )
     try:
         with otel_ctx.task("returns"):
             openai_client(fake_provider).chat.completions.create(model="gpt-4o", messages=CHAT)
@@ -402,7 +429,9 @@ def test_policies_from_instrument_and_from_a_file(
     policy_file = tmp_path / "policies.json"
     policy_file.write_text(json.dumps({"status": {"request_limit": 4000, "reserved_output": 500}}))
     models_file = tmp_path / "models.json"
-    models_file.write_text(json.dumps({"as_of": "2026-01-01", "models": {"acme-1": {"context_window": 32000}}}))
+    models_file.write_text(
+        json.dumps({"as_of": "2026-01-01", "models": {"acme-1": {"context_window": 32000}}})
+    )
     monkeypatch.setenv(oi.ENV_POLICIES, str(policy_file))
     monkeypatch.setenv(oi.ENV_TASK_TYPE, "status")
     monkeypatch.setenv(oi.ENV_MODELS, str(models_file))
@@ -423,7 +452,11 @@ def test_uninstrument_restores_the_sdks_own_methods() -> None:
     from openai.resources.chat.completions import AsyncCompletions, Completions
     from openai.resources.responses import Responses
 
-    originals = [Completions.__dict__["create"], AsyncCompletions.__dict__["create"], Responses.__dict__["create"]]
+    originals = [
+        Completions.__dict__["create"],
+        AsyncCompletions.__dict__["create"],
+        Responses.__dict__["create"],
+    ]
     originals += [anthropic.resources.messages.Messages.__dict__[m] for m in ("create", "stream")]
     oi.instrument(langchain=False)
     assert Completions.__dict__["create"] is not originals[0]
@@ -433,7 +466,9 @@ def test_uninstrument_restores_the_sdks_own_methods() -> None:
     assert all(a is b for a, b in zip(now, originals))
 
 
-def test_the_task_decorator_and_context_manager_nest(instrumented: Instrumented, fake_provider: FakeProvider) -> None:
+def test_the_task_decorator_and_context_manager_nest(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
     oc = openai_client(fake_provider)
 
     @otel_ctx.task(conversation_id="nested")

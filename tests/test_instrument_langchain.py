@@ -10,7 +10,13 @@ from fake_provider import FakeProvider
 from instrument_support import Instrumented, instrumented, openai_client
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, convert_to_openai_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_openai_messages,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import otel_ctx
@@ -50,7 +56,9 @@ HISTORY: list[BaseMessage] = [
 ]
 
 
-def test_a_global_handler_makes_every_chat_model_call_a_round(instrumented_with_langchain: Instrumented) -> None:
+def test_a_global_handler_makes_every_chat_model_call_a_round(
+    instrumented_with_langchain: Instrumented,
+) -> None:
     model = GenericFakeChatModel(messages=_answers(120, 150))
     with otel_ctx.task("returns", conversation_id="lc-1"):
         first = model.invoke(HISTORY)  # no callbacks passed: the global hook adds the handler
@@ -83,11 +91,16 @@ class SdkChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "sdk-chat"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         resp = self.client.chat.completions.create(
-            model="gpt-4o", messages=convert_to_openai_messages(messages)  # type: ignore[arg-type]
+            model="gpt-4o",
+            messages=convert_to_openai_messages(messages),  # type: ignore[arg-type]
         )
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=resp.choices[0].message.content or ""))])
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=resp.choices[0].message.content or ""))]
+        )
 
 
 def test_a_chat_model_on_a_wrapped_sdk_is_counted_once(

@@ -59,9 +59,13 @@ def test_an_unmodified_agent_under_opentelemetry_instrument_emits_the_breakdown(
         spans = [s for t in traces for rs in t.resource_spans for ss in rs.scope_spans for s in ss.spans]
         rounds = [s for s in spans if s.name == n.SPAN_OBSERVE]
         metric_names = {
-            m.name for req in metrics for rm in req.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+            m.name
+            for req in metrics
+            for rm in req.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
         }
-        if len(rounds) == 3 and n.ESTIMATE_ACCURACY.name in metric_names or time.monotonic() > deadline:
+        if (len(rounds) == 3 and n.ESTIMATE_ACCURACY.name in metric_names) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert len(rounds) == 3

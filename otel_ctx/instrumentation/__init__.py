@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import wrapt
@@ -180,12 +180,11 @@ __all__ = [
     "ENV_RESERVED_OUTPUT",
     "ENV_TASK_TYPE",
     "OtelCtxInstrumentor",
-    "TaskPolicy",
     "Target",
+    "TaskPolicy",
     "active_observer",
     "current_task",
     "instrument",
     "task",
     "uninstrument",
 ]
-

@@ -53,7 +53,9 @@ class TaskPolicy:
             raise InvalidPolicyError(f"policies[{task!r}]", f"unknown fields {sorted(unknown)}")
         for key, value in raw.items():
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise InvalidPolicyError(f"policies[{task!r}].{key}", f"must be an integer >= 0, got {value!r}")
+                raise InvalidPolicyError(
+                    f"policies[{task!r}].{key}", f"must be an integer >= 0, got {value!r}"
+                )
         return cls(**dict(raw))
 
 
@@ -68,7 +70,9 @@ def _policies(raw: Mapping[str, PolicyLike] | None) -> dict[str, BudgetPolicy | 
         elif isinstance(policy, Mapping):
             out[str(task)] = TaskPolicy.from_mapping(str(task), policy)
         else:
-            raise InvalidPolicyError(f"policies[{task!r}]", f"must be a BudgetPolicy or a mapping, got {policy!r}")
+            raise InvalidPolicyError(
+                f"policies[{task!r}]", f"must be a BudgetPolicy or a mapping, got {policy!r}"
+            )
     return out
 
 
@@ -84,11 +88,12 @@ def load_policies(path: str | Path) -> dict[str, BudgetPolicy | TaskPolicy]:
         raise InvalidPolicyError(str(target), f"cannot read the policy file: {exc.strerror}") from None
     try:
         if target.suffix == ".toml":
-            if sys.version_info < (3, 11):
-                raise InvalidPolicyError(str(target), "TOML policy files need Python 3.11+; use JSON")
-            import tomllib
+            if sys.version_info >= (3, 11):
+                import tomllib
 
-            data: Any = tomllib.loads(text)
+                data: Any = tomllib.loads(text)
+            else:
+                raise InvalidPolicyError(str(target), "TOML policy files need Python 3.11+; use JSON")
         else:
             data = json.loads(text)
     except ValueError as exc:

@@ -50,7 +50,7 @@ def current_task() -> TaskInfo:
     return TaskInfo(task_type, conversation)
 
 
-class task:  # noqa: N801 - used like a function: ``with otel_ctx.task(...)``, ``@otel_ctx.task(...)``
+class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``@otel_ctx.task(...)``
     """Name the task type and conversation of the provider calls made inside.
 
     A context manager (``with``/``async with``) and a decorator (sync or async

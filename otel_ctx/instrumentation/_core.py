@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from contextvars import ContextVar
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from otel_ctx.telemetry.emitter import MODE_OBSERVE, Emitter, log_failure, span_
 
 if TYPE_CHECKING:
     from otel_ctx.fit import ContextFitter
-    from otel_ctx.result import FitResult
+    from otel_ctx.result import FitResult, Outcome
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
@@ -55,9 +55,7 @@ class Usage:
 def request_body(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The keyword arguments that become the request body (sentinels and transport options left out)."""
     return {
-        k: v
-        for k, v in kwargs.items()
-        if k not in _NOT_BODY and type(v).__name__ not in ("NotGiven", "Omit")
+        k: v for k, v in kwargs.items() if k not in _NOT_BODY and type(v).__name__ not in ("NotGiven", "Omit")
     }
 
 
@@ -135,7 +133,7 @@ def _rebudget(result: FitResult, policy: BudgetPolicy, task_type: str) -> FitRes
         budget=budget,
         remaining=budget - b.estimated,
     )
-    outcome = "fit" if b.estimated <= budget else "overflow"
+    outcome: Outcome = "fit" if b.estimated <= budget else "overflow"
     return dataclasses.replace(result, breakdown=breakdown, outcome=outcome, task_type=task_type)
 
 
@@ -259,7 +257,9 @@ class Round:
         span, result = self.span, self.result
         context = trace.set_span_in_context(span)
         if span.is_recording():
-            attrs = span_attributes(result, round_number=self.round_number, model=self.model, mode=MODE_OBSERVE)
+            attrs = span_attributes(
+                result, round_number=self.round_number, model=self.model, mode=MODE_OBSERVE
+            )
             attrs[names.PROVIDER] = provider
             if conversation_id is not None:
                 attrs[names.GEN_AI_CONVERSATION_ID] = conversation_id
@@ -268,10 +268,17 @@ class Round:
             if result.outcome == "overflow":
                 span.add_event(
                     names.EVENT_FLOOR_OVERFLOW,
-                    {names.ESTIMATED_TOKENS: b.estimated, names.BUDGET: b.budget, names.OVERFLOW_TOKENS: b.overflow},
+                    {
+                        names.ESTIMATED_TOKENS: b.estimated,
+                        names.BUDGET: b.budget,
+                        names.OVERFLOW_TOKENS: b.overflow,
+                    },
                 )
             if capture_content():
-                span.add_event(names.EVENT_CONTENT, {names.GEN_AI_INPUT_MESSAGES: messages_json(result.request_messages())})
+                span.add_event(
+                    names.EVENT_CONTENT,
+                    {names.GEN_AI_INPUT_MESSAGES: messages_json(result.request_messages())},
+                )
         call = self.call_span
         if call is not None:
             b = result.breakdown

@@ -46,7 +46,9 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
 
 
-def _as_chat(body: Mapping[str, Any], provider: str) -> tuple[list[dict[str, Any]], list[Any] | None, str | None]:
+def _as_chat(
+    body: Mapping[str, Any], provider: str
+) -> tuple[list[dict[str, Any]], list[Any] | None, str | None]:
     plain = _plain(dict(body))
     if provider == "openai":
         messages = []
@@ -94,18 +96,30 @@ def _responses(b: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any] | Non
             if isinstance(content, list):
                 content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
             role = item.get("role", "user")
-            messages.append({"role": role if role in ("system", "developer", "user", "assistant") else "user",
-                             "content": _text(content)})  # fmt: skip
+            messages.append(
+                {
+                    "role": role if role in ("system", "developer", "user", "assistant") else "user",
+                    "content": _text(content),
+                }
+            )
         elif kind == "function_call":
-            call = {"id": item.get("call_id", ""), "type": "function",
-                    "function": {"name": item.get("name", ""), "arguments": item.get("arguments", "")}}  # fmt: skip
+            call = {
+                "id": item.get("call_id", ""),
+                "type": "function",
+                "function": {"name": item.get("name", ""), "arguments": item.get("arguments", "")},
+            }
             if messages and messages[-1].get("tool_calls") and messages[-1]["role"] == "assistant":
                 messages[-1]["tool_calls"].append(call)
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
-            messages.append({"role": "tool", "tool_call_id": item.get("call_id", ""),
-                             "content": _text(item.get("output"))})  # fmt: skip
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": item.get("call_id", ""),
+                    "content": _text(item.get("output")),
+                }
+            )
         else:
             messages.append({"role": "user", "content": _text(item)})
     return messages, _function_tools(b.get("tools"), "parameters"), b.get("instructions")
@@ -130,14 +144,24 @@ def _anthropic(b: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any] | Non
             if kind == "text":
                 texts.append(block.get("text", ""))
             elif kind == "tool_use":
-                calls.append({"id": block.get("id", ""), "type": "function",
-                              "function": {"name": block.get("name", ""), "arguments": _text(block.get("input"))}})  # fmt: skip
+                calls.append(
+                    {
+                        "id": block.get("id", ""),
+                        "type": "function",
+                        "function": {"name": block.get("name", ""), "arguments": _text(block.get("input"))},
+                    }
+                )
             elif kind == "tool_result":
                 inner = block.get("content")
                 if isinstance(inner, list):
                     inner = "".join(p.get("text", "") for p in inner if isinstance(p, Mapping))
-                results.append({"role": "tool", "tool_call_id": block.get("tool_use_id", ""),
-                                "content": _text(inner if inner is not None else "")})  # fmt: skip
+                results.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": block.get("tool_use_id", ""),
+                        "content": _text(inner if inner is not None else ""),
+                    }
+                )
             else:
                 texts.append(_text(block))
         messages.extend(results)

@@ -125,8 +125,12 @@ def _respond(
     return response
 
 
-def sync_create(observer: Observer, provider: str, extract: Extract, watcher: Watcher, streams: tuple[type, ...]) -> WrapperFn:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def sync_create(
+    observer: Observer, provider: str, extract: Extract, watcher: Watcher, streams: tuple[type, ...]
+) -> WrapperFn:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         round_ = observer.start(kwargs, provider)
         if round_ is None:
             return wrapped(*args, **kwargs)
@@ -142,7 +146,9 @@ def sync_create(observer: Observer, provider: str, extract: Extract, watcher: Wa
     return wrapper
 
 
-def async_create(observer: Observer, provider: str, extract: Extract, watcher: Watcher, streams: tuple[type, ...]) -> WrapperFn:
+def async_create(
+    observer: Observer, provider: str, extract: Extract, watcher: Watcher, streams: tuple[type, ...]
+) -> WrapperFn:
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
@@ -170,7 +176,7 @@ def _snapshot_usage(stream: Any) -> Usage | None:
     return anthropic_usage(getattr(snapshot, "usage", None))
 
 
-class MessageStreamManagerProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+class MessageStreamManagerProxy(wrapt.ObjectProxy[Any]):
     """``client.messages.stream(...)``: the request goes out on ``__enter__``, so the round starts there."""
 
     def __init__(self, wrapped: Any, observer: Observer, kwargs: dict[str, Any]) -> None:
@@ -204,7 +210,7 @@ class MessageStreamManagerProxy(wrapt.ObjectProxy):  # type: ignore[misc]
                 self._self_round.finish(_snapshot_usage(self._self_stream))
 
 
-class AsyncMessageStreamManagerProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+class AsyncMessageStreamManagerProxy(wrapt.ObjectProxy[Any]):
     """``async with client.messages.stream(...)``, as :class:`MessageStreamManagerProxy`."""
 
     def __init__(self, wrapped: Any, observer: Observer, kwargs: dict[str, Any]) -> None:
@@ -239,7 +245,9 @@ class AsyncMessageStreamManagerProxy(wrapt.ObjectProxy):  # type: ignore[misc]
 
 
 def stream_manager(observer: Observer, proxy: type) -> WrapperFn:
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         manager = wrapped(*args, **kwargs)
         if not observer.active:
             return manager

@@ -41,7 +41,7 @@ class _Watch:
         self.round.finish(self.usage, error)
 
 
-class StreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+class StreamProxy(wrapt.ObjectProxy[Any]):
     """A synchronous SDK stream (``openai.Stream``, ``anthropic.Stream``), watched."""
 
     def __init__(self, wrapped: Any, round_: Round, watcher: Watcher) -> None:
@@ -82,7 +82,7 @@ class StreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
             self._self_watch.done()
 
 
-class AsyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     """An asynchronous SDK stream (``openai.AsyncStream``, ``anthropic.AsyncStream``), watched."""
 
     def __init__(self, wrapped: Any, round_: Round, watcher: Watcher) -> None:

@@ -65,7 +65,9 @@ def usage_of(response: Any) -> Usage | None:
         )
     raw = (getattr(response, "llm_output", None) or {}).get("token_usage")
     if isinstance(raw, Mapping) and _int(raw.get("prompt_tokens")):
-        return Usage(input_tokens=_int(raw.get("prompt_tokens")), output_tokens=_int(raw.get("completion_tokens")))
+        return Usage(
+            input_tokens=_int(raw.get("prompt_tokens")), output_tokens=_int(raw.get("completion_tokens"))
+        )
     return None
 
 
@@ -157,7 +159,9 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
         try:
             params, meta = pending.params, pending.metadata
             body: dict[str, Any] = {
-                "model": str(params.get("model") or params.get("model_name") or meta.get("ls_model_name") or "unknown"),
+                "model": str(
+                    params.get("model") or params.get("model_name") or meta.get("ls_model_name") or "unknown"
+                ),
                 "messages": convert_to_openai_messages(list(pending.messages)),
             }
             tools = _tools(params)
@@ -170,7 +174,9 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
         except Exception as exc:
             log_failure("reading a LangChain chat model's request", exc)
             return
-        round_ = observer.start(body, "openai", start_time=pending.start_time, parent=pending.context, framework=True)
+        round_ = observer.start(
+            body, "openai", start_time=pending.start_time, parent=pending.context, framework=True
+        )
         if round_ is None:
             return
         round_.detach()
@@ -185,7 +191,9 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
 #: The handler LangChain's configure hook adds to every run (enabled while instrumented).
 GLOBAL_HANDLER = OtelCtxCallbackHandler()
 GLOBAL_HANDLER.enabled = False
-_HOOK_VAR: ContextVar[OtelCtxCallbackHandler | None] = ContextVar("otel_ctx_langchain", default=GLOBAL_HANDLER)
+_HOOK_VAR: ContextVar[OtelCtxCallbackHandler | None] = ContextVar(
+    "otel_ctx_langchain", default=GLOBAL_HANDLER
+)
 _registered = False
 _register_lock = threading.Lock()
 
