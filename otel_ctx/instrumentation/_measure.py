@@ -46,21 +46,25 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
 
 
+_CHAT_ONLY = frozenset({"function_call", "refusal", "audio"})
+
+
 def _as_chat(
     body: Mapping[str, Any], provider: str
 ) -> tuple[list[dict[str, Any]], list[Any] | None, str | None]:
-    plain = _plain(dict(body))
     if provider == "openai":
         messages = []
-        for m in plain.get("messages") or []:
-            m = dict(m)
-            if m.get("role") == "function":
-                m = {"role": "user", "content": _text(m.get("content"))}
-            m.pop("function_call", None)
-            m.pop("refusal", None)
-            m.pop("audio", None)
+        for m in body.get("messages") or []:
+            # Plain dicts pass as they are: a later round then costs its new messages only.
+            if m.__class__ is not dict or m.get("role") == "function" or not _CHAT_ONLY.isdisjoint(m):
+                m = dict(_plain(m))
+                if m.get("role") == "function":
+                    m = {"role": "user", "content": _text(m.get("content"))}
+                for key in _CHAT_ONLY:
+                    m.pop(key, None)
             messages.append(m)
-        return messages, plain.get("tools") or None, None
+        return messages, _plain(body.get("tools")) or None, None
+    plain = _plain(dict(body))
     if provider == "openai-responses":
         return _responses(plain)
     return _anthropic(plain)
