@@ -124,7 +124,7 @@ def _measure(trials: int, repeat: int) -> InstrumentBenchResult:
     histories = {100: inputs.conversation(seed=3), 200: inputs.conversation(seed=4, n=200)}
     pairs = {h: iter(inputs.new_pairs(trials * repeat * 2 + 8, seed=10 + h)) for h in histories}
     for history in histories.values():
-        wrapped(model=inputs.MODEL, messages=history)  # round 1 counts the history
+        wrapped(model=inputs.MODEL, messages=history)  # type: ignore[arg-type]  # round 1 counts the history
 
     def later(h: int, fn: Callable[..., Any]) -> Callable[[], Thunk]:
         def prepare() -> Thunk:
