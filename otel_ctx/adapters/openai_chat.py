@@ -527,10 +527,7 @@ class OpenAIChatAdapter(Adapter):
         model = reading.model
         replaced = state.replaced
         kept = model.item_indexes(fitted.turns)
-        if replaced:
-            out = [replaced.get(i, items[i]) for i in kept]
-        else:
-            out = [items[i] for i in kept]
+        out = [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
         if fitted.summary is not None:
             out.insert(fitted.summary_at, fitted.summary)
         if reading.body is None:
