@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from otel_ctx.errors import InvalidPolicyError
+from otel_ctx.engine import InvalidPolicyError
 
 #: Environment variable naming a model file whose entries override the shipped table.
 ENV_MODELS = "OTEL_CTX_MODELS"

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_ctx.budget import BudgetPolicy
-from otel_ctx.errors import InvalidPolicyError
+from otel_ctx.engine import BudgetPolicy, InvalidPolicyError
 from otel_ctx.models import ModelTable, default_models
 
 ENV_TASK_TYPE = "OTEL_CTX_TASK_TYPE"

@@ -24,7 +24,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.budget import BudgetPolicy
+from otel_ctx.engine import BudgetPolicy
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.instrumentation._measure import measure
@@ -32,8 +32,8 @@ from otel_ctx.telemetry.content import capture_content, messages_json
 from otel_ctx.telemetry.emitter import MODE_OBSERVE, Emitter, log_failure, span_attributes
 
 if TYPE_CHECKING:
-    from otel_ctx.fit import ContextFitter
-    from otel_ctx.result import FitResult, Outcome
+    from otel_ctx.engine import ContextFitter
+    from otel_ctx.engine.result import FitResult, Outcome
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
@@ -165,7 +165,7 @@ class Observer:
             if found is not None:
                 self._fitters.move_to_end(model)
                 return found
-        from otel_ctx.fit import ContextFitter
+        from otel_ctx.engine import ContextFitter
 
         # The budget is the call's own (see _rebudget); the fitter's policy only lets it measure.
         fitter = ContextFitter(BudgetPolicy(context_length=1 << 40, reserved_output=0), model=model)

@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from otel_ctx.fit import ContextFitter
-    from otel_ctx.result import FitResult
+    from otel_ctx.engine import ContextFitter, FitResult
 
 
 def measure(fitter: ContextFitter, body: Mapping[str, Any], provider: str) -> FitResult:
