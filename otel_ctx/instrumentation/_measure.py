@@ -3,8 +3,8 @@
 ``measure(fitter, body, provider)`` is the observe-only measure of a whole request
 body in its provider's dialect: nothing capped or dropped, problems with the
 transcript recorded rather than raised. The engine's ``measure_request`` does that
-for every dialect; until a fitter has it, the bodies are read here into the
-Chat Completions shape the current fitter measures.
+for every dialect it has an adapter for; Anthropic Messages, until the engine reads
+them itself, are read here into the Chat Completions shape and measured as that.
 """
 
 from __future__ import annotations
@@ -13,21 +13,25 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from otel_ctx.engine import UnknownProviderError
+
 if TYPE_CHECKING:
     from otel_ctx.engine import ContextFitter, FitResult
 
 
 def measure(fitter: ContextFitter, body: Mapping[str, Any], provider: str) -> FitResult:
     """The breakdown of ``body`` exactly as it will be sent (``provider``: the dialect)."""
-    measure_request = getattr(fitter, "measure_request", None)
-    if measure_request is not None:
-        result: FitResult = measure_request(body, provider=provider)
-        return result
-    messages, tools, system = _as_chat(body, provider)
-    return fitter.measure(messages, tools=tools, system_prompt=system)
+    from otel_ctx.adapters import adapter_for
+
+    try:
+        adapter_for(provider)
+    except UnknownProviderError:  # a dialect this installation's engine does not read yet
+        messages, tools, system = _as_chat(body, provider)
+        return fitter.measure(messages, tools=tools, system_prompt=system)
+    return fitter.measure_request(body, provider=provider)
 
 
-# --- reading the three dialects as Chat Completions (until the engine reads them) ---------------
+# --- Anthropic Messages as Chat Completions (until the engine reads them) -----------------------
 
 
 def _plain(value: Any) -> Any:
@@ -45,28 +49,12 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
 
 
-_CHAT_ONLY = frozenset({"function_call", "refusal", "audio"})
-
-
 def _as_chat(
     body: Mapping[str, Any], provider: str
 ) -> tuple[list[dict[str, Any]], list[Any] | None, str | None]:
-    if provider == "openai":
-        messages = []
-        for m in body.get("messages") or []:
-            # Plain dicts pass as they are: a later round then costs its new messages only.
-            if m.__class__ is not dict or m.get("role") == "function" or not _CHAT_ONLY.isdisjoint(m):
-                m = dict(_plain(m))
-                if m.get("role") == "function":
-                    m = {"role": "user", "content": _text(m.get("content"))}
-                for key in _CHAT_ONLY:
-                    m.pop(key, None)
-            messages.append(m)
-        return messages, _plain(body.get("tools")) or None, None
-    plain = _plain(dict(body))
-    if provider == "openai-responses":
-        return _responses(plain)
-    return _anthropic(plain)
+    if provider != "anthropic":
+        raise UnknownProviderError("provider", f"no reader for {provider!r}")
+    return _anthropic(_plain(dict(body)))
 
 
 def _function_tools(tools: Any, schema_key: str) -> list[dict[str, Any]] | None:
@@ -85,47 +73,6 @@ def _function_tools(tools: Any, schema_key: str) -> list[dict[str, Any]] | None:
                 }
             )
     return out or None
-
-
-def _responses(b: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any] | None, str | None]:
-    items = b.get("input")
-    messages: list[dict[str, Any]] = []
-    if isinstance(items, str):
-        messages.append({"role": "user", "content": items})
-    for item in items if isinstance(items, list) else []:
-        kind = item.get("type", "message")
-        if kind == "message":
-            content = item.get("content")
-            if isinstance(content, list):
-                content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
-            role = item.get("role", "user")
-            messages.append(
-                {
-                    "role": role if role in ("system", "developer", "user", "assistant") else "user",
-                    "content": _text(content),
-                }
-            )
-        elif kind == "function_call":
-            call = {
-                "id": item.get("call_id", ""),
-                "type": "function",
-                "function": {"name": item.get("name", ""), "arguments": item.get("arguments", "")},
-            }
-            if messages and messages[-1].get("tool_calls") and messages[-1]["role"] == "assistant":
-                messages[-1]["tool_calls"].append(call)
-            else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": item.get("call_id", ""),
-                    "content": _text(item.get("output")),
-                }
-            )
-        else:
-            messages.append({"role": "user", "content": _text(item)})
-    return messages, _function_tools(b.get("tools"), "parameters"), b.get("instructions")
 
 
 def _anthropic(b: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any] | None, str | None]:
