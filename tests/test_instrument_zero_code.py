@@ -79,6 +79,13 @@ def test_an_unmodified_agent_under_opentelemetry_instrument_emits_the_breakdown(
         )
         assert a[n.USAGE_INPUT_TOKENS] > 0
         assert not any(k.startswith("gen_ai.usage.") for k in a)
+    # opentelemetry-instrument also loaded the contrib OpenAI instrumentation: each round's
+    # trace holds its chat span, tied to the budget span.
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 3
+    for budget in rounds:
+        (chat,) = [c for c in chats if c.trace_id == budget.trace_id]
+        assert budget.parent_span_id == chat.span_id or chat.parent_span_id == budget.span_id
     by_round = sorted(attrs, key=lambda a: a[n.ROUND])
     assert by_round[0][n.ESTIMATED_TOKENS] < by_round[2][n.ESTIMATED_TOKENS]  # the transcript grows
     assert {n.TOKENS.name, n.UTILIZATION.name, n.FITS.name, n.ESTIMATE_ACCURACY.name} <= metric_names
