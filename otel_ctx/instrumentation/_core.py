@@ -95,6 +95,9 @@ class Conversations:
         return len(self._rounds)
 
 
+_ANSWER_ITEMS = frozenset({"function_call", "reasoning"})
+
+
 def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
     """Answers already in the transcript: without a conversation id, the round is this plus one."""
     items = body.get("input") if provider == "openai-responses" else body.get("messages")
@@ -103,9 +106,12 @@ def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
     turns = 0
     previous_was_answer = False
     for item in items:
-        role = item.get("role") if isinstance(item, Mapping) else getattr(item, "role", None)
-        kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
-        answer = role == "assistant" or kind in ("function_call", "reasoning")
+        if item.__class__ is dict or isinstance(item, Mapping):
+            answer = item.get("role") == "assistant" or item.get("type") in _ANSWER_ITEMS
+        else:
+            answer = (
+                getattr(item, "role", None) == "assistant" or getattr(item, "type", None) in _ANSWER_ITEMS
+            )
         if answer and not previous_was_answer:
             turns += 1
         previous_was_answer = answer
