@@ -372,6 +372,8 @@ PROVIDER = _P + "provider"
 #: otel-ctx runs inside it (the window, and the share of it the call used).
 GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
 GEN_AI_CONTEXT_UTILIZATION = "gen_ai.context.utilization"
+#: GenAI names defined by a published convention other than OpenTelemetry's (Sentry's).
+OTHER_GEN_AI_CONVENTIONS = frozenset({GEN_AI_CONTEXT_WINDOW_SIZE, GEN_AI_CONTEXT_UTILIZATION})
 #: W3C baggage keys an upstream gateway may set to name the task type and the conversation.
 BAGGAGE_TASK_TYPE = TASK_TYPE
 BAGGAGE_CONVERSATION_ID = GEN_AI_CONVERSATION_ID
