@@ -115,10 +115,10 @@ def fit(
 ) -> None:
     if budget is not None and request_limit is not None:
         raise CliError("give --budget or --request-limit, not both (--budget sets the request limit)")
-    if strategy not in ("middle", "oldest"):
-        raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
     if provider is not None and provider not in PROVIDERS:
         raise CliError(f"--provider: {provider!r} is not one of {', '.join(PROVIDERS)}")
+    if strategy not in ("middle", "oldest"):
+        raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
     req = load_request(request)
     policy = build_policy(
         req,
