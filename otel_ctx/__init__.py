@@ -35,7 +35,9 @@ if TYPE_CHECKING:
         UnknownTaskTypeError,
     )
     from otel_ctx.instrumentation import instrument, task, uninstrument
+    from otel_ctx.ledger import RunCeilingReached
     from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
+    from otel_ctx.pricing import PriceTable, Usage
 
     # (mypy sees the telemetry package's submodules of the same names as earlier bindings.)
     from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run  # type: ignore[no-redef]
@@ -67,6 +69,9 @@ _EXPORTS: dict[str, str] = {
         "otel_ctx.engine",
     ),
     "SUPPORT_DESK": "otel_ctx.presets",
+    "RunCeilingReached": "otel_ctx.ledger",
+    "PriceTable": "otel_ctx.pricing",
+    "Usage": "otel_ctx.pricing",
     "support_desk_policies": "otel_ctx.presets",
     **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
     # The zero-code instrumentor (needs the openai/anthropic/langchain extras).
@@ -86,6 +91,8 @@ __all__ = [
     "InvalidRequestError",
     "InvalidToolSchemaError",
     "OtelCtxError",
+    "PriceTable",
+    "RunCeilingReached",
     "Source",
     "SourceInfo",
     "TelemetryHandle",
@@ -93,6 +100,7 @@ __all__ = [
     "TranscriptRuleError",
     "UnknownProviderError",
     "UnknownTaskTypeError",
+    "Usage",
     "__version__",
     "configure",
     "instrument",
