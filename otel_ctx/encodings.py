@@ -28,7 +28,7 @@ import tiktoken
 import tiktoken.model
 import tiktoken.registry
 
-from otel_ctx.errors import OtelCtxError
+from otel_ctx.engine.errors import OtelCtxError
 
 #: SHA-256 of the decompressed ``o200k_base.tiktoken`` (as tiktoken's definition expects it).
 O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"

@@ -27,8 +27,8 @@ from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.breakdown import Breakdown
-from otel_ctx.result import FitResult
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.result import FitResult
 from otel_ctx.telemetry.content import capture_content, messages_json, record_exception
 from otel_ctx.telemetry.labels import LabelPolicy
 
@@ -102,7 +102,7 @@ def span_attributes(
     attrs[names.SOURCES] = [s.name for s in b.sources]
     attrs[names.SOURCE_CLASSES] = [s.data_class or "none" for s in b.sources]
     attrs[names.DATA_CLASS] = b.data_class or "none"
-    attrs[names.GEN_AI_REQUEST_MODEL] = model or result.model
+    attrs[names.MODEL] = model or result.model
     attrs[names.COMPACTED] = result.compacted
     attrs[names.MODE] = mode
     return attrs

@@ -36,9 +36,9 @@ class LabelPolicy:
         task_types: Iterable[str] | None = None,
         max_round: int = DEFAULT_MAX_ROUND,
         max_task_types: int = DEFAULT_MAX_TASK_TYPES,
-        resolutions: Iterable[str] = (),
         models: Iterable[str] | None = None,
         max_models: int = DEFAULT_MAX_MODELS,
+        resolutions: Iterable[str] = (),
     ) -> None:
         if isinstance(max_round, bool) or not isinstance(max_round, int) or max_round < 1:
             raise ValueError(f"max_round must be an integer >= 1, got {max_round!r}")

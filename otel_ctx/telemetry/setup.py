@@ -433,8 +433,8 @@ def configure(
     task_types: Iterable[str] | None = None,
     max_round: int = DEFAULT_MAX_ROUND,
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
-    resolutions: Iterable[str] = (),
     models: Iterable[str] | None = None,
+    resolutions: Iterable[str] = (),
 ) -> TelemetryHandle:
     """Set up tracing and metrics for otel-ctx where the application has not.
 
@@ -464,8 +464,8 @@ def configure(
             task_types=task_types,
             max_round=max_round,
             max_task_types=max_task_types,
-            resolutions=resolutions,
             models=models,
+            resolutions=resolutions,
         )
         want_traces = not _app_has_tracer_provider()
         want_metrics = not _app_has_meter_provider()
