@@ -24,19 +24,20 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.errors import InvalidRequestError
+from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
 from otel_ctx.pricing import PriceTable, Usage, default_prices
-from otel_ctx.result import FitResult, Message
-from otel_ctx.sources import SourcesLike
+from otel_ctx.telemetry.content import record_exception
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
-    from otel_ctx.fit import ContextFitter
+    from otel_ctx.engine.fitter import ContextFitter
 
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 
@@ -103,7 +104,9 @@ def start_counters(
         em = emitter or default_emitter()
         inst = _instruments(em)
         for task in fitter.task_types:
-            inst.start_task(em.labels.task_label(task, fitter.task_types), model or fitter.model)
+            inst.start_task(
+                em.labels.task_label(task, fitter.task_types), em.labels.model_label(model or fitter.model)
+            )
     except Exception as exc:
         log_failure("starting the ceiling-stop counters", exc)
 
@@ -196,7 +199,7 @@ class Run:
         try:
             attrs: dict[str, AttributeValue] = {
                 names.TASK_TYPE: self.task_type if self.task_type is not None else names.DEFAULT_TASK_TYPE,
-                names.GEN_AI_REQUEST_MODEL: self.model,
+                names.MODEL: self.model,
                 names.PRICES_AS_OF: self.prices.as_of,
                 **self.span_extra,
             }
@@ -210,7 +213,7 @@ class Run:
         except Exception as exc:
             log_failure("starting the run span", exc)
         try:
-            _instruments(self.emitter).start_task(self._task_label(), self.model)
+            _instruments(self.emitter).start_task(self._task_label(), self._model_label())
         except Exception as exc:
             log_failure("starting the run's counters", exc)
         self._run_token = _CURRENT_RUN.set(self)
@@ -230,12 +233,11 @@ class Run:
             if span is not None and span.is_recording():
                 span.set_attribute(names.ROUNDS, self.rounds)
                 if self.input_tokens:
-                    span.set_attribute(names.GEN_AI_USAGE_INPUT_TOKENS, self.input_tokens)
+                    span.set_attribute(names.USAGE_INPUT_TOKENS, self.input_tokens)
                 if self.output_tokens:
-                    span.set_attribute(names.GEN_AI_USAGE_OUTPUT_TOKENS, self.output_tokens)
+                    span.set_attribute(names.USAGE_OUTPUT_TOKENS, self.output_tokens)
                 if exc is not None:
-                    span.record_exception(exc)
-                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    record_exception(span, exc)
             self._finish(exc is not None, span)
             if span is not None:
                 span.end()
@@ -244,6 +246,9 @@ class Run:
 
     def _task_label(self) -> str:
         return self.emitter.labels.task_label(self.task_type, self.fitter.task_types)
+
+    def _model_label(self) -> str:
+        return self.emitter.labels.model_label(self.model)
 
     def _finish(self, raised: bool, span: Span | None) -> None:
         """The run's resolution on its span and its one record in the per-run metrics."""
@@ -267,7 +272,7 @@ class Run:
                 span.set_attribute(names.COST_USD, cost)
         inst = _instruments(self.emitter)
         task = self._task_label()
-        model = self.model
+        model = self._model_label()
         labels = {
             names.TASK_TYPE: task,
             names.RESOLUTION: resolution,
@@ -414,7 +419,7 @@ class Run:
                     )
             if crossed and had_stop == "none" and self.ledger.stop == "ceiling":
                 _instruments(self.emitter).ceiling_stops.add(
-                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self.model}
+                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self._model_label()}
                 )
             self._update_run_span()
         except Exception as exc:
@@ -546,17 +551,17 @@ class Run:
             if span is not None and span.is_recording():
                 event: dict[str, AttributeValue] = {
                     names.ROUND: number,
-                    names.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
-                    names.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+                    names.USAGE_INPUT_TOKENS: usage.input_tokens,
+                    names.USAGE_OUTPUT_TOKENS: usage.output_tokens,
                     names.ESTIMATED_TOKENS: res.breakdown.estimated,
                     names.ESTIMATE_ACCURACY_RATIO: float(accuracy),
                     names.CALIBRATION: float(self.fitter.calibration),
                     names.COST_SOURCE: spend.source,
                 }
                 if usage.cached_input_tokens:
-                    event[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
+                    event[names.USAGE_CACHED_INPUT_TOKENS] = usage.cached_input_tokens
                 if usage.cache_creation_input_tokens:
-                    event[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
+                    event[names.USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
                 if spend.cost is not None:
                     event[names.COST_USD] = spend.cost
                 span.add_event(names.EVENT_USAGE, event)
