@@ -25,6 +25,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+# A CI run may start without HOME; the cache must still be the one the last build filled.
+HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 CACHE="${OTEL_CTX_SERVER_CACHE:-$HOME/.cache/otel-ctx/servers}"
 MANIFEST="$ROOT/stack/otelcol-builder.yaml"
 COMPOSE="$ROOT/docker-compose.yml"

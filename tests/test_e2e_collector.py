@@ -420,7 +420,7 @@ def test_the_servers_are_built_at_the_versions_compose_pins() -> None:
 
 
 def test_the_built_collector_has_exactly_the_components_the_config_uses() -> None:
-    otelcol = support.built_servers()["otelcol"]
+    otelcol = support.built_servers("otelcol")["otelcol"]
     result = subprocess.run(
         [str(otelcol), "components"], capture_output=True, text=True, timeout=60, check=False
     )
@@ -440,7 +440,7 @@ def test_the_built_collector_has_exactly_the_components_the_config_uses() -> Non
 
 
 def test_the_collector_validates_the_shipped_config_and_rejects_a_broken_one(tmp_path: Path) -> None:
-    otelcol = support.built_servers()["otelcol"]
+    otelcol = support.built_servers("otelcol")["otelcol"]
 
     def validate(path: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -453,14 +453,14 @@ def test_the_collector_validates_the_shipped_config_and_rejects_a_broken_one(tmp
 
     shipped = validate(COLLECTOR_CONFIG)
     assert shipped.returncode == 0, shipped.stdout + shipped.stderr
-    # The check can fail: an unknown policy type is refused, naming it.
+    # The check can fail: a misspelt sampler setting is refused, naming it.
+    text = COLLECTOR_CONFIG.read_text(encoding="utf-8")
+    assert "    num_traces:" in text
     broken = tmp_path / "broken.yaml"
-    broken.write_text(
-        COLLECTOR_CONFIG.read_text(encoding="utf-8").replace("type: probabilistic", "type: probabilistik")
-    )
+    broken.write_text(text.replace("    num_traces:", "    num_tracez:"), encoding="utf-8")
     refused = validate(broken)
     assert refused.returncode != 0
-    assert "probabilistik" in refused.stdout + refused.stderr
+    assert "num_tracez" in refused.stdout + refused.stderr
 
 
 def test_the_sampler_keeps_every_overflowed_run_by_the_registrys_names() -> None:
