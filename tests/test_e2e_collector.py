@@ -598,6 +598,9 @@ def test_histogram_exemplars_in_prometheus_are_traces_jaeger_returns(stack: Coll
     )
     for trace_id in sorted(trace_ids):
         assert stack.jaeger_has(trace_id) == (int(trace_id, 16) in kept), trace_id
+    print(
+        f"exemplars: {len(trace_ids)} runs on histogram series, {len(runs & kept)} of them kept and in Jaeger"
+    )
 
 
 # --- 3. the Jaeger links of the alert and the dashboards list the overflowed runs ------------
@@ -687,6 +690,7 @@ def test_the_dashboards_jaeger_links_list_exactly_the_overflowed_runs(stack: Col
             assert stack.jaeger_traces(_api(final)) == expected, (final, task)
             checked += 1
     assert checked > len(links)
+    print(f"dashboard Jaeger links: {len(links)} links, {checked} searches, each exactly the overflowed runs")
 
 
 # --- 4. the sampler keeps every overflowed run and the configured share of the rest -----------
