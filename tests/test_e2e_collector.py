@@ -527,6 +527,25 @@ def test_metric_names_through_the_collector_are_the_sdk_paths(stack: CollectorSt
     seen = {s["metric"]["__name__"] for s in stack.query(query)}
     # The same registry-derived set the SDK-exporter test (test_e2e_prometheus) asserts.
     assert seen - support.INFRASTRUCTURE == support.registry_series()
+    # ... and the labels the dashboards filter on are the registry's attributes, renamed alike.
+    series = stack.prom("/api/v1/series", **{"match[]": f'{{job="{SERVICE}"}}'})
+    allowed = {
+        "__name__",
+        "job",
+        "instance",
+        "le",
+        "otel_scope_name",
+        "otel_scope_version",
+        "otel_scope_schema_url",
+    }
+    for metric in names.METRICS:
+        labels = {names.prometheus_label(a) for a in metric.attributes}
+        suffixes = ("_bucket", "_sum", "_count") if metric.kind == "histogram" else ("",)
+        names_of_metric = {metric.series(x) for x in suffixes}
+        found = [set(s) for s in series if s["__name__"] in names_of_metric]
+        assert found, metric.prometheus
+        for keys in found:
+            assert keys - allowed <= labels, (metric.prometheus, sorted(keys - allowed - labels))
 
 
 @pytest.mark.e2e
