@@ -59,6 +59,8 @@ WORKLOAD_SECONDS = 30.0
 SAMPLE_PERCENT = 40
 #: The variable stack/otelcol.yaml reads the share from.
 SAMPLE_PERCENT_VARIABLE = "OTEL_CTX_TRACE_SAMPLE_PERCENT"
+#: The run span's stop value when its run ceiling stopped it.
+CEILING_STOP = names.STOPS[2]
 
 TASK = names.prometheus_label(names.TASK_TYPE)
 OUTCOME = names.prometheus_label(names.OUTCOME)
@@ -236,12 +238,15 @@ class CollectorStack:
         }
 
     def kept_by_policy(self) -> set[int]:
-        """The runs the shipped policy keeps: every overflowed run, and the share of the rest."""
+        """The runs the shipped policy keeps: every overflowed or ceiling-stopped run, and the
+        share of the rest."""
         (share,) = [p["probabilistic"] for p in _policies(self.config) if p["type"] == "probabilistic"]
         return {
             int(r["trace_id"], 16)
             for r in self.report["runs"]
-            if r["overflowed"] or probabilistic_keeps(r["trace_id"], share["hash_salt"], SAMPLE_PERCENT)
+            if r["overflowed"]
+            or r["stop"] == CEILING_STOP
+            or probabilistic_keeps(r["trace_id"], share["hash_salt"], SAMPLE_PERCENT)
         }
 
     def fits(self) -> dict[tuple[str, str], int]:
@@ -467,9 +472,10 @@ def test_the_sampler_keeps_every_overflowed_run_by_the_registrys_names() -> None
     policies = _policies(yaml.safe_load(COLLECTOR_CONFIG.read_text(encoding="utf-8")))
     keep = [p for p in policies if p["type"] == "string_attribute"]
     assert [(p["string_attribute"]["key"], p["string_attribute"]["values"]) for p in keep] == [
-        (names.OUTCOME, [alerts.OVERFLOW_OUTCOME])
+        (names.OUTCOME, [alerts.OVERFLOW_OUTCOME]),
+        (names.STOP, [CEILING_STOP]),
     ]
-    assert not keep[0]["string_attribute"].get("invert_match")
+    assert not any(p["string_attribute"].get("invert_match") for p in keep)
     (share,) = [p["probabilistic"] for p in policies if p["type"] == "probabilistic"]
     # The share is configurable; its default is what the README says.
     assert share["sampling_percentage"] == f"${{env:{SAMPLE_PERCENT_VARIABLE}:-10}}"
@@ -705,6 +711,11 @@ def test_the_dashboards_jaeger_links_list_exactly_the_overflowed_runs(stack: Col
         for task in task_types:
             final = url.replace(row_field, task) if task is not None else url
             assert "${" not in final, final
+            # The link asks for what the dashboard says: overflowed fits (of the row's task type).
+            params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(final).query))
+            assert (params["service"], params["operation"]) == (SERVICE, names.SPAN_FIT), final
+            tags = {names.OUTCOME: alerts.OVERFLOW_OUTCOME, **({names.TASK_TYPE: task} if task else {})}
+            assert json.loads(params["tags"]) == tags, final
             expected = stack.runs(overflowed=True, task_type=task)
             assert stack.jaeger_traces(_api(final)) == expected, (final, task)
             checked += 1
@@ -712,33 +723,38 @@ def test_the_dashboards_jaeger_links_list_exactly_the_overflowed_runs(stack: Col
     print(f"dashboard Jaeger links: {len(links)} links, {checked} searches, each exactly the overflowed runs")
 
 
-# --- 4. the sampler keeps every overflowed run and the configured share of the rest -----------
+# --- 4. the sampler keeps every overflowed or ceiling-stopped run and the share of the rest -----------
 
 
 @pytest.mark.e2e
 @pytest.mark.timeout(300)
-def test_tail_sampling_keeps_every_overflowed_run_and_the_share_of_the_rest(stack: CollectorStack) -> None:
+def test_tail_sampling_keeps_every_overflowed_or_stopped_run_and_the_share_of_the_rest(
+    stack: CollectorStack,
+) -> None:
     everything = stack.runs()
     overflowed = stack.runs(overflowed=True)
+    stopped = {int(r["trace_id"], 16) for r in stack.report["runs"] if r["stop"] == CEILING_STOP}
     expected = stack.kept_by_policy()
     assert len(everything) == stack.report["tickets"]
-    assert overflowed <= expected
+    assert overflowed and stopped, "the workload must overflow and hit a run ceiling"
+    assert overflowed | stopped <= expected
 
-    in_jaeger = support.wait(
+    support.wait(
         "Jaeger to hold every kept run",
         60,
-        lambda: got if (got := stack.jaeger_traces(_all_traces_url(stack))) >= expected else None,
+        lambda: stack.jaeger_traces(_all_traces_url(stack)) >= expected,
     )
     # Decisions are final once the runs' roots arrived; a little longer shows nothing more arrives.
     time.sleep(3)
     in_jaeger = stack.jaeger_traces(_all_traces_url(stack))
-    rest = everything - overflowed
+    rest = everything - overflowed - stopped
     kept_rest = in_jaeger & rest
     print(
-        f"tail sampling: {len(everything)} runs, {len(overflowed)} overflowed (all kept: "
-        f"{overflowed <= in_jaeger}), {len(kept_rest)} of the other {len(rest)} kept at {SAMPLE_PERCENT}%"
+        f"tail sampling: {len(everything)} runs; {len(overflowed)} overflowed and {len(stopped)} "
+        f"ceiling-stopped, all kept: {overflowed | stopped <= in_jaeger}; {len(kept_rest)} of the "
+        f"other {len(rest)} kept at {SAMPLE_PERCENT}%"
     )
-    assert overflowed <= in_jaeger
+    assert overflowed | stopped <= in_jaeger
     assert in_jaeger == expected, (sorted(in_jaeger - expected), sorted(expected - in_jaeger))
     # Both sides of the share occurred, so the count above tested a decision, not a pass-through.
     assert 0 < len(kept_rest) < len(rest)

@@ -10,6 +10,7 @@ committed dashboard and every alert expression goes through Prometheus's HTTP AP
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -497,12 +498,12 @@ def test_the_ticket_alerts_fire_where_the_workload_says(stack: Stack) -> None:
             if a["labels"]["alertname"] == alert and a["labels"]["job"] == SERVICE and a["state"] == "firing"
         }
 
-    _wait(
+    support.wait(
         f"{alerts.CEILING_STOP_RATE} to fire for {sorted(stopped)}",
         15,
         lambda: firing(alerts.CEILING_STOP_RATE) == stopped or None,
     )
-    _wait(
+    support.wait(
         f"{alerts.COST_PER_TICKET_HIGH} to fire for dispute",
         15,
         lambda: firing(alerts.COST_PER_TICKET_HIGH) == costly or None,
