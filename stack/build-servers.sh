@@ -145,12 +145,17 @@ EOF
 timed() { # name, function: run it, say how long it took
     local started=$SECONDS
     echo "build-servers: building $1 (first time: tens of minutes on 2 cores)..." >&2
-    if ! "$2" >"$CACHE/$1.log" 2>&1; then
+    # A bash of its own, so `set -e` holds: bash ignores it in a function called as a condition.
+    if ! bash -euo pipefail -c "$(declare -f "$2"); $2" >"$CACHE/$1.log" 2>&1; then
         tail -n 40 "$CACHE/$1.log" >&2
         return 1
     fi
     echo "build-servers: built $1 in $((SECONDS - started)) s (log: $CACHE/$1.log)" >&2
 }
+
+# What the build functions read, for the bash each runs in.
+export CACHE MANIFEST GO collector_version otelcol_dir OTELCOL
+export jaeger_version jaeger_module JAEGER_REPLACES jaeger_dir JAEGER
 
 # One build at a time per cache: make and a CI run on the same machine may both start one.
 exec 9>"$CACHE/.lock"
