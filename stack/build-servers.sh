@@ -12,7 +12,7 @@
 # work tree (a fresh clone on the same machine finds them) keyed on the version, the
 # manifest and the Go toolchain, so a second run builds nothing. Go's module and build
 # caches live there too. A cold build of both takes tens of minutes on a 2-core machine
-# (README, "The compose stack").
+# (measured figures: README, "The stack: docker compose up").
 #
 #   stack/build-servers.sh           build what is missing, then print name=path lines
 #   stack/build-servers.sh --paths   print name=path lines of what is built; build nothing

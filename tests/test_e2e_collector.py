@@ -480,6 +480,9 @@ def test_the_sampler_keeps_every_overflowed_run_by_the_registrys_names() -> None
     # The share is configurable; its default is what the README says.
     assert share["sampling_percentage"] == f"${{env:{SAMPLE_PERCENT_VARIABLE}:-10}}"
     assert {p["type"] for p in policies} == {"string_attribute", "probabilistic"}
+    # compose passes the share through from .env to the Collector.
+    environment = _compose()["services"]["otel-collector"]["environment"]
+    assert environment[SAMPLE_PERCENT_VARIABLE] == f"${{{SAMPLE_PERCENT_VARIABLE}:-10}}"
 
 
 def test_rendering_for_the_test_changes_only_addresses(tmp_path: Path) -> None:
