@@ -344,3 +344,21 @@ ATTRIBUTE_DOCS.update(
         GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
     }
 )
+
+# --- observe-only: what someone else's trimmer dropped -----------------------------------
+
+#: Observe span: the trimmer dropped the original ticket (the first user message).
+TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
+#: Observe span: tool results sent whose tool call the trimmer dropped.
+TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
+
+ATTRIBUTE_DOCS.update(
+    {
+        TRIM_TICKET_DROPPED: (
+            "Observe span of a wrapped trimmer: True when the request went out without the first user message."
+        ),
+        TRIM_ORPHANED_TOOL_RESULTS: (
+            "Observe span of a wrapped trimmer: tool results sent whose tool call was dropped."
+        ),
+    }
+)
