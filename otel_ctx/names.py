@@ -355,7 +355,8 @@ TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
 ATTRIBUTE_DOCS.update(
     {
         TRIM_TICKET_DROPPED: (
-            "Observe span of a wrapped trimmer: True when the request went out without the first user message."
+            "Observe span of a wrapped trimmer: True when the request went out without the first "
+            "user message."
         ),
         TRIM_ORPHANED_TOOL_RESULTS: (
             "Observe span of a wrapped trimmer: tool results sent whose tool call was dropped."

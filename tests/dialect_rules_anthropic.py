@@ -23,6 +23,7 @@ documents, server tool blocks, ``cache_control`` metadata, system as blocks.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,9 +69,12 @@ def violations(body: Mapping[str, Any]) -> list[str]:
     """Every documented rule ``body`` breaks (empty list: the API accepts its shape)."""
     out: list[str] = []
     system = body.get("system")
-    if system is not None and not isinstance(system, str):
-        if not isinstance(system, Sequence) or not all(_get(b, "type") == "text" for b in system):
-            out.append("system: must be a string or a list of text blocks")
+    if (
+        system is not None
+        and not isinstance(system, str)
+        and (not isinstance(system, Sequence) or not all(_get(b, "type") == "text" for b in system))
+    ):
+        out.append("system: must be a string or a list of text blocks")
     messages = body.get("messages")
     if not isinstance(messages, Sequence) or isinstance(messages, str) or not messages:
         return [*out, "messages: must be a non-empty list"]
@@ -147,14 +151,41 @@ def _server_pairs(i: int, blocks: list[Any]) -> list[str]:
 def alternates(messages: Sequence[Any]) -> bool:
     """True when no two consecutive messages have the same role."""
     roles = [_get(m, "role") for m in messages]
-    return all(a != b for a, b in zip(roles, roles[1:]))
+    return all(a != b for a, b in itertools.pairwise(roles))
 
 
 # -- random valid requests ---------------------------------------------------------------
 
 _WORDS = st.sampled_from(
-    "the order shipped late because a carrier lost track refund invoice widget deploy pod "
-    "restart log error timeout customer ticket escalate résumé naïve 東京 ✓ {json} 42".split()
+    [
+        "the",
+        "order",
+        "shipped",
+        "late",
+        "because",
+        "a",
+        "carrier",
+        "lost",
+        "track",
+        "refund",
+        "invoice",
+        "widget",
+        "deploy",
+        "pod",
+        "restart",
+        "log",
+        "error",
+        "timeout",
+        "customer",
+        "ticket",
+        "escalate",
+        "résumé",
+        "naïve",
+        "東京",
+        "✓",
+        "{json}",
+        "42",
+    ]
 )
 _text = st.lists(_WORDS, min_size=1, max_size=80).map(" ".join)
 _CACHE = {"type": "ephemeral"}
@@ -192,9 +223,8 @@ def _user_extra(draw: st.DrawFn) -> dict[str, Any]:
 def _user_message(draw: st.DrawFn, results: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     blocks = list(results)
     if not blocks or draw(st.booleans()):
-        if not blocks and draw(st.booleans()):
-            if draw(st.booleans()):
-                return {"role": "user", "content": draw(_text)}
+        if not blocks and draw(st.booleans()) and draw(st.booleans()):
+            return {"role": "user", "content": draw(_text)}
         blocks += draw(st.lists(_user_extra(), min_size=1, max_size=2))
     return {"role": "user", "content": blocks}
 

@@ -58,8 +58,26 @@ def violations(messages: Sequence[BaseMessage]) -> list[str]:
 
 
 _WORDS = st.sampled_from(
-    "the order shipped late carrier refund invoice deploy pod restart error timeout ticket "
-    "escalate résumé 東京 ✓ 42".split()
+    [
+        "the",
+        "order",
+        "shipped",
+        "late",
+        "carrier",
+        "refund",
+        "invoice",
+        "deploy",
+        "pod",
+        "restart",
+        "error",
+        "timeout",
+        "ticket",
+        "escalate",
+        "résumé",
+        "東京",
+        "✓",
+        "42",
+    ]
 )
 _text = st.lists(_WORDS, min_size=1, max_size=60).map(" ".join)
 
