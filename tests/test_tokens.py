@@ -9,7 +9,8 @@ import pytest
 import tiktoken
 
 from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError
-from otel_ctx.tokens import BoundedCache, resolve_encoding
+from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.tokens import resolve_encoding
 
 # OpenAI cookbook, "How to count tokens with tiktoken": the API reported 129 prompt
 # tokens for these messages on gpt-3.5-turbo-0613 and gpt-4-0613 ...

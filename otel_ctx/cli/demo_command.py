@@ -24,7 +24,7 @@ from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table, su
 from otel_ctx.demo.agent import TicketRun, bare_run, run_ticket
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
-from otel_ctx.fit import ContextFitter
+from otel_ctx.engine.fitter import ContextFitter
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE
 
 #: ``--inspect`` without a ticket: the first ticket whose run compacted or overflowed.

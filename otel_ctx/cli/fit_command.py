@@ -8,16 +8,16 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from otel_ctx.budget import BudgetPolicy
 from otel_ctx.cli import notes
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
 from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
 from otel_ctx.cli.request_file import ChatRequest, load_request
-from otel_ctx.errors import InvalidPolicyError, InvalidRequestError, UnknownTaskTypeError
-from otel_ctx.fit import ContextFitter
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.errors import InvalidPolicyError, InvalidRequestError, UnknownTaskTypeError
+from otel_ctx.engine.fitter import ContextFitter
+from otel_ctx.engine.result import FitResult
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
-from otel_ctx.result import FitResult
 
 DEFAULT_MODEL = "gpt-4o"
 #: The window assumed when neither --context-length nor a preset says (gpt-4o's).

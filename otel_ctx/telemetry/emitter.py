@@ -27,8 +27,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.breakdown import Breakdown
-from otel_ctx.result import FitResult
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.result import FitResult
 from otel_ctx.telemetry.content import capture_content, messages_json
 from otel_ctx.telemetry.labels import LabelPolicy
 

@@ -20,13 +20,13 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.errors import InvalidRequestError
-from otel_ctx.result import FitResult, Message
-from otel_ctx.sources import SourcesLike
+from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
-    from otel_ctx.fit import ContextFitter
+    from otel_ctx.engine.fitter import ContextFitter
 
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 

@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import tiktoken
 import tiktoken.model
 import tiktoken.registry
 
-from otel_ctx.errors import InvalidMessageError, InvalidRequestError, InvalidToolSchemaError
+from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.errors import InvalidMessageError, InvalidRequestError, InvalidToolSchemaError
 
 log = logging.getLogger("otel_ctx")
-V = TypeVar("V")
 _warned: set[str] = set()
 
 TOKENS_PER_MESSAGE = 3
@@ -98,55 +96,6 @@ def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None
     return ResolvedEncoding(enc, DEFAULT_ENCODING, native, True)
 
 
-class BoundedCache(Generic[V]):
-    """A bounded text -> value cache (token counts, capped texts).
-
-    Bounded both in entries and in characters held, because the keys keep the texts
-    alive. Eviction is first-in first-out: O(1), and a conversation's messages are
-    re-counted at most once after eviction. Texts longer than ``max_item_chars`` are
-    not cached (a one-off 10 MB payload must not flush a whole conversation).
-    """
-
-    __slots__ = ("_chars", "_counts", "get", "max_chars", "max_entries", "max_item_chars", "misses")
-
-    def __init__(self, max_entries: int = 65_536, max_chars: int = 64_000_000) -> None:
-        # OrderedDict: popitem(last=False) evicts in O(1); a plain dict's next(iter()) scans
-        # the deleted slots piled up at its front, which made a full cache 2-4x slower.
-        self._counts: OrderedDict[str, V] = OrderedDict()
-        self._chars = 0
-        self.max_entries = max_entries
-        self.max_chars = max_chars
-        self.max_item_chars = max(1, max_chars // 16)
-        self.misses = 0
-        # Bound once: the lookup is on every message of every round.
-        self.get: Callable[[str], V | None] = self._counts.get
-
-    def __len__(self) -> int:
-        return len(self._counts)
-
-    @property
-    def chars(self) -> int:
-        return self._chars
-
-    def put(self, text: str, count: V) -> None:
-        size = len(text)
-        if size > self.max_item_chars or text in self._counts:
-            return
-        counts = self._counts
-        while counts and (len(counts) >= self.max_entries or self._chars + size > self.max_chars):
-            try:
-                oldest, _ = counts.popitem(last=False)
-            except KeyError:  # another thread emptied it
-                break
-            self._chars -= len(oldest)
-        counts[text] = count
-        self._chars += size
-
-    def clear(self) -> None:
-        self._counts.clear()
-        self._chars = 0
-
-
 class TokenCounter:
     """Counts text, messages and tool definitions for one encoding."""
 
@@ -161,17 +110,20 @@ class TokenCounter:
         self.encoding = resolved.encoding
         self._encode = resolved.encoding.encode_ordinary
         self.cache = cache if cache is not None else BoundedCache()
+        #: What dialect adapters keep between rounds for this counter (their turn caches),
+        #: by provider: it lives and dies with the fitter that owns the counter.
+        self.dialect_state: dict[str, Any] = {}
         # The cookbook's constants: gpt-4o-family tool blocks open with 7 tokens, older with 10.
         self._func_init = 7 if model.startswith(("gpt-4o", "gpt-4.1", "o1", "o3", "o4", "gpt-5")) else 10
-        self._tools_key: str | None = None
-        # The same list of the same tool objects as last time: skip re-serialising it.
-        self._tools_seen: tuple[object, tuple[object, ...]] | None = None
+        # (list, its tool objects, their JSON, their count) of the last tools block, held in
+        # ONE attribute: threads sharing a fitter swap it whole, so no thread can pair one
+        # list with another's count. Holding the objects keeps their ids from being reused.
+        self._tools_last: tuple[object, tuple[object, ...], str, int] | None = None
         #: Per-message overhead plus the role's own tokens, by role.
         self.role_cost = {
             role: TOKENS_PER_MESSAGE + len(self._encode(role))
             for role in ("system", "developer", "user", "assistant", "tool")
         }
-        self._tools_count = 0
 
     # -- text ----------------------------------------------------------------------------
 
@@ -262,25 +214,24 @@ class TokenCounter:
             raise InvalidToolSchemaError(
                 "tools", f"must be a list of tool objects, got {type(tools).__name__}"
             )
-        identity = (tools, tuple(tools))  # holding the objects: their ids cannot be reused
-        seen = self._tools_seen
+        items = tuple(tools)
+        last = self._tools_last
         if (
-            seen is not None
-            and seen[0] is tools
-            and len(seen[1]) == len(identity[1])
-            and all(a is b for a, b in zip(seen[1], identity[1]))
+            last is not None
+            and last[0] is tools
+            and len(last[1]) == len(items)
+            and all(a is b for a, b in zip(last[1], items))
         ):
-            return self._tools_count
+            return last[3]
         key = _json(tools, "tools", None, error=InvalidToolSchemaError)
-        if key == self._tools_key:
-            self._tools_seen = identity
-            return self._tools_count
+        if last is not None and key == last[2]:
+            self._tools_last = (tools, items, key, last[3])
+            return last[3]
         n = 0
         for i, tool in enumerate(tools):
             n += self._tool(tool, f"tools[{i}]")
         n += 12  # the block's closing tokens
-        self._tools_key, self._tools_count = key, n
-        self._tools_seen = identity
+        self._tools_last = (tools, items, key, n)
         return n
 
     def _tool(self, tool: Any, where: str) -> int:
@@ -331,18 +282,3 @@ def _json(
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc
-
-
-def calibrated(raw: int, calibration_e4: int) -> int:
-    """``ceil(raw * calibration)`` in integer arithmetic (calibration in 1/10,000ths)."""
-    return -(-raw * calibration_e4 // 10_000)
-
-
-def calibrated_floor(raw: int, calibration_e4: int) -> int:
-    return raw * calibration_e4 // 10_000
-
-
-def calibration_e4(factor: float) -> int:
-    if not math.isfinite(factor) or factor < 1.0:
-        raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}")
-    return round(factor * 10_000)
