@@ -47,14 +47,20 @@ def _loop_body(turns: int, result_words: int = 400) -> dict[str, Any]:
             {
                 "role": "user",
                 "content": [
-                    {"type": "tool_result", "tool_use_id": f"toolu_{k}", "content": "log line " * result_words}
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{k}",
+                        "content": "log line " * result_words,
+                    }
                 ],
             }
         )
     return {
         "model": MODEL,
         "max_tokens": 512,
-        "system": [{"type": "text", "text": "You are the returns desk.", "cache_control": {"type": "ephemeral"}}],
+        "system": [
+            {"type": "text", "text": "You are the returns desk.", "cache_control": {"type": "ephemeral"}}
+        ],
         "tools": TOOLS[:1],
         "messages": messages,
     }
@@ -90,7 +96,9 @@ def test_the_rules_catch_what_the_api_rejects() -> None:
 def test_tool_results_are_on_the_tool_line_and_capped() -> None:
     body = _loop_body(3, result_words=3_000)
     before = copy.deepcopy(body)
-    capped = ContextFitter(BudgetPolicy(context_length=200_000, reserved_output=1_000, tool_result_cap=500), model=MODEL)
+    capped = ContextFitter(
+        BudgetPolicy(context_length=200_000, reserved_output=1_000, tool_result_cap=500), model=MODEL
+    )
     res = capped.fit_request(body, provider="anthropic")
     by_role = res.breakdown.transcript_by_role
     assert by_role["tool"] > by_role["user"] * 10  # the results are tool tokens, not the user's
@@ -123,21 +131,27 @@ def test_server_tools_thinking_documents_and_sdk_blocks_are_counted() -> None:
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
     ]
     rich["messages"].append(
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "The user wants " * 50, "signature": "s"}]}
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "The user wants " * 50, "signature": "s"}],
+        }
     )
     assert _fitter().count_request(rich, provider="anthropic") > plain + 1_600
 
 
 def test_bad_bodies_get_typed_errors_naming_the_place() -> None:
     fitter = _fitter()
+    body = _loop_body(1)
+    body["messages"].insert(1, {"role": "system", "content": "no"})
     with pytest.raises(TranscriptRuleError, match=r"messages\[1\]"):
-        body = _loop_body(1)
-        body["messages"].insert(1, {"role": "system", "content": "no"})
         fitter.fit_request(body, provider="anthropic")
     with pytest.raises(InvalidMessageError, match=r"messages\[0\]\.content\[0\]"):
         fitter.fit_request({"messages": [{"role": "user", "content": [42]}]}, provider="anthropic")
     with pytest.raises(InvalidRequestError, match=r"system\[0\]"):
-        fitter.fit_request({"system": [{"type": "image"}], "messages": [{"role": "user", "content": "hi"}]}, provider="anthropic")
+        fitter.fit_request(
+            {"system": [{"type": "image"}], "messages": [{"role": "user", "content": "hi"}]},
+            provider="anthropic",
+        )
     unanswered = _loop_body(1)
     del unanswered["messages"][2]
     with pytest.raises(TranscriptRuleError, match="never answered"):
@@ -159,7 +173,9 @@ def test_tight_budgets_drop_whole_exchanges(budget: int) -> None:
     body = _loop_body(12)
     body["messages"].insert(3, {"role": "assistant", "content": "Noted."})
     body["messages"].insert(4, {"role": "user", "content": "Please hurry."})
-    res = _fitter(BudgetPolicy(context_length=budget, reserved_output=100)).fit_request(body, provider="anthropic")
+    res = _fitter(BudgetPolicy(context_length=budget, reserved_output=100)).fit_request(
+        body, provider="anthropic"
+    )
     out = res.request["messages"]
     assert violations(res.request) == [] and alternates(out)
     assert out[0] is body["messages"][0] and out[-1] is body["messages"][-1]
@@ -167,8 +183,14 @@ def test_tight_budgets_drop_whole_exchanges(budget: int) -> None:
         assert res.dropped_turns > 0 and res.breakdown.estimated <= budget - 100
 
 
-@given(body=messages_requests(), context=st.integers(300, 30_000), cap=st.one_of(st.none(), st.integers(30, 3_000)))
-def test_property_fitted_requests_obey_the_messages_api(body: dict[str, Any], context: int, cap: int | None) -> None:
+@given(
+    body=messages_requests(),
+    context=st.integers(300, 30_000),
+    cap=st.one_of(st.none(), st.integers(30, 3_000)),
+)
+def test_property_fitted_requests_obey_the_messages_api(
+    body: dict[str, Any], context: int, cap: int | None
+) -> None:
     before = copy.deepcopy(body)
     policy = BudgetPolicy(context_length=context, reserved_output=100, tool_result_cap=cap)
     res = _fitter(policy).fit_request(body, provider="anthropic")
@@ -195,7 +217,9 @@ def test_property_fitted_requests_obey_the_messages_api(body: dict[str, Any], co
 
 def _agent_loop(fake: FakeProvider, *, stream: bool) -> tuple[ContextFitter, list[Any]]:
     client = anthropic.Anthropic(base_url=fake.anthropic_url, api_key="k", max_retries=0)
-    fitter = ContextFitter(BudgetPolicy(context_length=3_500, reserved_output=500, tool_result_cap=400), model=MODEL)
+    fitter = ContextFitter(
+        BudgetPolicy(context_length=3_500, reserved_output=500, tool_result_cap=400), model=MODEL
+    )
     body = _loop_body(0)
     # The provider's tokenizer counts 20% more than the estimate; 200 tokens of it are
     # cache reads, which the Messages API reports apart from input_tokens.
@@ -225,7 +249,9 @@ def _agent_loop(fake: FakeProvider, *, stream: bool) -> tuple[ContextFitter, lis
         body["messages"].append(
             {
                 "role": "user",
-                "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "row " * 900} for b in uses],
+                "content": [
+                    {"type": "tool_result", "tool_use_id": b.id, "content": "row " * 900} for b in uses
+                ],
             }
         )
     return fitter, results

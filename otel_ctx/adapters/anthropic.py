@@ -30,7 +30,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
@@ -70,7 +70,7 @@ _ROLES = ("user", "assistant")
 def as_block(raw: Any) -> Mapping[str, Any] | None:
     """A block (or message) as a mapping: dicts as they are, the SDK's pydantic objects dumped."""
     if raw.__class__ is dict or isinstance(raw, Mapping):
-        return raw  # type: ignore[no-any-return]
+        return raw
     dump = getattr(raw, "model_dump", None)
     if callable(dump):
         try:
@@ -146,7 +146,9 @@ class _Reader:
             content = source.get("content")
             if isinstance(content, str):
                 return extra + self.text(content)
-            return extra + sum(p.tokens for p in self.blocks(content, "user", f"{where}.source.content", index))
+            return extra + sum(
+                p.tokens for p in self.blocks(content, "user", f"{where}.source.content", index)
+            )
         if stype == "base64":
             data = source.get("data")
             if not isinstance(data, str):
@@ -161,7 +163,9 @@ class _Reader:
         if content is None:
             return []
         if not isinstance(content, list):
-            raise InvalidMessageError(where, f"must be a string or a list of blocks, got {type(content).__name__}", index=index)
+            raise InvalidMessageError(
+                where, f"must be a string or a list of blocks, got {type(content).__name__}", index=index
+            )
         out = []
         for k, raw in enumerate(content):
             out.append(self.block(raw, role, f"{where}[{k}]", index, nested=True))
@@ -209,7 +213,9 @@ class _Reader:
         """A tool result's part, and the capped block when the cap cut it (else ``None``)."""
         call_id = block.get("tool_use_id")
         if not isinstance(call_id, str):
-            raise InvalidMessageError(f"{where}.tool_use_id", "a tool_result needs a 'tool_use_id' string", index=index)
+            raise InvalidMessageError(
+                f"{where}.tool_use_id", "a tool_result needs a 'tool_use_id' string", index=index
+            )
         content = block.get("content")
         new_block: Any = None
         cap = self.ctx.cap
@@ -244,7 +250,9 @@ class _Reader:
                 )
             )
         elif role not in _ROLES:
-            raise InvalidMessageError(f"{where}.role", f"unknown role {role!r}; expected user or assistant", index=i)
+            raise InvalidMessageError(
+                f"{where}.role", f"unknown role {role!r}; expected user or assistant", index=i
+            )
         line_role = "assistant" if role == "assistant" else "user"
         parts = [Part("user" if line_role == "user" else "assistant", self.framing[line_role])]
         content = m.get("content")
@@ -256,7 +264,9 @@ class _Reader:
             return line_role, parts, uses, results, ["text"]
         if not isinstance(content, list):
             raise InvalidMessageError(
-                f"{where}.content", f"must be a string or a list of blocks, got {type(content).__name__}", index=i
+                f"{where}.content",
+                f"must be a string or a list of blocks, got {type(content).__name__}",
+                index=i,
             )
         if not content:
             self.ctx.problem(TranscriptRuleError(f"{where}.content", "is an empty list", index=i))
@@ -269,7 +279,9 @@ class _Reader:
                 part, capped = self.tool_result(block, raw_block, here, i)
                 results.append(str(part.call_id))
                 if line_role != "user":
-                    self.ctx.problem(TranscriptRuleError(here, "a tool_result belongs in a user message", index=i))
+                    self.ctx.problem(
+                        TranscriptRuleError(here, "a tool_result belongs in a user message", index=i)
+                    )
                 if capped is not None:
                     if new_content is None:
                         new_content = list(content)
@@ -280,12 +292,16 @@ class _Reader:
                     assert part.call_id is not None
                     uses.append(part.call_id)
                     if line_role != "assistant":
-                        self.ctx.problem(TranscriptRuleError(here, "only assistant messages make tool_use", index=i))
+                        self.ctx.problem(
+                            TranscriptRuleError(here, "only assistant messages make tool_use", index=i)
+                        )
                     first = self.seen_ids.setdefault(part.call_id, i)
                     if first != i or uses.count(part.call_id) > 1:
                         self.ctx.problem(
                             TranscriptRuleError(
-                                f"{here}.id", f"tool_use id {part.call_id!r} is already used by messages[{first}]", index=i
+                                f"{here}.id",
+                                f"tool_use id {part.call_id!r} is already used by messages[{first}]",
+                                index=i,
                             )
                         )
                 elif kind == "server_tool_use":
@@ -356,7 +372,14 @@ class AnthropicAdapter(Adapter):
                 for raw_block in content:
                     b = as_block(raw_block)
                     kind = b.get("type") if b is not None else None
-                    if kind in ("tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"):
+                    if kind in (
+                        "tool_use",
+                        "tool_result",
+                        "thinking",
+                        "redacted_thinking",
+                        "image",
+                        "document",
+                    ):
                         return True
                     if kind in ("image_url", "input_audio", "file", "refusal"):
                         return False
@@ -382,7 +405,9 @@ class AnthropicAdapter(Adapter):
         turns: list[Turn] = []
         starts: list[int] = []
         if read and read[0][0] != "user":
-            ctx.problem(TranscriptRuleError("messages[0].role", "the first message must be the user's", index=0))
+            ctx.problem(
+                TranscriptRuleError("messages[0].role", "the first message must be the user's", index=0)
+            )
         i = 0
         n = len(read)
         while i < n:
@@ -476,7 +501,9 @@ class AnthropicAdapter(Adapter):
         if not tools:
             return 0
         if not isinstance(tools, list):
-            raise InvalidToolSchemaError("tools", f"must be a list of tool objects, got {type(tools).__name__}")
+            raise InvalidToolSchemaError(
+                "tools", f"must be a list of tool objects, got {type(tools).__name__}"
+            )
         n = 0
         for k, raw in enumerate(tools):
             where = f"tools[{k}]"
@@ -519,7 +546,11 @@ class AnthropicAdapter(Adapter):
             # Added after the caller's own system blocks, so a cached prefix stays a prefix.
             system = body.get("system")
             own: list[Any] = (
-                [] if system is None else [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+                []
+                if system is None
+                else [{"type": "text", "text": system}]
+                if isinstance(system, str)
+                else list(system)
             )
             body["system"] = [*own, *extra]
         return body, out
@@ -546,7 +577,9 @@ def _system_text(system: Any) -> str:
     if isinstance(system, str):
         return system
     if not isinstance(system, list):
-        raise InvalidRequestError("system", f"must be a string or a list of text blocks, got {type(system).__name__}")
+        raise InvalidRequestError(
+            "system", f"must be a string or a list of text blocks, got {type(system).__name__}"
+        )
     texts = []
     for k, raw in enumerate(system):
         block = as_block(raw)
