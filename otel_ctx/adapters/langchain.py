@@ -81,7 +81,7 @@ def _plain(m: Any) -> dict[str, Any] | None:
                 {
                     "type": "function",
                     "id": c["id"],
-                    "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
+                    "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)},
                 }
                 for c in calls
             ]
