@@ -11,7 +11,6 @@ import copy
 import json
 import subprocess
 import sys
-from typing import Any
 
 import openai
 import pytest
@@ -179,7 +178,8 @@ def test_langchain_is_imported_only_when_its_objects_arrive() -> None:
         "from otel_ctx import ContextFitter, BudgetPolicy\n"
         "import otel_ctx.adapters.langchain\n"
         "f = ContextFitter(BudgetPolicy(context_length=8000, reserved_output=100))\n"
-        "r = f.fit([{'role': 'user', 'content': 'hi'}], tools=[{'type': 'function', 'function': {'name': 'f'}}])\n"
+        "tools = [{'type': 'function', 'function': {'name': 'f'}}]\n"
+        "r = f.fit([{'role': 'user', 'content': 'hi'}], tools=tools)\n"
         "assert r.outcome == 'fit'\n"
         "print(sorted(m for m in sys.modules if m.startswith('langchain')))\n"
     )
