@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.model import Block, RequestModel, Turn
 from otel_ctx.engine.tokens import TokenCounter
 
@@ -103,3 +104,7 @@ class Adapter(ABC):
     def claims_items(self, items: Sequence[Any]) -> bool:
         """True when a bare transcript (``fit(messages)``) is in this dialect."""
         return False
+
+    def read_items(self, items: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
+        """Read a bare transcript and its tools (dialects that ``fit(messages)`` takes)."""
+        raise InvalidRequestError("messages", f"the {self.provider} dialect takes whole requests only")

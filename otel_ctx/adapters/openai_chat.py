@@ -63,6 +63,7 @@ TOKENS_PER_FUNCTION_CALL = 3
 #: Audio input is billed by duration, unknown offline; one token per kilobyte of audio
 #: errs high for every format the API takes (16-bit PCM is ~10 tokens per 32 kB second).
 AUDIO_BYTES_PER_TOKEN = 1_000
+_LEGACY = "\x00function:"  # call ids of the legacy function_call (no real id can start so)
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 #: A ``messages`` list deeper than this is not a chat transcript (JSON nesting guard).
 _MAX_DEPTH = 64
@@ -247,7 +248,9 @@ class ChatReader:
                     self._unanswered(pending, pending_at, i, ctx)
                 pending = {}
                 if turn.calls:
-                    pending = dict.fromkeys(turn.calls, False)
+                    # The legacy function_call pairs with a function message by name, which the
+                    # API does not enforce: only tool calls must be answered.
+                    pending = {c: False for c in turn.calls if not c.startswith(_LEGACY)}
                     pending_at = i
             turns.append(turn)
         if pending:
@@ -324,7 +327,7 @@ class ChatReader:
         else:
             if role == "function":  # legacy function result: paired with its call by name
                 fname = m.get("name")
-                answers = (f"function:{fname}",) if isinstance(fname, str) else ()
+                answers = (f"{_LEGACY}{fname}",) if isinstance(fname, str) else ()
             parts.extend(self.content(content, role if role != "function" else "tool", here, i))  # type: ignore[arg-type]
             tool_calls = m.get("tool_calls")
             if tool_calls is not None:
@@ -371,7 +374,7 @@ class ChatReader:
                         index=i,
                     )
                 parts.append(Part("tool_call", TOKENS_PER_FUNCTION_CALL + text(name) + text(args)))
-                calls = (*calls, f"function:{name}")
+                calls = (*calls, f"{_LEGACY}{name}")
             refusal = m.get("refusal")
             if refusal is not None:
                 if not isinstance(refusal, str):

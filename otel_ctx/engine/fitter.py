@@ -317,11 +317,7 @@ class ContextFitter:
                 "messages", f"must be a list of message objects, got {type(messages).__name__}"
             )
         adapter = adapter_for_items(messages)
-        read = getattr(adapter, "read_items", None)
-        if read is None:
-            raise InvalidRequestError("messages", f"the {adapter.provider} dialect takes whole requests only")
-        reading: Reading = read(messages, tools, ctx)
-        return adapter, reading
+        return adapter, adapter.read_items(messages, tools, ctx)
 
     def _exact(self, provider: str, body: Any) -> int:
         assert self.exact_counter is not None

@@ -24,7 +24,12 @@ import tiktoken.model
 import tiktoken.registry
 
 from otel_ctx.engine.cache import BoundedCache
-from otel_ctx.engine.errors import InvalidMessageError, InvalidRequestError, InvalidToolSchemaError
+from otel_ctx.engine.errors import (
+    InvalidMessageError,
+    InvalidRequestError,
+    InvalidToolSchemaError,
+    TooDeeplyNestedError,
+)
 
 log = logging.getLogger("otel_ctx")
 _warned: set[str] = set()
@@ -140,66 +145,6 @@ class TokenCounter:
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
 
-    # -- messages ------------------------------------------------------------------------
-
-    def content(self, content: Any, where: str, index: int | None) -> int:
-        """Tokens of a message's ``content``: a string, ``None`` or a list of parts."""
-        if content.__class__ is str:
-            return self.text(content)
-        if content is None:
-            return 0
-        if isinstance(content, str):
-            return self.text(str(content))
-        if not isinstance(content, list):
-            raise InvalidMessageError(
-                f"{where}.content",
-                f"must be a string, a list of parts or null, got {type(content).__name__}",
-                index=index,
-            )
-        n = 0
-        for k, part in enumerate(content):
-            n += self._part(part, f"{where}.content[{k}]", index)
-        return n
-
-    def _part(self, part: Any, where: str, index: int | None) -> int:
-        if not isinstance(part, Mapping):
-            raise InvalidMessageError(where, f"must be an object, got {type(part).__name__}", index=index)
-        kind = part.get("type")
-        if kind == "text" or kind == "refusal":
-            value = part.get(kind)
-            if not isinstance(value, str):
-                raise InvalidMessageError(f"{where}.{kind}", "must be a string", index=index)
-            return self.text(value)
-        if kind == "image_url":
-            image = part.get("image_url")
-            detail = image.get("detail") if isinstance(image, Mapping) else None
-            return IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS_HIGH
-        if not isinstance(kind, str):
-            raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
-        # A part type the accounting does not know: charge its JSON text (errs high).
-        return self.text(_json(part, where, index))
-
-    def tool_calls(self, calls: Any, where: str, index: int | None) -> int:
-        if not isinstance(calls, list):
-            raise InvalidMessageError(
-                f"{where}.tool_calls", f"must be a list, got {type(calls).__name__}", index=index
-            )
-        n = 0
-        for k, call in enumerate(calls):
-            here = f"{where}.tool_calls[{k}]"
-            fn = call.get("function") if isinstance(call, Mapping) else None
-            if not isinstance(fn, Mapping) or not isinstance(call.get("id"), str):
-                raise InvalidMessageError(
-                    here, "must be an object with an 'id' string and a 'function' object", index=index
-                )
-            name, args = fn.get("name"), fn.get("arguments", "")
-            if not isinstance(name, str) or not isinstance(args, str):
-                raise InvalidMessageError(
-                    f"{here}.function", "needs a 'name' string and an 'arguments' JSON string", index=index
-                )
-            n += TOKENS_PER_TOOL_CALL + self.text(name) + self.text(args)
-        return n
-
     # -- tool definitions ----------------------------------------------------------------
 
     def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
@@ -266,6 +211,8 @@ class TokenCounter:
                 n += self.text(f"{key}:{_json(prop, here, None, error=InvalidToolSchemaError)}")
                 continue
             enum = prop.get("enum")
+            if enum is not None and not isinstance(enum, (list, tuple)):
+                raise InvalidToolSchemaError(f"{here}.enum", f"must be a list of values, got {enum!r}")
             if enum:
                 n -= 3
                 for item in enum:
@@ -280,5 +227,7 @@ def _json(
 ) -> str:
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        raise TooDeeplyNestedError(where, "is nested too deeply to be a request", index=index) from None
     except (TypeError, ValueError) as exc:
         raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc
