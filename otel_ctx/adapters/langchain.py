@@ -25,7 +25,12 @@ from typing import Any
 
 from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
 from otel_ctx.adapters.openai_chat import ADAPTER as CHAT
-from otel_ctx.engine.errors import InvalidMessageError, InvalidRequestError, InvalidToolSchemaError
+from otel_ctx.engine.errors import (
+    InvalidMessageError,
+    InvalidRequestError,
+    InvalidToolSchemaError,
+    TooDeeplyNestedError,
+)
 from otel_ctx.engine.model import Block, Turn
 from otel_ctx.engine.tokens import TokenCounter
 
@@ -58,7 +63,14 @@ def as_chat_dicts(messages: Sequence[Any]) -> list[list[dict[str, Any]]]:
             raise InvalidMessageError(
                 f"messages[{i}]", f"must be a message object or dict, got {type(m).__name__}", index=i
             )
-        fast = _plain(m)
+        try:
+            fast = _plain(m)
+        except RecursionError:
+            raise TooDeeplyNestedError(
+                f"messages[{i}]", "is nested too deeply to be a message", index=i
+            ) from None
+        except (KeyError, TypeError, AttributeError, ValueError):  # malformed: LangChain's helper says why
+            fast = None
         out.append([fast] if fast is not None else _converted(m, i))
     return out
 
@@ -95,11 +107,15 @@ def _converted(m: Any, index: int) -> list[dict[str, Any]]:
 
     try:
         out = convert_to_openai_messages([m])
-    except (ValueError, TypeError, KeyError) as exc:
+    except RecursionError:
+        raise TooDeeplyNestedError(
+            f"messages[{index}]", "is nested too deeply to be a message", index=index
+        ) from None
+    except Exception as exc:  # whatever the helper trips on, the caller gets the place and the reason
         raise InvalidMessageError(
-            f"messages[{index}]", f"LangChain cannot convert this message: {exc}", index=index
+            f"messages[{index}]", f"LangChain cannot convert this {type(m).__name__}: {exc}", index=index
         ) from exc
-    return [dict(d) for d in out]
+    return [dict(d) if isinstance(d, Mapping) else d for d in out]
 
 
 def tool_dicts(tools: Any) -> Any:
@@ -117,7 +133,7 @@ def tool_dicts(tools: Any) -> Any:
             continue
         try:
             out.append(convert_to_openai_tool(t))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except Exception as exc:  # LangChain's helper raises many kinds; the caller gets one
             raise InvalidToolSchemaError(
                 f"tools[{k}]", f"LangChain cannot describe this {type(t).__name__} as a tool: {exc}"
             ) from exc
