@@ -246,6 +246,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
         notes.append(
             "langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured."
         )
+    figures += anthropic_langchain_figures(conv, trials=trials)
     noisy = [x for x in (*t.values(), *w.values()) if x.spread > 0.5]
     if noisy:
         notes.append(
@@ -271,3 +272,63 @@ def _warm_figure(warm: Timing, two: Timing) -> Figure:
         r <= WARM_TARGET,
         f"round {fmt_seconds(warm.median)}, 2 messages {fmt_seconds(two.median)}",
     )
+
+
+#: Reading a dialect into the request model may add at most this much to a cold fit.
+DIALECT_TARGET = 1.10
+
+
+def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> list[Figure]:
+    """A cold fit of the same 100 messages as an Anthropic Messages body and as LangChain
+    messages, each against the cold fit of Chat Completions dicts: what conversion adds."""
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": conv}
+    cases: dict[str, Callable[[], Thunk]] = {}
+
+    def dicts() -> Thunk:
+        fitter = new_fitter()
+        return lambda: fitter.fit(conv)
+
+    def anthropic() -> Thunk:
+        fitter = new_fitter()
+        return lambda: fitter.fit_request(body, provider="anthropic")
+
+    cases = {"dicts": dicts, "anthropic": anthropic}
+    try:
+        from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+    except ImportError:
+        lc_messages: list[BaseMessage] | None = None
+    else:
+        lc_messages = [
+            HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"]) for m in conv
+        ]
+
+        def langchain() -> Thunk:
+            fitter = new_fitter()
+            assert lc_messages is not None
+            return lambda: fitter.fit(lc_messages)
+
+        cases["langchain"] = langchain
+    t = interleaved(cases, trials=trials)
+    base = t["dicts"]
+    out = [
+        _ratio(
+            "cold fit: Anthropic Messages body ÷ Chat Completions dicts",
+            t["anthropic"],
+            base,
+            DIALECT_TARGET,
+            "≤",
+            f"anthropic {fmt_seconds(t['anthropic'].median)}, dicts {fmt_seconds(base.median)}",
+        )
+    ]
+    if lc_messages is not None:
+        out.append(
+            _ratio(
+                "cold fit: LangChain messages ÷ Chat Completions dicts",
+                t["langchain"],
+                base,
+                DIALECT_TARGET,
+                "≤",
+                f"langchain {fmt_seconds(t['langchain'].median)}, dicts {fmt_seconds(base.median)}",
+            )
+        )
+    return out
