@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -271,3 +274,24 @@ def test_agent_loop_with_the_real_sdk(fake_provider: FakeProvider, stream: bool)
     # Reported input (uncached + cache reads) is 1.2 x the estimate: calibration learns it.
     assert 1.1 < fitter.calibration <= 1.2
     assert results[-1].breakdown.estimated <= results[-1].breakdown.budget
+
+
+def test_the_readme_anthropic_section_is_the_example_and_its_output() -> None:
+    _readme_section_runs("Anthropic Messages", "anthropic_messages.py")
+
+
+def _readme_section_runs(title: str, example: str) -> None:
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    section = readme.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+    code = (root / "examples" / example).read_text().split('"""', 2)[2].lstrip("\n")
+    assert section.split("```python\n", 1)[1].split("```", 1)[0] == code
+    proc = subprocess.run(
+        [sys.executable, str(root / "examples" / example)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    shown = section.split(f"prints (`python examples/{example}`):\n\n```text\n", 1)[1].split("```", 1)[0]
+    assert proc.stdout == shown

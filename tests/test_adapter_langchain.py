@@ -185,3 +185,9 @@ def test_langchain_is_imported_only_when_its_objects_arrive() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_readme_langchain_section_is_the_example_and_its_output() -> None:
+    from test_adapter_anthropic import _readme_section_runs
+
+    _readme_section_runs("LangChain", "langchain_messages.py")

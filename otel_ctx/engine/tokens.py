@@ -88,7 +88,9 @@ def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None
         native = None
     if native is not None and native + _OFFLINE_SUFFIX in available:
         return ResolvedEncoding(tiktoken.get_encoding(native + _OFFLINE_SUFFIX), native, native, False)
-    if model not in _warned:
+    # Anthropic publishes no offline tokenizer: cl100k_base is the closest there is, every
+    # count is an estimate (``exact=False``) by design, and a warning would say nothing new.
+    if model not in _warned and not model.startswith("claude"):
         _warned.add(model)
         log.warning(
             "otel-ctx: %s for model %r is not installed offline; counting with %s "
