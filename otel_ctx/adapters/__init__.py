@@ -45,15 +45,25 @@ def register(adapter: Adapter) -> None:
     _loaded[adapter.provider] = adapter
 
 
+_modules: dict[str, Adapter | None] = {}
+
+
 def _load(module: str) -> Adapter | None:
+    """The ``ADAPTER`` of ``module``, imported once (a failed import is remembered too:
+    searching the path again on every fit would cost more than the fit)."""
+    if module in _modules:
+        return _modules[module]
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == module:  # the dialect is not part of this installation
-            return None
-        raise
-    adapter = getattr(mod, "ADAPTER", None)
-    return adapter if isinstance(adapter, Adapter) else None
+        if exc.name != module:
+            raise
+        adapter = None  # the dialect is not part of this installation
+    else:
+        found = getattr(mod, "ADAPTER", None)
+        adapter = found if isinstance(found, Adapter) else None
+    _modules[module] = adapter
+    return adapter
 
 
 def adapter_for(provider: str) -> Adapter:

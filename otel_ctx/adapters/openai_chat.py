@@ -527,10 +527,8 @@ class OpenAIChatAdapter(Adapter):
         items = reading.items
         model = reading.model
         replaced = state.replaced
-        out: list[Any] = []
-        for k in fitted.turns:
-            for i in model.span(k):
-                out.append(replaced.get(i, items[i]) if replaced else items[i])
+        kept = model.item_indexes(fitted.turns)
+        out = [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
         if fitted.summary is not None:
             out.insert(fitted.summary_at, fitted.summary)
         if reading.body is None:

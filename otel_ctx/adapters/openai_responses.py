@@ -280,6 +280,12 @@ class OpenAIResponsesAdapter(Adapter):
     def to_model(self, body: Any, ctx: ReadContext) -> Reading:
         if not isinstance(body, Mapping):
             raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        if "messages" in body and "input" not in body:
+            raise InvalidRequestError(
+                "input",
+                "an OpenAI Responses request has 'input'; this body has 'messages' "
+                "(Chat Completions or Anthropic Messages)",
+            )
         counter = ctx.counter
         raw_input = body.get("input")
         state = _State(isinstance(raw_input, str))

@@ -39,11 +39,21 @@ class Plan:
 
     def kept_turns(self) -> list[int]:
         gone = set(self.dropped)
-        return [t for u, (s, e) in enumerate(self.units) if u not in gone for t in range(s, e)]
+        out: list[int] = []
+        for u, (s, e) in enumerate(self.units):
+            if u not in gone:
+                if e - s == 1:
+                    out.append(s)
+                else:
+                    out.extend(range(s, e))
+        return out
 
     def dropped_turns(self) -> list[int]:
-        gone = set(self.dropped)
-        return [t for u, (s, e) in enumerate(self.units) if u in gone for t in range(s, e)]
+        """Turns of the dropped units, in transcript order."""
+        out: list[int] = []
+        for u in sorted(self.dropped):
+            out.extend(range(*self.units[u]))
+        return out
 
 
 def floor(model: RequestModel, spans: list[tuple[int, int]], pinned_turns: Iterable[int]) -> list[bool]:
@@ -111,11 +121,13 @@ def compact(model: RequestModel, ceiling: int, pinned_turns: Iterable[int], stra
     pinned = floor(model, spans, pinned_turns)
     order = drop_order([u for u in range(len(spans)) if not pinned[u]], strategy)
     dropped: list[int] = []
-    for u in order:
+    turns = model.turns
+    for u in order:  # the hot loop of a compacting round: no calls for one-turn units
         if total <= ceiling:
             break
         dropped.append(u)
-        total -= unit_cost(model, spans[u])
+        s, e = spans[u]
+        total -= turns[s].cost if e - s == 1 else sum(turns[i].cost for i in range(s, e))
     outcome: Outcome = "compacted" if total <= ceiling else "overflow"
     return Plan(spans, dropped, order[len(dropped) :], total, outcome)
 

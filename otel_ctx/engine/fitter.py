@@ -391,10 +391,7 @@ class ContextFitter:
                 plan = more
 
         kept = plan.kept_turns() if plan.dropped else list(range(len(model.turns)))
-        dropped_items: list[int] = []
-        if plan.dropped:
-            for k in plan.dropped_turns():
-                dropped_items.extend(model.span(k))
+        dropped_items = model.item_indexes(plan.dropped_turns()) if plan.dropped else []
         summary_at = 0
         if summary is not None:
             first = dropped_items[0] if dropped_items else model.items

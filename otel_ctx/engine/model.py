@@ -144,6 +144,20 @@ class RequestModel:
     def block_tokens(self, kind: str) -> int:
         return sum(b.tokens for b in self.blocks if b.kind == kind)
 
+    @property
+    def one_to_one(self) -> bool:
+        """True when every turn is exactly one item (Chat Completions): turn k is item k."""
+        return self.items == len(self.turns)
+
+    def item_indexes(self, turns: list[int]) -> list[int]:
+        """The caller's item indexes of ``turns`` (in order)."""
+        if self.one_to_one:
+            return turns
+        out: list[int] = []
+        for k in turns:
+            out.extend(self.span(k))
+        return out
+
     def span(self, turn: int) -> range:
         """The caller's items turn ``turn`` stands for."""
         starts = self.starts
