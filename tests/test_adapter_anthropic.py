@@ -186,6 +186,25 @@ def test_tight_budgets_drop_whole_exchanges(budget: int) -> None:
         assert res.dropped_turns > 0 and res.breakdown.estimated <= budget - 100
 
 
+def test_a_summary_of_dropped_exchanges_goes_to_the_top_level_system() -> None:
+    seen: list[int] = []
+
+    def summarize(dropped: list[Any]) -> str:
+        seen.append(len(dropped))
+        return "The customer asked for a refund; lookups found nothing new."
+
+    fitter = ContextFitter(
+        BudgetPolicy(context_length=3_000, reserved_output=100), model=MODEL, summarizer=summarize
+    )
+    body = _loop_body(12)
+    res = fitter.fit_request(body, provider="anthropic")
+    assert res.outcome == "compacted" and seen and seen[0] % 2 == 0  # whole exchanges went
+    system = res.request["system"]
+    assert system[0] == body["system"][0] and "refund" in system[-1]["text"]
+    assert violations(res.request) == [] and alternates(res.request["messages"])
+    assert res.breakdown.estimated <= res.breakdown.budget
+
+
 @given(
     body=messages_requests(),
     context=st.integers(300, 30_000),

@@ -8,6 +8,7 @@ can keep a tool result whose call it dropped.
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -150,3 +151,16 @@ def test_a_trimmer_whose_output_cannot_be_measured_still_returns_it(
 
 def _call(call_id: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def test_a_comparison_that_fails_still_emits_the_round(cap: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    observe_module = sys.modules["otel_ctx.telemetry.observe"]
+
+    def broken(before: Any, after: Any) -> Any:
+        raise RuntimeError("comparison bug")
+
+    monkeypatch.setattr(observe_module, "compare", broken)
+    trim = observed(trim_messages, policy=POLICY, model="gpt-4o", emitter=cap.emitter)
+    trim(_agent_history(), max_tokens=5, strategy="last", token_counter=len)
+    a = _observe_span(cap)
+    assert a[n.OUTCOME] == "fit" and n.TRIM_TICKET_DROPPED not in a

@@ -281,7 +281,10 @@ class _Watcher:
             )
             mode = MODE_OBSERVE
             if given is not None and isinstance(out, Sequence):
-                result, trim_extra = _with_trim_report(result, given, out)
+                try:
+                    result, trim_extra = _with_trim_report(result, given, out)
+                except Exception as exc:  # the round is still worth emitting without the comparison
+                    log_failure("comparing a trimmer's input and output", exc)
         known = fitter.task_types if fitter is not None else ()
         model = self.model or (active.model if active is not None else None) or result.model
         em = self.emitter or (active.emitter if active is not None else default_emitter())
