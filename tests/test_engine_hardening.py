@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_ctx import (
     BudgetPolicy,
@@ -149,23 +151,54 @@ def test_calibration_rejects_what_is_not_a_factor() -> None:
         assert isinstance(fitter.calibration, float)
 
 
-def test_only_typed_errors_escape_for_malformed_requests() -> None:
-    fitter = ContextFitter(BudgetPolicy(8_000, 500, tool_result_cap=50), model="gpt-4")
-    rng = random.Random(7)
-    atoms: list[Any] = [None, 5, True, "x", 3.5, [], {}, b"raw", object()]
+_atoms = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.sampled_from(["user", "assistant", "tool", "system", "function_call", "function_call_output", "text"]),
+)
+_KEYS = [
+    "role",
+    "content",
+    "type",
+    "text",
+    "tool_calls",
+    "tool_call_id",
+    "id",
+    "function",
+    "name",
+    "arguments",
+    "input",
+    "call_id",
+    "output",
+    "instructions",
+    "messages",
+    "tools",
+    "parameters",
+    "properties",
+    "enum",
+]
+_json_like = st.recursive(
+    _atoms,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5),
+    max_leaves=30,
+)
 
-    def junk(depth: int) -> Any:
-        if depth == 0 or rng.random() < 0.3:
-            return rng.choice(atoms)
-        if rng.random() < 0.5:
-            return [junk(depth - 1) for _ in range(rng.randint(0, 3))]
-        keys = ["role", "content", "type", "text", "tool_calls", "tool_call_id", "input", "call_id", "output"]
-        return {rng.choice(keys): junk(depth - 1) for _ in range(rng.randint(0, 4))}
 
-    for _ in range(3_000):
-        body = {rng.choice(["messages", "input", "instructions", "tools"]): junk(4)}
-        if rng.random() < 0.5:
-            body["model"] = "gpt-4o"
-        for call in (fitter.fit_request, fitter.measure_request, fitter.count_request):
-            with contextlib.suppress(OtelCtxError):
-                call(body)
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["messages", "input", "instructions", "tools", "model", "functions"]), _json_like
+    ),
+    st.sampled_from([None, "openai", "openai-responses"]),
+)
+def test_only_typed_errors_come_out_of_malformed_requests(body: dict[str, Any], provider: str | None) -> None:
+    fitter = ContextFitter(BudgetPolicy(2_000, 100, tool_result_cap=20), model="gpt-4")
+    for call in (fitter.fit_request, fitter.measure_request, fitter.count_request):
+        with contextlib.suppress(OtelCtxError):
+            call(body, provider=provider)
+    messages = body.get("messages")
+    with contextlib.suppress(OtelCtxError):
+        fitter.fit(messages, tools=body.get("tools"))  # type: ignore[arg-type]
