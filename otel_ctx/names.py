@@ -345,6 +345,14 @@ ATTRIBUTE_DOCS.update(
     }
 )
 
+# --- counts that are estimates ------------------------------------------------------------
+
+#: False when the count is an estimate (Anthropic: no offline tokenizer; a model whose own
+#: encoding is not installed): the encoding attribute then names the stand-in.
+EXACT = _P + "exact"
+FIT_SPAN_ATTRIBUTES = (*FIT_SPAN_ATTRIBUTES, EXACT)
+ATTRIBUTE_DOCS[EXACT] = "False when the count is an estimate (no offline tokenizer for the provider)."
+
 # --- observe-only: what someone else's trimmer dropped -----------------------------------
 
 #: Observe span: the trimmer dropped the original ticket (the first user message).

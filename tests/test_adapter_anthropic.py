@@ -314,3 +314,12 @@ def _readme_section_runs(title: str, example: str) -> None:
     )
     shown = section.split(f"prints (`python examples/{example}`):\n\n```text\n", 1)[1].split("```", 1)[0]
     assert proc.stdout == shown
+
+
+def test_the_span_says_the_count_is_an_estimate() -> None:
+    from otel_ctx import names as n
+    from otel_ctx.telemetry.emitter import span_attributes
+
+    res = _fitter().fit_request(_loop_body(1), provider="anthropic")
+    attrs = span_attributes(res, round_number=1, model=MODEL)
+    assert attrs[n.EXACT] is False and attrs[n.ENCODING] == "cl100k_base"
