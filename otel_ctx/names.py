@@ -35,8 +35,16 @@ GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-#: Not (yet) in the GenAI conventions; named in their style because the issue asks for it.
-GEN_AI_CONVERSATION_COMPACTED = "gen_ai.conversation.compacted"
+
+# --- general OpenTelemetry conventions (exceptions and errors) -----------------------------
+
+#: The span event an exception is recorded as, and its attributes.
+EVENT_EXCEPTION = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
+#: Span attribute: the class of the error that ended the operation.
+ERROR_TYPE = "error.type"
 
 #: Opt-in content capture, as in opentelemetry-python-contrib's GenAI instrumentations.
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -73,6 +81,8 @@ SOURCE_CLASSES = _P + "source_classes"
 DATA_CLASS = _P + "data_class"
 MODE = _P + "mode"
 ROUNDS = _P + "rounds"
+#: Ours, not the GenAI conventions': they define no attribute for a compacted history.
+COMPACTED = _P + "compacted"
 
 #: The four transcript roles, each with its own span attribute and metric component.
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -115,7 +125,7 @@ FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
     SOURCE_CLASSES,
     DATA_CLASS,
     GEN_AI_REQUEST_MODEL,
-    GEN_AI_CONVERSATION_COMPACTED,
+    COMPACTED,
 )
 
 ATTRIBUTE_DOCS: dict[str, str] = {
@@ -151,7 +161,7 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     GEN_AI_REQUEST_MODEL: "GenAI semconv: the model the request is for.",
     GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run spans; never on metrics).",
     GEN_AI_AGENT_NAME: "GenAI semconv: the agent's name (run spans).",
-    GEN_AI_CONVERSATION_COMPACTED: "True when compaction dropped history this round.",
+    COMPACTED: "True when compaction dropped history this round.",
     MODE: "`fit` (otel-ctx chose what to send) or `observe` (someone else's trimmer did).",
     ROUNDS: "Run span: rounds fitted in the run.",
 }
@@ -312,6 +322,8 @@ OUTCOMES: tuple[str, ...] = ("fit", "compacted", "overflow")
 
 #: Metric label value for task types outside the configured set.
 OTHER_TASK_TYPE = "other"
+#: Metric label value of ``gen_ai.request.model`` for models outside the bounded set.
+OTHER_MODEL = "other"
 
 
 def prometheus_label(attribute: str) -> str:

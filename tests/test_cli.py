@@ -222,7 +222,11 @@ def test_demo_forever_stops_cleanly_on_sigterm_and_flushes(tmp_path: Path) -> No
             text=True,
             env=clean_env(),
         )
-        time.sleep(3)
+        # The banner comes just before the handlers are installed; wait for it, not a fixed
+        # time (start-up, loading the encoder included, is slower on a loaded machine).
+        banner = proc.stderr.readline() if proc.stderr else ""
+        assert "until Ctrl-C or SIGTERM" in banner, banner
+        time.sleep(2)
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)

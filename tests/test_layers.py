@@ -50,6 +50,13 @@ def test_engine_module_imports_no_telemetry_and_no_dialect(module: str) -> None:
     assert not offending, f"otel_ctx/engine/{module}.py imports {sorted(offending)}"
 
 
+@pytest.mark.parametrize("module", ["encodings", "names", "presets"])
+def test_engine_side_top_level_module_imports_no_telemetry(module: str) -> None:
+    imported = _imports(PACKAGE / f"{module}.py")
+    offending = {m for m in imported if m.startswith(OUTSIDE)}
+    assert not offending, f"otel_ctx/{module}.py imports {sorted(offending)}"
+
+
 @pytest.mark.parametrize("module", ADAPTERS)
 def test_adapter_module_imports_no_telemetry(module: str) -> None:
     imported = _imports(PACKAGE / "adapters" / f"{module}.py")

@@ -95,7 +95,7 @@ def test_every_fit_span_attribute_is_set_from_the_breakdown(cap: Capture, fitter
     assert list(a[n.SOURCE_CLASSES]) == ["internal", "confidential"]
     assert a[n.DATA_CLASS] == "confidential"
     assert a[n.GEN_AI_REQUEST_MODEL] == "gpt-4o"
-    assert a[n.GEN_AI_CONVERSATION_COMPACTED] is False
+    assert a[n.COMPACTED] is False
     assert a[n.GEN_AI_CONVERSATION_ID] == "conv-7" and a[n.GEN_AI_AGENT_NAME] == "desk"
     assert a[n.MODE] == "fit"
     check_closure(a)
@@ -119,7 +119,7 @@ def test_span_attributes_close_like_the_breakdown(
     a = dict(span.attributes or {})
     check_closure(a)
     assert a[n.OUTCOME] == res.outcome
-    assert a[n.GEN_AI_CONVERSATION_COMPACTED] is (res.dropped_turns > 0)
+    assert a[n.COMPACTED] is (res.dropped_turns > 0)
 
 
 def test_no_request_limit_is_zero_on_the_span(cap: Capture) -> None:

