@@ -8,6 +8,7 @@ is a typed error naming where it is.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import sys
 import threading
@@ -187,7 +188,8 @@ _json_like = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+# OTEL_CTX_FUZZ_EXAMPLES=3000 for a deeper run than the suite's.
+@settings(max_examples=int(os.environ.get("OTEL_CTX_FUZZ_EXAMPLES", "200")), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(["messages", "input", "instructions", "tools", "model", "functions"]), _json_like

@@ -334,3 +334,17 @@ def test_a_pluggable_exact_counter_is_used_and_nothing_else_calls_out() -> None:
     bad = ContextFitter(BudgetPolicy(8_000, 500), model="gpt-4", exact_counter=lambda p, b: -1)
     with pytest.raises(InvalidRequestError, match="exact_counter"):
         bad.count_request(body)
+
+
+def test_an_exact_counter_sets_the_estimate_of_fit_and_measure() -> None:
+    body = {"model": "gpt-4", "messages": [{"role": "user", "content": "word " * 600}]}
+    plain = ContextFitter(BudgetPolicy(1_000, 100), model="gpt-4")
+    raw = plain.count_request(body)
+    doubled = ContextFitter(BudgetPolicy(1_000, 100), model="gpt-4", exact_counter=lambda p, b: 2 * raw)
+    measured = doubled.measure_request(body)
+    measured.breakdown.check()
+    assert measured.exact is True
+    assert 2 * raw <= measured.breakdown.estimated <= 2 * raw + 1
+    assert plain.measure_request(body).outcome == "fit"
+    assert measured.outcome == "overflow"  # 2 x raw is over the 900-token budget
+    assert doubled.fit_request(body).outcome == "overflow"  # the newest turn is the floor

@@ -449,7 +449,8 @@ class OpenAIChatAdapter(Adapter):
             return False
         if "system" in body:  # a top-level system prompt is the Messages API's
             return False
-        for tool in body.get("tools") or ():
+        tools = body.get("tools")
+        for tool in tools if isinstance(tools, list) else ():
             if isinstance(tool, Mapping):
                 if "input_schema" in tool:
                     return False

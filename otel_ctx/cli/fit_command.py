@@ -13,7 +13,7 @@ from otel_ctx.cli import notes
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
 from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
-from otel_ctx.cli.request_file import RequestFile, load_request
+from otel_ctx.cli.request_file import ChatRequest, load_request
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.errors import (
     InvalidPolicyError,
@@ -115,10 +115,10 @@ def fit(
 ) -> None:
     if budget is not None and request_limit is not None:
         raise CliError("give --budget or --request-limit, not both (--budget sets the request limit)")
-    if strategy not in ("middle", "oldest"):
-        raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
     if provider is not None and provider not in PROVIDERS:
         raise CliError(f"--provider: {provider!r} is not one of {', '.join(PROVIDERS)}")
+    if strategy not in ("middle", "oldest"):
+        raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
     req = load_request(request)
     policy = build_policy(
         req,
@@ -162,7 +162,7 @@ def fit(
 
 
 def build_policy(
-    req: RequestFile,
+    req: ChatRequest,
     *,
     task_type: str | None,
     context_length: int | None,
@@ -247,7 +247,7 @@ def _print(result: FitResult, fitter: ContextFitter, *, measure: bool, source: s
     out.print(notes.encoding_note(fitter), style="dim")
 
 
-def _write_request(path: Path, req: RequestFile, result: FitResult) -> None:
+def _write_request(path: Path, req: ChatRequest, result: FitResult) -> None:
     body = result.request if result.request is not None else req.body
     try:
         path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -20,17 +20,15 @@ OUTPUT_LIMIT_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
 
 
 @dataclass(frozen=True)
-class RequestFile:
-    """A request body and the parts of it the command line needs before the fit."""
+class ChatRequest:
+    """A request body (any dialect) and the parts of it the command line needs before the fit."""
 
     source: str
     body: dict[str, Any]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
     model: str | None
     max_output_tokens: int | None
-
-
-#: The name the command used before it read every dialect.
-ChatRequest = RequestFile
 
 
 def read_text(path: str) -> tuple[str, str]:
@@ -54,7 +52,7 @@ def read_text(path: str) -> tuple[str, str]:
         raise CliError(f"{label}: not UTF-8 text (byte {exc.start})") from None
 
 
-def parse_request(label: str, text: str) -> RequestFile:
+def parse_request(label: str, text: str) -> ChatRequest:
     if not text.strip():
         raise CliError(f"{label}: empty; expected a JSON request body ('messages' or 'input')")
     try:
@@ -62,6 +60,7 @@ def parse_request(label: str, text: str) -> RequestFile:
     except json.JSONDecodeError as exc:
         raise CliError(f"{label}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
+        # The parser recurses once per level of [ or {: no request is nested this deep.
         raise CliError(f"{label}: JSON nested too deeply to be a request body") from None
     if not isinstance(body, dict):
         raise CliError(
@@ -91,10 +90,10 @@ def parse_request(label: str, text: str) -> RequestFile:
             raise CliError(f"{label}: {key!r} must be a non-negative integer, got {value!r}")
         max_out = value
         break
-    return RequestFile(label, body, model, max_out)
+    return ChatRequest(label, body, messages, tools, model, max_out)
 
 
-def load_request(path: str) -> RequestFile:
+def load_request(path: str) -> ChatRequest:
     label, text = read_text(path)
     return parse_request(label, text)
 

@@ -54,8 +54,9 @@ class ContextFitter:
     safe to share between threads.
 
     ``exact_counter`` is an optional callable ``(provider, body) -> tokens`` that counts
-    a request exactly (a provider's token-counting endpoint, say). Nothing calls the
-    network unless you pass one.
+    a request exactly (a provider's token-counting endpoint, say): ``count_request``
+    returns its figure, and ``fit_request``/``measure_request`` scale their estimate of
+    that request up to it. Nothing calls the network unless you pass one.
     """
 
     def __init__(
@@ -367,8 +368,8 @@ class ContextFitter:
         squeeze: bool,
     ) -> FitResult:
         model = reading.model
+        cal, exact = self._calibration_for(adapter, reading)
         added, sources, _ = self._add_blocks(adapter, model, system_prompt, snippets, skills)
-        cal = self._cal
         ceiling = cal.ceiling(policy.budget)
         if squeeze:
             pins = _pinned_turns(pinned, reading.items, model)
@@ -415,7 +416,27 @@ class ContextFitter:
             summary_turn,
             dropped_items,
             tuple(ctx.problems),
+            exact,
         )
+
+    def _calibration_for(self, adapter: Adapter, reading: Reading) -> tuple[Calibration, bool]:
+        """The calibration this request is decided with, and whether its count is exact.
+
+        With an exact counter, the request as the caller built it is counted exactly and
+        this request's factor is at least exact ÷ estimated: the breakdown's lines keep their
+        proportions and sum to the exact figure (rounded up). Without one, the learned factor.
+        """
+        learned = self._cal
+        native = adapter.exact and not self._resolved.fallback
+        if self.exact_counter is None or reading.body is None:
+            return learned, native
+        raw = reading.model.total
+        exact = self._exact(adapter.provider, reading.body)
+        if raw <= 0:
+            return learned, True
+        # Rounded up to the next ten-thousandth, so the scaled total never comes in under it.
+        per_request = Calibration(max(learned.scaled, -(-exact * 10_000 // raw)))
+        return per_request, True
 
     def _summarize(self, adapter: Adapter, reading: Reading, plan: Plan) -> tuple[Any, Turn]:
         assert self.summarizer is not None
@@ -441,6 +462,7 @@ class ContextFitter:
         summary_turn: Turn | None,
         dropped_items: list[int],
         problems: tuple[str, ...],
+        exact: bool,
     ) -> FitResult:
         model = reading.model
         turns = model.turns
@@ -509,7 +531,7 @@ class ContextFitter:
             prefix_messages=prefix,
             request=body,
             provider=adapter.provider,
-            exact=adapter.exact and not self._resolved.fallback,
+            exact=exact,
             problems=problems,
         )
 
