@@ -34,7 +34,9 @@ if TYPE_CHECKING:
         UnknownProviderError,
         UnknownTaskTypeError,
     )
+    from otel_ctx.ledger import RunCeilingReached
     from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
+    from otel_ctx.pricing import PriceTable, Usage
 
     # (mypy sees the telemetry package's submodules of the same names as earlier bindings.)
     from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run  # type: ignore[no-redef]
@@ -66,6 +68,9 @@ _EXPORTS: dict[str, str] = {
         "otel_ctx.engine",
     ),
     "SUPPORT_DESK": "otel_ctx.presets",
+    "RunCeilingReached": "otel_ctx.ledger",
+    "PriceTable": "otel_ctx.pricing",
+    "Usage": "otel_ctx.pricing",
     "support_desk_policies": "otel_ctx.presets",
     **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
 }
@@ -83,6 +88,8 @@ __all__ = [
     "InvalidRequestError",
     "InvalidToolSchemaError",
     "OtelCtxError",
+    "PriceTable",
+    "RunCeilingReached",
     "Source",
     "SourceInfo",
     "TelemetryHandle",
@@ -90,6 +97,7 @@ __all__ = [
     "TranscriptRuleError",
     "UnknownProviderError",
     "UnknownTaskTypeError",
+    "Usage",
     "__version__",
     "configure",
     "observe",

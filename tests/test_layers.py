@@ -50,7 +50,7 @@ def test_engine_module_imports_no_telemetry_and_no_dialect(module: str) -> None:
     assert not offending, f"otel_ctx/engine/{module}.py imports {sorted(offending)}"
 
 
-@pytest.mark.parametrize("module", ["encodings", "names", "presets"])
+@pytest.mark.parametrize("module", ["encodings", "ledger", "names", "presets", "pricing"])
 def test_engine_side_top_level_module_imports_no_telemetry(module: str) -> None:
     imported = _imports(PACKAGE / f"{module}.py")
     offending = {m for m in imported if m.startswith(OUTSIDE)}

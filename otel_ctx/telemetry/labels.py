@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable
 
 from otel_ctx import encodings, names
+from otel_ctx.ledger import check_resolutions
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
@@ -37,6 +38,7 @@ class LabelPolicy:
         max_task_types: int = DEFAULT_MAX_TASK_TYPES,
         models: Iterable[str] | None = None,
         max_models: int = DEFAULT_MAX_MODELS,
+        resolutions: Iterable[str] = (),
     ) -> None:
         if isinstance(max_round, bool) or not isinstance(max_round, int) or max_round < 1:
             raise ValueError(f"max_round must be an integer >= 1, got {max_round!r}")
@@ -45,6 +47,8 @@ class LabelPolicy:
         if isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 0:
             raise ValueError(f"max_models must be an integer >= 0, got {max_models!r}")
         self.task_types: frozenset[str] = frozenset(task_types or ())
+        #: The application's own run resolutions, beside resolved/escalated/abandoned/... .
+        self.resolutions: tuple[str, ...] = check_resolutions(resolutions)
         self.max_round = max_round
         self.max_task_types = max_task_types
         self._round_labels = tuple(str(i) for i in range(max_round + 1))

@@ -434,6 +434,7 @@ def configure(
     max_round: int = DEFAULT_MAX_ROUND,
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
     models: Iterable[str] | None = None,
+    resolutions: Iterable[str] = (),
 ) -> TelemetryHandle:
     """Set up tracing and metrics for otel-ctx where the application has not.
 
@@ -445,7 +446,8 @@ def configure(
     ``OTEL_TRACES_EXPORTER`` and ``OTEL_METRICS_EXPORTER`` (default ``otlp``).
 
     ``task_types`` adds to the fitters' task types in the set that metric labels keep
-    (others become ``other``); ``max_round`` is the last round with its own label.
+    (others become ``other``); ``max_round`` is the last round with its own label;
+    ``resolutions`` adds the application's own run resolutions (a few) to the built-in ones.
     ``models`` are the model names metric labels keep besides the model table's; the first
     20 others keep theirs too (with ``models`` given, only variants of known families such
     as ``gpt-4.1-mini``), later ones become ``other``.
@@ -459,7 +461,11 @@ def configure(
             logger.debug("otel-ctx telemetry: configure() called again; keeping the first setup")
             return _handle
         default_emitter().labels = LabelPolicy(
-            task_types=task_types, max_round=max_round, max_task_types=max_task_types, models=models
+            task_types=task_types,
+            max_round=max_round,
+            max_task_types=max_task_types,
+            models=models,
+            resolutions=resolutions,
         )
         want_traces = not _app_has_tracer_provider()
         want_metrics = not _app_has_meter_provider()
