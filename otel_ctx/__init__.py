@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         UnknownProviderError,
         UnknownTaskTypeError,
     )
+    from otel_ctx.instrumentation import instrument, task, uninstrument
     from otel_ctx.ledger import RunCeilingReached
     from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
     from otel_ctx.pricing import PriceTable, Usage
@@ -73,6 +74,8 @@ _EXPORTS: dict[str, str] = {
     "Usage": "otel_ctx.pricing",
     "support_desk_policies": "otel_ctx.presets",
     **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
+    # The zero-code instrumentor (needs the openai/anthropic/langchain extras).
+    **dict.fromkeys(("instrument", "uninstrument", "task"), "otel_ctx.instrumentation"),
 }
 
 __all__ = [
@@ -100,10 +103,13 @@ __all__ = [
     "Usage",
     "__version__",
     "configure",
+    "instrument",
     "observe",
     "observed",
     "run",
     "support_desk_policies",
+    "task",
+    "uninstrument",
 ]
 
 

@@ -80,6 +80,6 @@ def test_spans_keep_the_model_as_given() -> None:
     fitter = ContextFitter(SUPPORT_DESK, model="local-llm-7b")
     cap.emitter.instrument(lambda: fitter.fit(long_dispute(4), task_type="status"), round_number=1)
     (span,) = cap.spans(n.SPAN_FIT)
-    assert span.attributes is not None and span.attributes[n.GEN_AI_REQUEST_MODEL] == "local-llm-7b"
+    assert span.attributes is not None and span.attributes[n.MODEL] == "local-llm-7b"
     assert models_on_metrics(cap)[n.FITS.name] == {n.OTHER_MODEL}
     cap.close()

@@ -103,7 +103,7 @@ def span_attributes(
     attrs[names.SOURCES] = [s.name for s in b.sources]
     attrs[names.SOURCE_CLASSES] = [s.data_class or "none" for s in b.sources]
     attrs[names.DATA_CLASS] = b.data_class or "none"
-    attrs[names.GEN_AI_REQUEST_MODEL] = model or result.model
+    attrs[names.MODEL] = model or result.model
     attrs[names.COMPACTED] = result.compacted
     attrs[names.MODE] = mode
     return attrs
