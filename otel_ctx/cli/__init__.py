@@ -40,7 +40,9 @@ app.command("fit", help=fit_command.HELP)(fit_command.fit)
 #: Options whose value is optional: given bare, they take this value.
 OPTIONAL_VALUES: dict[str, str] = {
     "--inspect": demo_command.INSPECT_AUTO,
-    "--otlp": "",  # resolved below: OTEL_EXPORTER_OTLP_ENDPOINT or the default
+    # Empty: no endpoint is passed on, so the exporters use OTEL_EXPORTER_OTLP_ENDPOINT or
+    # the default port of the protocol (gRPC 4317, http/protobuf 4318).
+    "--otlp": "",
 }
 
 
@@ -76,16 +78,8 @@ def expand_optional_values(args: Sequence[str]) -> list[str]:
         if arg in OPTIONAL_VALUES:
             following = args[i + 1] if i + 1 < len(args) else None
             if following is None or following.startswith("-"):
-                out.append(_default_for(arg))
+                out.append(OPTIONAL_VALUES[arg])
     return out
-
-
-def _default_for(option: str) -> str:
-    if option == "--otlp":
-        from otel_ctx.cli.telemetry import DEFAULT_OTLP_ENDPOINT
-
-        return os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or DEFAULT_OTLP_ENDPOINT
-    return OPTIONAL_VALUES[option]
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -131,4 +125,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         # `otel-ctx demo | head`: the reader left; not an error of ours.
         sys.stderr.close()
         sys.exit(0)
+    except RecursionError:
+        _fail("the input is nested too deeply to process")
+    except MemoryError:
+        _fail("out of memory reading or processing the input")
+    except Exception as exc:
+        # Hostile input can still reach a path nobody foresaw; the user gets one line and
+        # exit 2, never a traceback (OTEL_CTX_DEBUG=1 shows it, for a bug report).
+        if os.environ.get("OTEL_CTX_DEBUG"):
+            raise
+        _fail(f"unexpected {type(exc).__name__}: {exc} (set OTEL_CTX_DEBUG=1 for the traceback)")
     sys.exit(rc if isinstance(rc, int) else 0)

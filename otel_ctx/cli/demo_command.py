@@ -70,8 +70,9 @@ def demo(
         typer.Option(
             "--otlp",
             metavar="[URL]",
-            help=f"Export spans and metrics over OTLP (default URL {cli_telemetry.DEFAULT_OTLP_ENDPOINT}, "
-            "or OTEL_EXPORTER_OTLP_ENDPOINT).",
+            help="Export spans and metrics over OTLP (default: OTEL_EXPORTER_OTLP_ENDPOINT, else "
+            f"{cli_telemetry.DEFAULT_OTLP_ENDPOINT} for gRPC or {cli_telemetry.DEFAULT_OTLP_HTTP_ENDPOINT} "
+            "with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf).",
         ),
     ] = None,
     prometheus_port: Annotated[
@@ -96,7 +97,7 @@ def demo(
         raise CliError("--rate only applies with --forever")
     if forever and inspect is not None:
         raise CliError("--inspect and --forever do not go together: inspect one run, or run forever")
-    if otlp is not None:
+    if otlp:  # empty: a bare --otlp, the exporters' own default
         check_url(otlp)
     out = make_console()
     err = make_console(stderr=True)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from otel_ctx.cli.errors import CliError
+from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, read_input
 
 
 @dataclass(frozen=True)
@@ -23,21 +22,9 @@ class ChatRequest:
     max_output_tokens: int | None
 
 
-def read_text(path: str) -> tuple[str, str]:
-    """``(label, text)`` of a path, or of stdin for ``-``."""
-    if path == "-":
-        data = sys.stdin.buffer.read()
-        label = "<stdin>"
-    else:
-        label = path
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise CliError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise CliError(f"{path}: is a directory, expected a JSON file") from None
-        except OSError as exc:
-            raise CliError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+def read_text(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> tuple[str, str]:
+    """``(label, text)`` of a path, or of stdin for ``-``; at most ``max_bytes`` are read."""
+    label, data = read_input(path, max_bytes)
     try:
         return label, data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -51,6 +38,9 @@ def parse_request(label: str, text: str) -> ChatRequest:
         body = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CliError(f"{label}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        # The parser recurses once per level of [ or {: no request is nested this deep.
+        raise CliError(f"{label}: JSON nested too deeply to be a request body") from None
     if not isinstance(body, dict):
         raise CliError(
             f"{label}: expected a JSON object (an OpenAI chat-completions body with 'messages'), "
@@ -79,8 +69,8 @@ def parse_request(label: str, text: str) -> ChatRequest:
     return ChatRequest(label, body, messages, tools, model, max_out)
 
 
-def load_request(path: str) -> ChatRequest:
-    label, text = read_text(path)
+def load_request(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> ChatRequest:
+    label, text = read_text(path, max_bytes)
     return parse_request(label, text)
 
 
