@@ -10,11 +10,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-from typer.exceptions import Abort
 
 from otel_ctx import __version__
 from otel_ctx.cli import dashboards, demo_command, fit_command
@@ -98,6 +96,29 @@ def _setup_output() -> None:
     logging.getLogger("otel_ctx").addFilter(EncodingFallbackFilter())
 
 
+def _is_parser_error(exc: BaseException) -> bool:
+    """A command-line parsing error (click's ClickException and its subclasses).
+
+    Typer raises its parser's exceptions: the ``click`` package's in the releases that
+    depend on it, a copy of click inside typer in the newer ones. The two have no public
+    module in common, so the exception is recognised by the public interface every
+    release gives it (``format_message()`` and ``exit_code``), not by its module path.
+    """
+    return callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int)
+
+
+def _parser_error(exc: Any) -> None:
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        sys.stdout.write(ctx.get_help() + "\n")
+        sys.exit(EXIT_USAGE)
+    message = exc.format_message()
+    if hasattr(exc, "cmd"):  # a usage error: say where the help is
+        where = ctx.command_path if ctx is not None else PROG
+        message = f"{message} (see '{where} --help')"
+    _fail(message, exc.exit_code)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: parse, run, and turn user errors into one line and an exit code."""
     _setup_output()
@@ -105,19 +126,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         rc = command.main(args=args, prog_name=PROG, standalone_mode=False)
-    except NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n")
-        sys.exit(EXIT_USAGE)
-    except UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx is not None else PROG
-        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
-    except ClickException as exc:
-        _fail(exc.format_message(), exc.exit_code)
     except CliError as exc:
         _fail(str(exc), exc.exit_code)
     except (OtelCtxError, ValueError) as exc:
         _fail(str(exc))
-    except Abort:
+    except typer.Abort:
         _fail("aborted", 130)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -130,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except MemoryError:
         _fail("out of memory reading or processing the input")
     except Exception as exc:
+        if _is_parser_error(exc):
+            _parser_error(exc)
         # Hostile input can still reach a path nobody foresaw; the user gets one line and
         # exit 2, never a traceback (OTEL_CTX_DEBUG=1 shows it, for a bug report).
         if os.environ.get("OTEL_CTX_DEBUG"):
