@@ -168,6 +168,8 @@ def test_demo_inspect_text_has_the_inspector_rows() -> None:
         (["--forever", "--inspect"], "do not go together"),
         (["--tickets", "0"], "--tickets"),
         (["--otlp", "collector:4317"], "not a URL"),
+        (["--otlp", "http://[::1"], "--otlp: 'http://[::1' is not a URL"),
+        (["--otlp", "http://localhost:99999"], "not a URL"),
     ],
 )
 def test_demo_usage_errors(args: list[str], fragment: str) -> None:
@@ -480,6 +482,7 @@ def test_an_unwritable_fitted_request_leaves_the_old_file_and_names_the_problem(
     assert_one_line_error(proc, str(out), "message 0", "not valid Unicode", "nothing was written")
     assert out.read_text() == "previous\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fitted.json", "surrogate.json"]
+    assert_one_line_error(cli("fit", str(path), "-o", str(tmp_path)), str(tmp_path), "is a directory")
 
 
 # --- --otlp and the OTEL_* variables --------------------------------------------------------

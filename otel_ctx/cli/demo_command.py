@@ -198,8 +198,12 @@ def _footer(
 
 
 def check_url(url: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # e.g. an unclosed IPv6 bracket, or a port out of range
+        valid = False
+    if not valid:
         raise CliError(f"--otlp: {url!r} is not a URL like http://localhost:4317")
 
 

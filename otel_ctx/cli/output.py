@@ -31,6 +31,8 @@ def first_unencodable(items: Sequence[Any]) -> int | None:
 
 def write_atomically(path: Path, text: str, *, what: str) -> None:
     """Write ``text`` as UTF-8 to ``path`` by temp file + rename; ``what`` names the content."""
+    if path.is_dir():
+        raise CliError(f"{path}: is a directory; give a file name to write {what} to")
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
