@@ -1,0 +1,410 @@
+"""A fake LLM provider on 127.0.0.1 for tests with the real ``openai`` and ``anthropic`` SDKs.
+
+The SDKs are used exactly as an agent uses them, with ``base_url`` pointed here:
+OpenAI Chat Completions (``POST /v1/chat/completions``), OpenAI Responses
+(``POST /v1/responses``) and Anthropic Messages (``POST /v1/messages``), each plain
+or streamed as server-sent events. Every request is recorded byte for byte, so a test
+can prove that instrumentation sent the same body it would have sent without it.
+
+Replies come from a queue of :class:`Reply` (default: a short text answer). A reply
+can make tool calls, carry a chosen usage, or be an HTTP error (``status=400``,
+``status=500``). A refused connection is tested with :func:`closed_port_url`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from support import free_port
+
+
+@dataclass
+class Reply:
+    """What the fake provider answers to one request."""
+
+    text: str = "Done."
+    #: ``[(name, arguments_json), ...]``: the answer calls these tools instead of (or besides) text.
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)
+    #: Reported prompt/input tokens; ``None`` asks :attr:`FakeProvider.usage_for` (default: a size proxy).
+    input_tokens: int | None = None
+    output_tokens: int = 7
+    cached_tokens: int = 0
+    #: An HTTP error status instead of an answer (the SDK raises its own error type).
+    status: int = 200
+    #: In a stream, send the usage (OpenAI chat: only if the request asked with ``stream_options``).
+    stream_usage: bool = True
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as it arrived: path, headers and the exact body bytes."""
+
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class FakeProvider:
+    """The server; start with :meth:`start`, or use the ``fake_provider`` fixture."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.requests: list[Recorded] = []
+        self.replies: deque[Reply] = deque()
+        self.usage_for: Callable[[Any], int] = lambda body: max(1, len(json.dumps(body)) // 4)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._ids = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def openai_url(self) -> str:
+        """``base_url`` for ``openai.OpenAI`` (it appends ``/chat/completions``, ``/responses``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        """``base_url`` for ``anthropic.Anthropic`` (it appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeProvider:
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length)
+                provider._handle(self, body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def queue(self, *replies: Reply) -> None:
+        """Answer the next requests with these, in order (then the default text reply)."""
+        with self._lock:
+            self.replies.extend(replies)
+
+    def bodies(self, path_suffix: str = "") -> list[bytes]:
+        """Exact request bodies received, optionally only those whose path ends with the suffix."""
+        return [r.body for r in self.requests if r.path.endswith(path_suffix)]
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def _next(self, body: bytes, path: str, headers: dict[str, str]) -> tuple[Reply, int]:
+        with self._lock:
+            self.requests.append(Recorded(path, headers, body))
+            reply = self.replies.popleft() if self.replies else Reply()
+            self._ids += 1
+            return reply, self._ids
+
+    def _handle(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
+        path = h.path.split("?", 1)[0]
+        reply, n = self._next(raw, path, {k.lower(): v for k, v in h.headers.items()})
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return self._send_json(h, 400, {"error": {"message": "body is not JSON", "type": "invalid"}})
+        if reply.status != 200:
+            kind = "invalid_request_error" if reply.status < 500 else "api_error"
+            payload: dict[str, Any] = {"error": {"message": f"fake {reply.status}", "type": kind}}
+            if path.endswith("/messages"):
+                payload = {"type": "error", "error": {"type": kind, "message": f"fake {reply.status}"}}
+            return self._send_json(h, reply.status, payload)
+        usage_in = reply.input_tokens if reply.input_tokens is not None else self.usage_for(body)
+        stream = bool(body.get("stream"))
+        if path.endswith("/chat/completions"):
+            if stream:
+                want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return self._send_sse(h, _chat_chunks(body, reply, n, usage_in, want_usage))
+            return self._send_json(h, 200, _chat_completion(body, reply, n, usage_in))
+        if path.endswith("/responses"):
+            if stream:
+                return self._send_sse(h, _responses_events(body, reply, n, usage_in))
+            return self._send_json(h, 200, _response(body, reply, n, usage_in))
+        if path.endswith("/messages"):
+            if stream:
+                return self._send_sse(h, _anthropic_events(body, reply, n, usage_in))
+            return self._send_json(h, 200, _anthropic_message(body, reply, n, usage_in))
+        return self._send_json(h, 404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+    @staticmethod
+    def _send_json(h: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        h.send_response(status)
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    @staticmethod
+    def _send_sse(h: BaseHTTPRequestHandler, events: Iterator[tuple[str | None, Any]]) -> None:
+        h.send_response(200)
+        h.send_header("content-type", "text/event-stream")
+        h.send_header("connection", "close")
+        h.end_headers()
+        for event, data in events:
+            head = f"event: {event}\n" if event else ""
+            text = data if isinstance(data, str) else json.dumps(data)
+            h.wfile.write(f"{head}data: {text}\n\n".encode())
+            h.wfile.flush()
+        h.close_connection = True
+
+
+# -- OpenAI Chat Completions -----------------------------------------------------------------
+
+
+def _chat_usage(reply: Reply, usage_in: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage_in,
+        "completion_tokens": reply.output_tokens,
+        "total_tokens": usage_in + reply.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+    }
+
+
+def _chat_tool_calls(reply: Reply, n: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+        for i, (name, args) in enumerate(reply.tool_calls)
+    ]
+
+
+def _chat_completion(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None if reply.tool_calls else reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = _chat_tool_calls(reply, n)
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 1_700_000_000 + n,
+        "model": body.get("model", "gpt-4o"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": _chat_usage(reply, usage_in),
+    }
+
+
+def _chat_chunks(
+    body: Any, reply: Reply, n: int, usage_in: int, want_usage: bool
+) -> Iterator[tuple[str | None, Any]]:
+    base = {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000 + n,
+        "model": body.get("model", "gpt-4o"),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield None, chunk({"role": "assistant", "content": ""})
+    if reply.tool_calls:
+        for i, call in enumerate(_chat_tool_calls(reply, n)):
+            yield None, chunk({"tool_calls": [{"index": i, **call}]})
+        yield None, chunk({}, "tool_calls")
+    else:
+        for word in _pieces(reply.text):
+            yield None, chunk({"content": word})
+        yield None, chunk({}, "stop")
+    if want_usage and reply.stream_usage:
+        yield None, {**base, "choices": [], "usage": _chat_usage(reply, usage_in)}
+    yield None, "[DONE]"
+
+
+def _pieces(text: str) -> list[str]:
+    words = text.split(" ")
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+
+
+# -- OpenAI Responses ------------------------------------------------------------------------
+
+
+def _response(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    for i, (name, args) in enumerate(reply.tool_calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{n}_{i}",
+                "call_id": f"call_{n}_{i}",
+                "name": name,
+                "arguments": args,
+                "status": "completed",
+            }
+        )
+    if not reply.tool_calls:
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": 1_700_000_000 + n,
+        "status": "completed",
+        "model": body.get("model", "gpt-4o"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": body.get("tools", []),
+        "usage": {
+            "input_tokens": usage_in,
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage_in + reply.output_tokens,
+        },
+    }
+
+
+def _responses_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterator[tuple[str | None, Any]]:
+    done = _response(body, reply, n, usage_in)
+    started = {**done, "status": "in_progress", "output": [], "usage": None}
+    seq = iter(range(1_000_000))
+    yield "response.created", {"type": "response.created", "response": started, "sequence_number": next(seq)}
+    if not reply.tool_calls:
+        for word in _pieces(reply.text):
+            yield (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": f"msg_{n}",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": word,
+                    "logprobs": [],
+                    "sequence_number": next(seq),
+                },
+            )
+    completed = done if reply.stream_usage else {**done, "usage": None}
+    yield (
+        "response.completed",
+        {"type": "response.completed", "response": completed, "sequence_number": next(seq)},
+    )
+
+
+# -- Anthropic Messages ----------------------------------------------------------------------
+
+
+def _anthropic_usage(reply: Reply, usage_in: int) -> dict[str, Any]:
+    return {
+        "input_tokens": usage_in,
+        "output_tokens": reply.output_tokens,
+        "cache_read_input_tokens": reply.cached_tokens,
+        "cache_creation_input_tokens": 0,
+    }
+
+
+def _anthropic_content(reply: Reply, n: int) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    if reply.text and not reply.tool_calls:
+        content.append({"type": "text", "text": reply.text})
+    for i, (name, args) in enumerate(reply.tool_calls):
+        content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": json.loads(args)})
+    return content
+
+
+def _anthropic_message(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    return {
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude-sonnet-4-6"),
+        "content": _anthropic_content(reply, n),
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_sequence": None,
+        "usage": _anthropic_usage(reply, usage_in),
+    }
+
+
+def _anthropic_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterator[tuple[str | None, Any]]:
+    message = _anthropic_message(body, reply, n, usage_in)
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message["usage"], "output_tokens": 1}}
+    yield "message_start", {"type": "message_start", "message": start}
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            yield (
+                "content_block_start",
+                {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+            )
+            for word in _pieces(block["text"]):
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": word},
+                    },
+                )
+        else:
+            empty = {**block, "input": {}}
+            yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": empty}
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                },
+            )
+        yield "content_block_stop", {"type": "content_block_stop", "index": i}
+    usage = {"output_tokens": reply.output_tokens} if reply.stream_usage else {"output_tokens": 0}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": usage,
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+def closed_port_url() -> str:
+    """A base URL nothing listens on: the SDK's connection error, quickly."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProvider]:
+    """A running fake provider for one test."""
+    server = FakeProvider().start()
+    try:
+        yield server
+    finally:
+        server.stop()
