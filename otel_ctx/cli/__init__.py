@@ -124,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     _setup_output()
     args = expand_optional_values(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
+    if not args:
+        # Help, and the usage exit code: typer releases differ on what no arguments return.
+        sys.stdout.write(command.get_help(typer.Context(command, info_name=PROG)) + "\n")
+        sys.exit(EXIT_USAGE)
     try:
         rc = command.main(args=args, prog_name=PROG, standalone_mode=False)
     except CliError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -137,6 +138,7 @@ def _batch(
     as_json: bool,
 ) -> None:
     summary = WorkloadSummary(tuple(SUPPORT_DESK))
+    show = err.is_terminal and not as_json
     progress = Progress(
         TextColumn("tickets"),
         BarColumn(),
@@ -144,9 +146,11 @@ def _batch(
         TimeElapsedColumn(),
         console=err,
         transient=True,
-        disable=not err.is_terminal or as_json,
+        disable=not show,
     )
-    with progress:
+    # Not started at all when hidden: some rich releases print a newline when a disabled
+    # progress display stops, which would break "nothing on stderr" when piped.
+    with progress if show else contextlib.nullcontext():
         task = progress.add_task("tickets", total=count)
         for ticket in tickets(seed, count):
             summary.add(run_ticket(fitter, ticket, opener=session.opener))
