@@ -544,3 +544,13 @@ def test_otlp_keeps_a_signal_the_environment_turned_off(otlp_http_sink: _OtlpHtt
     assert proc.returncode == 0, proc.stderr
     assert "/v1/traces" in otlp_http_sink.paths
     assert "/v1/metrics" not in otlp_http_sink.paths
+
+
+def test_otlp_with_prometheus_sends_spans_only_over_otlp(otlp_http_sink: _OtlpHttpSink) -> None:
+    env = clean_env(OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", COLUMNS="300")
+    args = ["--otlp", "http://127.0.0.1:4318", "--prometheus-port", "0"]
+    proc = cli("demo", "--tickets", "2", "--seed", "2", *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "/v1/traces" in otlp_http_sink.paths
+    assert "/v1/metrics" not in otlp_http_sink.paths  # metrics are for Prometheus to scrape
+    assert "OTLP to http://127.0.0.1:4318 (spans), Prometheus metrics on http://127.0.0.1:" in proc.stdout
