@@ -101,6 +101,8 @@ def fit(
         ),
     ] = describe_size(DEFAULT_MAX_INPUT_BYTES),
 ) -> None:
+    if not request:  # some typer releases let a missing argument through as None
+        raise CliError("missing argument 'REQUEST.json|-' (a file, or - for stdin)")
     if budget is not None and request_limit is not None:
         raise CliError("give --budget or --request-limit, not both (--budget sets the request limit)")
     if strategy not in ("middle", "oldest"):
