@@ -37,7 +37,7 @@ test-lowest: $(STAMP)
 	rm -rf $(LOWEST)
 	$(BIN)/uv venv --quiet --python $(PYTHON) $(LOWEST)
 	$(BIN)/uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -e '.[dashboards,test]'
-	$(LOWEST)/bin/pytest -q
+	$(LOWEST)/bin/python -m pytest -q
 
 ## bench: every performance figure, as ratios measured in one run (see BENCHMARKS.md)
 bench: $(STAMP)
