@@ -18,7 +18,9 @@ from otel_ctx.errors import (
     UnknownTaskTypeError,
 )
 from otel_ctx.fit import ContextFitter
+from otel_ctx.ledger import RunCeilingReached
 from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
+from otel_ctx.pricing import PriceTable, Usage
 from otel_ctx.result import FitResult
 from otel_ctx.sources import DATA_CLASSES, Source, SourceInfo
 from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run
@@ -38,10 +40,13 @@ __all__ = [
     "InvalidRequestError",
     "InvalidToolSchemaError",
     "OtelCtxError",
+    "PriceTable",
+    "RunCeilingReached",
     "Source",
     "SourceInfo",
     "TelemetryHandle",
     "UnknownTaskTypeError",
+    "Usage",
     "__version__",
     "configure",
     "observe",

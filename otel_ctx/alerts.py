@@ -35,6 +35,12 @@ UTILIZATION_NEAR_BUDGET = "ContextBudgetUtilizationNearBudget"
 ESTIMATE_DRIFT = "ContextBudgetEstimateDrift"
 TELEMETRY_ABSENT = "ContextBudgetTelemetryAbsent"
 ALERT_NAMES: tuple[str, ...] = (OVERFLOW_RATE, UTILIZATION_NEAR_BUDGET, ESTIMATE_DRIFT, TELEMETRY_ABSENT)
+#: The ticket view's alerts: runs the ceiling stops, and what a ticket costs.
+CEILING_STOP_RATE = "ContextBudgetCeilingStopRateHigh"
+COST_PER_TICKET_HIGH = "ContextBudgetCostPerTicketHigh"
+ALERT_NAMES += (CEILING_STOP_RATE, COST_PER_TICKET_HIGH)
+#: The cost-and-resolution dashboard's uid (built by :mod:`otel_ctx.grafana.cost`).
+COST_DASHBOARD_UID = "otel-ctx-cost"
 
 # The Prometheus labels the rules group and filter by.
 JOB = "job"  # Prometheus's own scrape label: the service (``service.name`` via the Collector)
@@ -73,6 +79,15 @@ class AlertSettings:
     absent_for: str = "5m"
     grafana_url: str = "http://127.0.0.1:3000"
     jaeger_url: str = "http://127.0.0.1:16686"
+    #: Share of finished runs the ceiling stopped, per task type, above which to warn.
+    ceiling_stop_ratio: float = 0.05
+    ceiling_window: str = "1h"
+    ceiling_for: str = "15m"
+    #: USD: the p95 cost per ticket above which to warn (set it to what a ticket may cost you).
+    cost_quantile: float = 0.95
+    cost_threshold: float = 0.50
+    cost_window: str = "1h"
+    cost_for: str = "30m"
 
     def __post_init__(self) -> None:
         if not 0 < self.overflow_ratio < 1:
@@ -85,6 +100,12 @@ class AlertSettings:
             raise ValueError(f"drift_ratio must be > 1 (1.0 is a perfect estimate), got {self.drift_ratio!r}")
         if self.overflow_min_fits < 0:
             raise ValueError(f"overflow_min_fits must be >= 0, got {self.overflow_min_fits!r}")
+        if not 0 < self.ceiling_stop_ratio < 1:
+            raise ValueError(f"ceiling_stop_ratio must be in (0, 1), got {self.ceiling_stop_ratio!r}")
+        if not 0 < self.cost_quantile < 1:
+            raise ValueError(f"cost_quantile must be in (0, 1), got {self.cost_quantile!r}")
+        if self.cost_threshold <= 0:
+            raise ValueError(f"cost_threshold must be > 0 (USD per ticket), got {self.cost_threshold!r}")
 
     @classmethod
     def fast(cls, window: str = "1m", **overrides: Any) -> AlertSettings:
@@ -99,6 +120,10 @@ class AlertSettings:
             drift_for="0s",
             absent_window=window,
             absent_for="0s",
+            ceiling_window=window,
+            ceiling_for="0s",
+            cost_window=window,
+            cost_for="0s",
         )
         return replace(quick, **overrides)
 
@@ -182,6 +207,40 @@ def absent_expr(s: AlertSettings) -> str:
     return f"absent_over_time({names.FITS.prometheus}[{s.absent_window}])"
 
 
+def ceiling_stop_signal(s: AlertSettings) -> str:
+    """Share of finished runs the ceiling stopped, per service and task type (0-1).
+
+    The stop counter starts at 0 for every task type that runs, so the first stop shows.
+    """
+    by = _by(JOB, TASK)
+    w = s.ceiling_window
+    return (
+        f"(\n"
+        f"  sum {by} (rate({names.CEILING_STOPS.prometheus}[{w}]))\n"
+        f"/\n"
+        f"  (sum {by} (rate({names.RUN_TOKENS.series('_count')}[{w}])) > 0)\n"
+        f")"
+    )
+
+
+def ceiling_stop_expr(s: AlertSettings) -> str:
+    return f"{ceiling_stop_signal(s)} > {_num(s.ceiling_stop_ratio)}"
+
+
+def cost_signal(s: AlertSettings) -> str:
+    """The cost-per-ticket quantile in USD, per service and task type."""
+    bucket = names.RUN_COST.series("_bucket")
+    return (
+        f"histogram_quantile({_num(s.cost_quantile)},\n"
+        f"  sum {_by(JOB, TASK, 'le')} (rate({bucket}[{s.cost_window}]))\n"
+        f")"
+    )
+
+
+def cost_expr(s: AlertSettings) -> str:
+    return f"{cost_signal(s)} > {_num(s.cost_threshold)}"
+
+
 def signals(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
     """Alert name -> the quantity its threshold applies to (absent has none).
 
@@ -191,6 +250,8 @@ def signals(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
         OVERFLOW_RATE: overflow_signal(settings),
         UTILIZATION_NEAR_BUDGET: utilization_signal(settings),
         ESTIMATE_DRIFT: drift_signal(settings),
+        CEILING_STOP_RATE: ceiling_stop_signal(settings),
+        COST_PER_TICKET_HIGH: cost_signal(settings),
     }
 
 
@@ -201,6 +262,8 @@ def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
         UTILIZATION_NEAR_BUDGET: utilization_expr(settings),
         ESTIMATE_DRIFT: drift_expr(settings),
         TELEMETRY_ABSENT: absent_expr(settings),
+        CEILING_STOP_RATE: ceiling_stop_expr(settings),
+        COST_PER_TICKET_HIGH: cost_expr(settings),
     }
 
 
@@ -352,9 +415,70 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
     ]
 
 
+def _ticket_rules(s: AlertSettings) -> list[dict[str, Any]]:
+    """The ticket view's rules: the ceiling stops too many runs; a ticket costs too much."""
+    exprs = expressions(s)
+    job, task = _tmpl(JOB), _tmpl(TASK)
+    board = f"the otel-ctx cost and resolution dashboard (uid {COST_DASHBOARD_UID})"
+    link = dashboard_link(s).replace(f"/d/{DASHBOARD_UID}", f"/d/{COST_DASHBOARD_UID}")
+    return [
+        {
+            "alert": CEILING_STOP_RATE,
+            "expr": exprs[CEILING_STOP_RATE],
+            "for": s.ceiling_for,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": (
+                    f"{job}: the run ceiling stops {{{{ $value | humanizePercentage }}}} of {task} tickets "
+                    f"(threshold {s.ceiling_stop_ratio:.0%})"
+                ),
+                "description": (
+                    f"Over the last {s.ceiling_window}, {{{{ $value | humanizePercentage }}}} of the {task} "
+                    f"runs of {job} were stopped by their token ceiling: the next request would have taken "
+                    "the ticket over its run_ceiling, so the agent escalated instead of sending it. A few "
+                    "stops are the ceiling doing its job on the worst tickets; many mean the request budget, "
+                    "the number of rounds or the tool results grew.\n"
+                    f"Look: on {board}, filter task type {task}: 'Tokens per ticket against the ceiling' "
+                    "shows how close typical tickets come, and 'Resolution rate beside cost per ticket' "
+                    "whether the stopped tickets would have resolved. The fit spans carry "
+                    f"{names.RUN_SPENT_TOKENS} and the event {names.EVENT_RUN_CEILING}.\nFix: lower the "
+                    "task's request_limit or tool_result_cap so each round spends less, or raise its "
+                    "run_ceiling if those tickets are worth the spend."
+                ),
+                "dashboard": link,
+            },
+        },
+        {
+            "alert": COST_PER_TICKET_HIGH,
+            "expr": exprs[COST_PER_TICKET_HIGH],
+            "for": s.cost_for,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": (
+                    f"{job}: p{s.cost_quantile * 100:g} cost per {task} ticket is "
+                    f'${{{{ $value | printf "%.3f" }}}} (threshold ${s.cost_threshold:g})'
+                ),
+                "description": (
+                    f"Over the last {s.cost_window}, the p{s.cost_quantile * 100:g} cost of a finished "
+                    f'{task} run of {job} was ${{{{ $value | printf "%.3f" }}}}, '
+                    f"above the ${s.cost_threshold:g} a ticket may cost. Cost comes from the provider's "
+                    "reported usage at the price table's "
+                    "list prices (cached prompt tokens at the cached rate), else from the estimate.\n"
+                    f"Look: on {board}, 'Cost per ticket' shows when it rose and 'Resolution rate beside "
+                    "cost per ticket' whether it bought resolutions; a model change or a grown budget "
+                    "are the usual causes.\nFix: lower the task's request_limit (see `otel-ctx advise` "
+                    "for what a lower limit would compact), cap tool results, or route the task type to "
+                    "a cheaper model."
+                ),
+                "dashboard": link,
+            },
+        },
+    ]
+
+
 def build(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
     """The Prometheus rule file as a dict (``groups: [{name, rules}]``)."""
-    return {"groups": [{"name": GROUP_NAME, "rules": _rules(settings)}]}
+    return {"groups": [{"name": GROUP_NAME, "rules": _rules(settings) + _ticket_rules(settings)}]}
 
 
 class _RuleDumper(yaml.SafeDumper):

@@ -29,6 +29,10 @@ class BudgetPolicy:
     answer must have and a margin for estimation error. ``tool_result_cap`` caps each
     tool result at the tool boundary, the cheapest cut (a result trimmed there is
     trimmed on every later round).
+
+    ``run_ceiling`` (default: none) caps a whole run of this task type: the tokens the
+    run has spent (prompts and answers) plus the next request must stay at or under it.
+    An agent run enforces it round by round (see ``otel_ctx.run``); a single fit ignores it.
     """
 
     context_length: int
@@ -36,6 +40,7 @@ class BudgetPolicy:
     safety_margin: int = 0
     request_limit: int | None = None
     tool_result_cap: int | None = None
+    run_ceiling: int | None = None
 
     def __post_init__(self) -> None:
         from otel_ctx.errors import InvalidPolicyError
@@ -47,6 +52,8 @@ class BudgetPolicy:
             _check_int("request_limit", self.request_limit, minimum=1)
         if self.tool_result_cap is not None:
             _check_int("tool_result_cap", self.tool_result_cap, minimum=1)
+        if self.run_ceiling is not None:
+            _check_int("run_ceiling", self.run_ceiling, minimum=1)
         if self.budget <= 0:
             limit_expr = (
                 f"min(context_length={self.context_length}, request_limit={self.request_limit})"

@@ -344,3 +344,107 @@ ATTRIBUTE_DOCS.update(
         GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
     }
 )
+
+# --- the ticket view: a run's ceiling, its cost and how it ended ------------------------
+
+#: Fit-span event: sending this request would take the run over its ceiling.
+EVENT_RUN_CEILING = "context_budget.run_ceiling_reached"
+
+RUN_CEILING = _P + "run_ceiling"
+RUN_SPENT_TOKENS = _P + "run.spent_tokens"
+RUN_NEXT_TOKENS = _P + "run.next_tokens"
+RUN_CEILING_CROSSED = _P + "run.ceiling_crossed"
+COST_USD = _P + "cost_usd"
+COST_SOURCE = _P + "cost_source"
+PRICES_AS_OF = _P + "prices_as_of"
+RESOLUTION = _P + "resolution"
+STOP = _P + "stop"
+#: GenAI semconv: the cached part of the input tokens (cache hits) and the cache writes.
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+
+#: Values of ``context_budget.resolution`` every run may have; applications add a few of their own.
+RESOLUTIONS: tuple[str, ...] = ("resolved", "escalated", "abandoned", "unresolved", "error")
+#: Values of ``context_budget.stop``: why a run stopped before it was done.
+STOPS: tuple[str, ...] = ("none", "overflow", "ceiling")
+
+ATTRIBUTE_DOCS.update(
+    {
+        RUN_CEILING: "Tokens a whole run of this task type may spend (fit and run spans; absent: none).",
+        RUN_SPENT_TOKENS: (
+            "Tokens the run had spent before this round (fit span) or in all (run span): prompts and "
+            "answers, from reported usage where recorded, else the estimate."
+        ),
+        RUN_NEXT_TOKENS: "Fit span: estimate plus reserved output: what this request adds to the run.",
+        RUN_CEILING_CROSSED: (
+            "Fit span: True when sending this request would take the run over its ceiling "
+            "(the caller escalates)."
+        ),
+        COST_USD: (
+            "USD: the round's estimated cost (fit span), a reported round's cost (usage event), the run's "
+            "cost so far (run span)."
+        ),
+        COST_SOURCE: "Where the cost comes from: `usage` (reported counts), `estimate`, `mixed` or `none`.",
+        PRICES_AS_OF: "Run span: the date of the price table the cost was computed with.",
+        RESOLUTION: (
+            "How the run ended: `resolved`, `escalated`, `abandoned`, `unresolved`, `error`, "
+            "or a configured value."
+        ),
+        STOP: "Why the run stopped early: `none`, `overflow` (pinned floor) or `ceiling` (run ceiling).",
+        GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: "GenAI semconv (usage event): input tokens read from cache.",
+        GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: "GenAI semconv (usage event): input tokens cached anew.",
+    }
+)
+
+# A ticket's tokens: dense around the common 60,000-token per-ticket ceiling.
+RUN_TOKEN_BUCKETS: tuple[float, ...] = (
+    1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000, 40000, 48000, 56000, 60000,
+    64000, 80000, 96000, 128000, 192000, 256000, 512000, 1048576,
+)  # fmt: skip
+
+# A ticket's cost in USD: from a fraction of a cent (a short status question on a small
+# model) to dollars (a long dispute on a large one).
+COST_BUCKETS: tuple[float, ...] = (
+    0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1,
+    0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0,
+)  # fmt: skip
+
+# Spent ÷ ceiling at the end of a run: fine near 1.0, where the ceiling stops runs.
+CEILING_UTILIZATION_BUCKETS: tuple[float, ...] = (
+    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0,
+)  # fmt: skip
+
+CEILING_STOPS = Metric(
+    name=_P + "ceiling_stops",
+    kind="counter",
+    unit="{run}",
+    description="Runs the ceiling stopped, counted at the round that would have crossed it.",
+    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
+)
+RUN_TOKENS = Metric(
+    name=_P + "run.tokens",
+    kind="histogram",
+    unit="{token}",
+    description="Tokens one finished run spent (prompts and answers), by how it ended.",
+    attributes=(TASK_TYPE, RESOLUTION, STOP, GEN_AI_REQUEST_MODEL),
+    buckets=RUN_TOKEN_BUCKETS,
+)
+RUN_COST = Metric(
+    name=_P + "run.cost_usd",
+    kind="histogram",
+    # A curly-brace annotation, so no exporter appends a unit suffix to the series name.
+    unit="{USD}",
+    description="USD one finished run cost (models without a price are left out), by how it ended.",
+    attributes=(TASK_TYPE, RESOLUTION, STOP, GEN_AI_REQUEST_MODEL),
+    buckets=COST_BUCKETS,
+)
+RUN_CEILING_UTILIZATION = Metric(
+    name=_P + "run.ceiling_utilization",
+    kind="histogram",
+    unit="1",
+    description="Tokens one finished run spent divided by its ceiling (runs with a ceiling only).",
+    attributes=(TASK_TYPE, STOP, GEN_AI_REQUEST_MODEL),
+    buckets=CEILING_UTILIZATION_BUCKETS,
+)
+
+METRICS = (*METRICS, CEILING_STOPS, RUN_TOKENS, RUN_COST, RUN_CEILING_UTILIZATION)

@@ -22,6 +22,7 @@ from pathlib import Path
 from otel_ctx import SUPPORT_DESK, ContextFitter
 from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
 from otel_ctx.telemetry import configure, run
+from otel_ctx.telemetry.run import start_counters
 
 MODEL = "gpt-4o"
 AGENT = "support-desk"
@@ -52,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot serve metrics on 127.0.0.1:{args.port}", file=sys.stderr)
         return 2
     fitter = ContextFitter(SUPPORT_DESK, model=MODEL)
+    # The ceiling-stop counters exist (at 0) before the first scrape, so the first stop shows.
+    start_counters(fitter, model=MODEL)
 
     @contextmanager
     def observed(fitter: ContextFitter, ticket: Ticket) -> Iterator[RoundFitter]:
@@ -74,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.05)
 
     fits: Counter[tuple[str, str]] = Counter()
+    rounds: list[dict[str, object]] = []
+    runs: list[dict[str, object]] = []
     escalated = 0
     ticket_count = 0
     deadline = time.monotonic() + args.seconds
@@ -86,12 +91,32 @@ def main(argv: list[str] | None = None) -> int:
         escalated += result.escalated
         for stats in result.rounds:
             fits[(ticket.task_type, stats.outcome)] += 1
+            rounds.append(
+                {
+                    "task_type": ticket.task_type,
+                    "outcome": stats.outcome,
+                    "utilization": stats.utilization,
+                    "estimated": stats.estimated,
+                }
+            )
+        runs.append(
+            {
+                "task_type": ticket.task_type,
+                "resolution": result.resolution,
+                "stop": result.stop,
+                "tokens": result.spent_tokens,
+                "cost": result.cost,
+            }
+        )
         time.sleep(max(0.0, 1.0 / args.rate - (time.monotonic() - started)))
 
     report = {
         "tickets": ticket_count,
         "escalated": escalated,
         "fits": [{"task_type": t, "outcome": o, "count": n} for (t, o), n in sorted(fits.items())],
+        # Every round and every run, so the test can compute the advisor's answers on its own.
+        "rounds": rounds,
+        "runs": runs,
     }
     tmp = args.report.with_suffix(".tmp")
     tmp.write_text(json.dumps(report), encoding="utf-8")

@@ -15,6 +15,7 @@ import yaml
 
 from otel_ctx import alerts, names
 
+TICKET_ALERTS = (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH)
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "dashboards" / "alerts.yml"
 RULE_TESTS = ROOT / "dashboards" / "alerts.test.yml"
@@ -73,7 +74,9 @@ def test_every_alert_is_actionable_and_links_the_overview_dashboard() -> None:
         assert "\n" not in ann["summary"], rule["alert"]
         # What it means, where to look, what to do: several sentences, not a restated name.
         assert len(ann["description"]) > 200, rule["alert"]
-        assert f"/d/{alerts.DASHBOARD_UID}" in ann["dashboard"], rule["alert"]
+        # The ticket view's alerts open the cost dashboard, where their panels are.
+        uid = alerts.COST_DASHBOARD_UID if rule["alert"] in TICKET_ALERTS else alerts.DASHBOARD_UID
+        assert f"/d/{uid}" in ann["dashboard"], rule["alert"]
 
 
 def test_expressions_use_only_registry_series_and_labels() -> None:
@@ -170,12 +173,13 @@ def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
 
 def test_dashboard_links_use_the_overview_uid_and_its_variables() -> None:
     """The links open the dashboard the generator builds, with variables it defines."""
-    overview = json.loads((ROOT / "dashboards" / f"{alerts.DASHBOARD_UID}.json").read_text(encoding="utf-8"))
-    assert overview["uid"] == alerts.DASHBOARD_UID
-    variables = {v["name"] for v in overview["templating"]["list"]}
     for rule in _rules():
+        uid = alerts.COST_DASHBOARD_UID if rule["alert"] in TICKET_ALERTS else alerts.DASHBOARD_UID
+        board = json.loads((ROOT / "dashboards" / f"{uid}.json").read_text(encoding="utf-8"))
+        assert board["uid"] == uid
+        variables = {v["name"] for v in board["templating"]["list"]}
         link = urlsplit(rule["annotations"]["dashboard"])
-        assert link.path == f"/d/{alerts.DASHBOARD_UID}"
+        assert link.path == f"/d/{uid}"
         used = {key.removeprefix("var-") for key in parse_qs(link.query)}
         assert used <= variables, f"{rule['alert']} links variables the dashboard lacks: {used - variables}"
 

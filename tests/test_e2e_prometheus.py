@@ -43,6 +43,13 @@ TEST_OVERFLOW_RATIO = 0.001
 #: Seed 23's tickets 13, 17, 34, 38 and 48 are disputes whose pinned floor overflows; 60 tickets
 #: at 10/s take ~6 s. Several, spread out: rate() cannot see a counter series' first value, so
 #: the alert needs overflows after the first one to see an increase.
+#: Seed 23's damage claims T00009 and T00016 run into the 60,000-token ceiling: any stop fires.
+TEST_CEILING_STOP_RATIO = 0.001
+#: USD: seed 23's disputes cost $0.08-0.15 a ticket (p95 above $0.10), returns under $0.09.
+TEST_COST_THRESHOLD = 0.1
+#: The ceiling stops come early in the workload (tickets 9 and 16): on a loaded machine the
+#: workload can outlast one minute, so the ticket alerts look back further.
+TICKET_WINDOW = "5m"
 WORKLOAD_SEED = 23
 WORKLOAD_TICKETS = 60
 WORKLOAD_SECONDS = 30.0
@@ -137,7 +144,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("e2e")
     prom_port, metrics_port, cli_port = support.free_port(), support.free_port(), support.free_port()
     rules = alerts.write(
-        tmp / "rules.yml", alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
+        tmp / "rules.yml",
+        alerts.AlertSettings.fast(
+            WINDOW,
+            overflow_ratio=TEST_OVERFLOW_RATIO,
+            ceiling_stop_ratio=TEST_CEILING_STOP_RATIO,
+            cost_threshold=TEST_COST_THRESHOLD,
+            ceiling_window=TICKET_WINDOW,
+            cost_window=TICKET_WINDOW,
+        ),
     )
     config = {
         "global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
@@ -502,3 +517,175 @@ def test_every_template_variable_finds_values(stack: Stack) -> None:
             if label == "job":
                 assert SERVICE in values
                 assert set(values) <= {SERVICE, CLI_SERVICE}
+
+
+# --- the ticket view: run metrics, their alerts, the advisor ------------------------------
+
+RESOLUTION = names.prometheus_label(names.RESOLUTION)
+STOP = names.prometheus_label(names.STOP)
+
+
+def _runs(stack: Stack) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = stack.report["runs"]
+    return runs
+
+
+def test_run_metrics_equal_what_the_workload_did(stack: Stack) -> None:
+    runs = _runs(stack)
+    assert len(runs) == stack.report["tickets"]
+    expected_counts: dict[tuple[str, str, str], int] = {}
+    for r in runs:
+        key = (r["task_type"], r["resolution"], r["stop"])
+        expected_counts[key] = expected_counts.get(key, 0) + 1
+    # The workload resolves, escalates (overflow and ceiling) and abandons tickets.
+    assert {"resolved", "escalated", "abandoned"} <= {r["resolution"] for r in runs}
+    assert {"overflow", "ceiling"} <= {r["stop"] for r in runs}
+    counts = stack.query(
+        f'sum by ({TASK}, {RESOLUTION}, {STOP}) ({names.RUN_TOKENS.series("_count")}{{job="{SERVICE}"}})'
+    )
+    got = {(s["metric"][TASK], s["metric"][RESOLUTION], s["metric"][STOP]): round(_value(s)) for s in counts}
+    assert got == expected_counts
+    # Every resolution label is one of the bounded set.
+    assert {key[1] for key in got} <= set(names.RESOLUTIONS)
+
+    def per_task(expr: str) -> dict[str, float]:
+        return {s["metric"][TASK]: _value(s) for s in stack.query(expr)}
+
+    tokens = per_task(f'sum by ({TASK}) ({names.RUN_TOKENS.series("_sum")}{{job="{SERVICE}"}})')
+    cost = per_task(f'sum by ({TASK}) ({names.RUN_COST.series("_sum")}{{job="{SERVICE}"}})')
+    stops = per_task(f'sum by ({TASK}) ({names.CEILING_STOPS.prometheus}{{job="{SERVICE}"}})')
+    for task in {r["task_type"] for r in runs}:
+        mine = [r for r in runs if r["task_type"] == task]
+        assert tokens[task] == sum(r["tokens"] for r in mine)
+        assert cost[task] == pytest.approx(sum(r["cost"] for r in mine), rel=1e-9)
+        assert stops[task] == sum(r["stop"] == "ceiling" for r in mine)
+
+
+def test_the_ticket_alerts_fire_where_the_workload_says(stack: Stack) -> None:
+    runs = _runs(stack)
+    stopped = {r["task_type"] for r in runs if r["stop"] == "ceiling"}
+    assert stopped == {"dispute"}
+    signals = alerts.signals(
+        alerts.AlertSettings.fast(WINDOW, ceiling_window=TICKET_WINDOW, cost_window=TICKET_WINDOW)
+    )
+    shares = {
+        s["metric"][TASK]: _value(s)
+        for s in stack.query(signals[alerts.CEILING_STOP_RATE])
+        if s["metric"]["job"] == SERVICE
+    }
+    assert {task for task, share in shares.items() if share > 0} == stopped
+    assert all(0 <= v <= 1 for v in shares.values()), shares
+    p95 = {
+        s["metric"][TASK]: _value(s)
+        for s in stack.query(signals[alerts.COST_PER_TICKET_HIGH])
+        if s["metric"]["job"] == SERVICE
+    }
+    assert set(p95) == {r["task_type"] for r in runs}
+    # Above the threshold: the task types whose p95 ticket (from the workload) is in a bucket above it.
+    costly = {task for task, value in p95.items() if value > TEST_COST_THRESHOLD}
+    assert costly == {"dispute"}
+
+    def firing(alert: str) -> set[str]:
+        return {
+            a["labels"][TASK]
+            for a in stack.get("/api/v1/alerts")["alerts"]
+            if a["labels"]["alertname"] == alert and a["labels"]["job"] == SERVICE and a["state"] == "firing"
+        }
+
+    _wait(
+        f"{alerts.CEILING_STOP_RATE} to fire for {sorted(stopped)}",
+        15,
+        lambda: firing(alerts.CEILING_STOP_RATE) == stopped or None,
+    )
+    _wait(
+        f"{alerts.COST_PER_TICKET_HIGH} to fire for dispute",
+        15,
+        lambda: firing(alerts.COST_PER_TICKET_HIGH) == costly or None,
+    )
+    for alert in stack.get("/api/v1/alerts")["alerts"]:
+        if alert["labels"]["alertname"] in (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH):
+            assert f"/d/{alerts.COST_DASHBOARD_UID}" in alert["annotations"]["dashboard"]
+            assert "{{" not in alert["annotations"]["description"]
+
+
+def _bucket_of(value_rank: float, values: list[float], bounds: tuple[float, ...]) -> tuple[float, float]:
+    """The (lower, upper] histogram bucket that holds the quantile of rank ``value_rank``."""
+    lower = 0.0
+    for bound in bounds:
+        if sum(v <= bound for v in values) >= value_rank:
+            return lower, bound
+        lower = bound
+    return lower, math.inf
+
+
+def test_the_advisor_reads_the_right_answers_from_prometheus(stack: Stack) -> None:
+    """`otel-ctx advise` on the workload: every figure against what the test computes from the report."""
+    from otel_ctx.cli import advise
+    from otel_ctx.presets import SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE
+
+    max_overflow, max_compaction = 0.05, 0.2
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from otel_ctx.cli import main; main()",
+            "advise",
+            f"--prometheus={stack.base}",
+            "--window=all",
+            f"--service={SERVICE}",
+            f"--max-overflow={max_overflow}",
+            f"--max-compaction={max_compaction}",
+            f"--at={stack.at}",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    advice = {a["task_type"]: a for a in json.loads(proc.stdout)["task_types"]}
+    rounds: list[dict[str, Any]] = stack.report["rounds"]
+    runs = _runs(stack)
+    assert set(advice) == {r["task_type"] for r in rounds}
+    for task, a in advice.items():
+        mine = [r for r in rounds if r["task_type"] == task]
+        n = len(mine)
+        n_outcome = {o: sum(r["outcome"] == o for r in mine) for o in names.OUTCOMES}
+        assert a["requests"] == n
+        assert a["overflow_rate"] == pytest.approx(n_outcome["overflow"] / n)
+        assert a["compaction_rate"] == pytest.approx(n_outcome["compacted"] / n)
+        assert a["limit"] == SUPPORT_DESK_LIMITS[task]
+        assert a["budget"] == SUPPORT_DESK_LIMITS[task] - SUPPORT_DESK_RESERVE
+        tickets = [r for r in runs if r["task_type"] == task]
+        assert a["tickets"] == len(tickets)
+        assert a["cost_per_ticket"] == pytest.approx(sum(r["cost"] for r in tickets) / len(tickets), rel=1e-9)
+        estimates = [float(r["estimated"]) for r in mine]
+        for q, got in ((0.5, a["p50_prompt"]), (0.95, a["p95_prompt"])):
+            lower, upper = _bucket_of(q * n, estimates, names.TOKEN_BUCKETS)
+            assert lower < got <= upper, (task, q, got, lower, upper)
+
+        # The what-ifs: counted from every round's utilization at each candidate budget.
+        util = {o: [r["utilization"] for r in mine if r["outcome"] == o] for o in names.OUTCOMES}
+        expected_ok = []
+        assert [w["ratio"] for w in a["what_ifs"]] == list(advise.CANDIDATE_RATIOS)
+        for w in a["what_ifs"]:
+            r = w["ratio"]
+            assert w["budget"] == round(a["budget"] * r)
+            assert w["limit"] == w["budget"] + SUPPORT_DESK_RESERVE
+            if r < 1:
+                compacts = n_outcome["compacted"] + n_outcome["overflow"] + sum(u > r for u in util["fit"])
+                overflows = n_outcome["overflow"]
+            else:
+                held = sum(u <= r for u in util["overflow"])
+                compacts = n_outcome["compacted"] + n_outcome["overflow"] - held
+                overflows = n_outcome["overflow"] - held
+            assert w["compaction_rate"] == pytest.approx(compacts / n), (task, r)
+            assert w["overflow_rate"] == pytest.approx(overflows / n), (task, r)
+            if compacts / n <= max_compaction and overflows / n <= max_overflow:
+                expected_ok.append(w["limit"])
+        costs = [w["cost_per_ticket"] for w in a["what_ifs"]]
+        today = a["what_ifs"][advise.CANDIDATE_RATIOS.index(1.0)]
+        assert today["cost_per_ticket"] == pytest.approx(a["cost_per_ticket"], rel=1e-9)
+        assert costs == sorted(costs), (task, costs)  # a bigger budget never costs less
+        assert a["suggested_limit"] == (min(expected_ok) if expected_ok else None), task

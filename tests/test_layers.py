@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 ENGINE = ["budget", "breakdown", "errors", "fit", "names", "presets", "result", "sources", "tokens"]
+ENGINE += ["ledger", "pricing"]
 PACKAGE = Path(__file__).resolve().parent.parent / "otel_ctx"
 
 

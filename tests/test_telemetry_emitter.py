@@ -333,7 +333,12 @@ def test_round_label_is_exact_up_to_the_maximum_then_n_plus(fitter: ContextFitte
 
 def test_no_run_or_conversation_id_on_metrics(cap: Capture, fitter: ContextFitter) -> None:
     with run(
-        fitter, task_type="returns", conversation_id="conv-secret-id", agent_name="a", emitter=cap.emitter
+        fitter,
+        task_type="returns",
+        conversation_id="conv-secret-id",
+        agent_name="a",
+        emitter=cap.emitter,
+        run_ceiling=100_000,  # the ceiling-utilization histogram needs a ceiling
     ) as r:
         r.fit([user("hi")])
         r.record_usage(input_tokens=20)

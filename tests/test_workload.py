@@ -95,8 +95,20 @@ def test_every_round_is_a_valid_request_and_tool_results_follow_their_calls(runs
             r.breakdown.check()
 
 
+def test_the_ceiling_stops_long_disputes_before_the_crossing_request(runs: list) -> None:
+    stopped = [run for run in runs if run.stop == "ceiling"]
+    assert stopped, "the workload must contain disputes the 60,000-token ceiling stops"
+    for run in stopped:
+        assert run.escalated and run.resolution == "escalated"
+        assert run.ticket.task_type == "dispute"
+        *sent, last = run.rounds
+        assert last.crossed_ceiling and last.spent_before + last.next_tokens > last.ceiling
+        assert all(not r.crossed_ceiling and r.spent_before + r.next_tokens <= r.ceiling for r in sent)
+        assert run.spent_tokens == last.spent_before <= last.ceiling
+
+
 def test_only_disputes_overflow_and_the_agent_stops_there(runs: list) -> None:
-    overflowed = [run for run in runs if run.escalated]
+    overflowed = [run for run in runs if run.stop == "overflow"]
     assert overflowed, "the workload must contain disputes whose floor overflows"
     for run in overflowed:
         assert run.ticket.task_type == "dispute"
@@ -148,7 +160,9 @@ def test_summary_matches_the_rounds(runs: list) -> None:
     assert total.runs == len(runs)
     assert total.rounds == len(all_rounds)
     assert total.compacted == sum(r.outcome == "compacted" for r in all_rounds)
-    assert total.overflow == sum(run.escalated for run in runs)
+    assert total.overflow == sum(run.stop == "overflow" for run in runs)
+    assert total.ceiling_stops == sum(run.stop == "ceiling" for run in runs)
+    assert total.escalated == sum(run.escalated for run in runs) == total.resolutions["escalated"]
     # Shares of the four lines close to 100% (the breakdown closes).
     assert sum(total.share(line) for line in COMPONENT_LINES) == pytest.approx(1.0, abs=1e-9)
     # p95 from the bins agrees with the nearest-rank p95 of the raw values (to the bin width).

@@ -1,4 +1,4 @@
-"""The ``otel-ctx`` command line: ``demo``, ``fit`` and ``dashboards``.
+"""The ``otel-ctx`` command line: ``demo``, ``fit``, ``dashboards`` and ``advise``.
 
 Exit codes: 0 ok; 1 a request overflowed and ``--fail-on-overflow`` asked to fail on it;
 2 a usage or input error, reported as one line on stderr (never a traceback).
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from otel_ctx import __version__
-from otel_ctx.cli import dashboards, demo_command, fit_command
+from otel_ctx.cli import advise, dashboards, demo_command, fit_command
 from otel_ctx.cli.errors import EXIT_USAGE, CliError
 from otel_ctx.cli.notes import EncodingFallbackFilter
 from otel_ctx.errors import OtelCtxError
@@ -34,6 +34,7 @@ app = typer.Typer(
 app.add_typer(dashboards.app, name="dashboards")
 app.command("demo", help=demo_command.HELP, no_args_is_help=False)(demo_command.demo)
 app.command("fit", help=fit_command.HELP)(fit_command.fit)
+app.command("advise", help=advise.HELP)(advise.advise)
 
 #: Options whose value is optional: given bare, they take this value.
 OPTIONAL_VALUES: dict[str, str] = {

@@ -21,12 +21,14 @@ from otel_ctx.cli import notes
 from otel_ctx.cli import telemetry as cli_telemetry
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import CliError
-from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table, summary_tables
-from otel_ctx.demo.agent import TicketRun, bare_run, run_ticket
+from otel_ctx.cli.render import breakdown_table, cost_table, outcome_line, sources_table, summary_tables
+from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, run_ticket
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.fit import ContextFitter
-from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE
+from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE, SUPPORT_DESK_RUN_CEILING
+from otel_ctx.pricing import default_prices
+from otel_ctx.telemetry.run import start_counters
 
 #: ``--inspect`` without a ticket: the first ticket whose run compacted or overflowed.
 INSPECT_AUTO = "auto"
@@ -116,6 +118,8 @@ def demo(
         service_name=service_name,
         task_types=SUPPORT_DESK,
     )
+    # Every task type's ceiling-stop counter at 0 before the first ticket: rate() sees the first stop.
+    start_counters(fitter, model=model)
     try:
         if inspect is not None:
             _inspect(fitter, session, out, inspect=inspect, seed=seed, count=count, as_json=as_json)
@@ -174,6 +178,13 @@ def _print_summary(out: Console, summary: WorkloadSummary) -> None:
     )
     out.print()
     out.print(shares)
+    out.print()
+    out.print(cost_table(summary, out, SUPPORT_DESK_RUN_CEILING))
+    out.print(
+        f"Cost/ticket: mean USD at list prices of {default_prices().as_of}, from reported usage. "
+        "Escalated: stopped at an overflow or the ceiling, handed to a person.",
+        style="dim",
+    )
 
 
 def _summary_json(
@@ -191,6 +202,8 @@ def _summary_json(
         "encoding": fitter.encoding_name,
         "encoding_fallback": fitter.encoding_fallback,
         "telemetry": session.destination,
+        "run_ceiling": SUPPORT_DESK_RUN_CEILING,
+        "prices_as_of": default_prices().as_of,
         **summary.to_dict(),
     }
 
@@ -226,11 +239,12 @@ def _choose(fitter: ContextFitter, inspect: str, seed: int, count: int) -> Ticke
     if inspect != INSPECT_AUTO:
         return make_ticket(seed, parse_ticket(inspect))
     # The most telling run: one that overflowed (compaction, then the floor), else one that compacted.
+    # (A run the ceiling stopped is inspected by its id: --inspect T00009 --seed 23.)
     probe = ContextFitter(SUPPORT_DESK, model=fitter.model)
     compacted: Ticket | None = None
     for ticket in tickets(seed, count):
         run = run_ticket(probe, ticket, opener=bare_run)
-        if run.escalated:
+        if run.stop == "overflow":
             return ticket
         if compacted is None and any(r.outcome == "compacted" for r in run.rounds):
             compacted = ticket
@@ -267,18 +281,43 @@ def _inspect(
             out.print(f" (dropped messages {_ranges(result.dropped_indices)})", end="")
         out.print()
         out.print(breakdown_table(result.breakdown, out))
-    if run.escalated:
+        if number <= len(run.rounds):
+            out.print(ceiling_line(run.rounds[number - 1]))
+    if run.stop == "overflow":
         out.print(
             f"\nEscalated to a person at round {len(run.results)}: the pinned floor (original ticket, "
             "constraints, state and the newest turn) does not fit the budget.",
             style="bold red",
         )
+    elif run.stop == "ceiling":
+        out.print(
+            f"\nEscalated to a person at round {len(run.results)}: the next request would take the "
+            "ticket over its token ceiling; it was not sent.",
+            style="bold red",
+        )
+    cost = "n/a (no price for the model)" if run.cost is None else f"${run.cost:.4f} ({run.cost_source})"
+    out.print(f"\nTicket total: {run.spent_tokens:,} tokens, {cost}; resolution: {run.resolution}.")
     if run.results:
         sources = sources_table(run.results[-1].breakdown, out)
         if sources is not None:
             out.print("\n[bold]Sources[/bold] (names and data classes only, never text)")
             out.print(sources)
     out.print(notes.encoding_note(fitter), style="dim")
+
+
+def ceiling_line(r: RoundStats) -> str:
+    """The ticket's running total against its ceiling before one round, and what the round cost."""
+    if r.ceiling is None:
+        total = f"Running total: {r.spent_before:,} spent + {r.next_tokens:,} this request"
+    else:
+        verdict = "OVER: not sent" if r.crossed_ceiling else "under"
+        total = (
+            f"Running total: {r.spent_before:,} spent + {r.next_tokens:,} this request "
+            f"= {r.spent_before + r.next_tokens:,} of the {r.ceiling:,} ceiling ({verdict})"
+        )
+    if r.cost is not None and r.cost_source != "none":
+        total += f"; round cost ${r.cost:.4f} ({r.cost_source})"
+    return total
 
 
 def inspect_json(run: TicketRun, seed: int) -> dict[str, Any]:
@@ -289,6 +328,11 @@ def inspect_json(run: TicketRun, seed: int) -> dict[str, Any]:
         "task_type": t.task_type,
         "kind": t.kind,
         "escalated": run.escalated,
+        "stop": run.stop,
+        "resolution": run.resolution,
+        "spent_tokens": run.spent_tokens,
+        "cost_usd": run.cost,
+        "cost_source": run.cost_source,
         "rounds": [
             {
                 "round": n,
@@ -298,9 +342,24 @@ def inspect_json(run: TicketRun, seed: int) -> dict[str, Any]:
                 "capped_tool_results": r.capped_tool_results,
                 "messages_sent": len(r.messages),
                 "breakdown": r.breakdown.to_dict(),
+                **_ledger_json(run, n),
             }
             for n, r in enumerate(run.results, start=1)
         ],
+    }
+
+
+def _ledger_json(run: TicketRun, number: int) -> dict[str, Any]:
+    if number > len(run.rounds):
+        return {}
+    r = run.rounds[number - 1]
+    return {
+        "spent_before": r.spent_before,
+        "next_tokens": r.next_tokens,
+        "run_ceiling": r.ceiling,
+        "crossed_ceiling": r.crossed_ceiling,
+        "cost_usd": r.cost,
+        "cost_source": r.cost_source,
     }
 
 

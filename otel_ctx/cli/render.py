@@ -142,3 +142,31 @@ def summary_tables(summary: WorkloadSummary, console: Console, budgets: dict[str
             end_section=s is not total and s is stats[-1],
         )
     return [outcomes, shares]
+
+
+def cost_table(summary: WorkloadSummary, console: Console, ceiling: int | None) -> Table:
+    """Cost per ticket next to how the tickets ended, per task type: the view budgets are revisited with."""
+    stats = [s for s in summary.by_task.values() if s.runs]
+    total = summary.total()
+    rows = [*stats, total]
+    table = _table(console, "Cost and resolution per ticket", title_style="bold")
+    table.add_column("Task type", no_wrap=True)
+    for name in ("Tokens/ticket", "Cost/ticket", "Resolved", "Escalated", "Ceiling stops"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for s in rows:
+        cost = s.cost_per_ticket
+        escalated = s.resolutions.get("escalated", 0)
+        table.add_row(
+            s.task_type,
+            f"{s.tokens_per_ticket:,.0f}",
+            "n/a" if cost is None else f"${cost:.4f}",
+            f"{s.resolution_rate:.0%}",
+            f"{escalated / s.runs:.0%}" if s.runs else "",
+            Text(f"{s.ceiling_stops:,}", style="red" if s.ceiling_stops else ""),
+            style="bold" if s is total else "",
+            end_section=s is not total and s is stats[-1],
+        )
+    if ceiling is not None:
+        table.caption = f"Ceiling: {ceiling:,} tokens per ticket (prompts and answers)."
+        table.caption_justify = "left"
+    return table

@@ -26,10 +26,21 @@ class TaskStats:
     capped_tool_results: int = 0
     share_sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(COMPONENT_LINES, 0.0))
     utilization_bins: dict[int, int] = field(default_factory=dict)
+    ceiling_stops: int = 0
+    resolutions: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
+    cost: float = 0.0
+    priced_runs: int = 0
 
     def add(self, run: TicketRun) -> None:
         self.runs += 1
         self.escalated += run.escalated
+        self.ceiling_stops += run.stop == "ceiling"
+        self.resolutions[run.resolution] = self.resolutions.get(run.resolution, 0) + 1
+        self.tokens += run.spent_tokens
+        if run.cost is not None:
+            self.cost += run.cost
+            self.priced_runs += 1
         for r in run.rounds:
             self.rounds += 1
             self.compacted += r.outcome == "compacted"
@@ -50,6 +61,20 @@ class TaskStats:
     def overflow_rate(self) -> float:
         """Rounds whose pinned floor overflowed, as a share of all rounds."""
         return self.overflow / self.rounds if self.rounds else 0.0
+
+    @property
+    def resolution_rate(self) -> float:
+        """Runs that ended ``resolved``, as a share of all runs."""
+        return self.resolutions.get("resolved", 0) / self.runs if self.runs else 0.0
+
+    @property
+    def cost_per_ticket(self) -> float | None:
+        """Mean USD per run (None when no run's model had a price)."""
+        return self.cost / self.priced_runs if self.priced_runs else None
+
+    @property
+    def tokens_per_ticket(self) -> float:
+        return self.tokens / self.runs if self.runs else 0.0
 
     def utilization_quantile(self, q: float) -> float:
         """Utilization at quantile ``q`` (to 0.1%), from the bins."""
@@ -75,6 +100,12 @@ class TaskStats:
             self.share_sums[line] += other.share_sums[line]
         for b, n in other.utilization_bins.items():
             self.utilization_bins[b] = self.utilization_bins.get(b, 0) + n
+        self.ceiling_stops += other.ceiling_stops
+        for r, n in other.resolutions.items():
+            self.resolutions[r] = self.resolutions.get(r, 0) + n
+        self.tokens += other.tokens
+        self.cost += other.cost
+        self.priced_runs += other.priced_runs
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +120,11 @@ class TaskStats:
             "capped_tool_results": self.capped_tool_results,
             "mean_share": {line: round(self.share(line), 4) for line in COMPONENT_LINES},
             "p95_utilization": round(self.utilization_quantile(0.95), 3),
+            "ceiling_stopped_runs": self.ceiling_stops,
+            "resolutions": dict(sorted(self.resolutions.items())),
+            "resolution_rate": round(self.resolution_rate, 4),
+            "tokens_per_ticket": round(self.tokens_per_ticket, 1),
+            "cost_per_ticket_usd": None if self.cost_per_ticket is None else round(self.cost_per_ticket, 6),
         }
 
 

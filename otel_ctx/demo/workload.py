@@ -464,6 +464,11 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
             "escalated to tier 2",
         ),
     ]
+    if escalating:
+        # The pasted thread sends the agent back to the sources early: the re-check comes fourth,
+        # and its floor overflows the budget before the ticket reaches its 60,000-token ceiling
+        # (the long damage claims are the ones the ceiling stops).
+        steps.insert(3, steps.pop(8))
     n_rounds = 12 if escalating else rng.randint(6, 12)
     rounds = [Round(())]
     for appended, action in steps[: n_rounds - 1]:

@@ -17,12 +17,13 @@ from typing import Any
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from otel_ctx.grafana import overview, task_type
+from otel_ctx.grafana import cost, overview, task_type
 
 #: File name → the function that builds it; the order is the order they are listed/pushed in.
 DASHBOARDS: dict[str, Callable[[], dash_b.Dashboard]] = {
     f"{overview.UID}.json": overview.build,
     f"{task_type.UID}.json": task_type.build,
+    f"{cost.UID}.json": cost.build,
 }
 
 

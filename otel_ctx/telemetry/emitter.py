@@ -157,6 +157,8 @@ class Emitter:
             names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
         )
         meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
+        #: Kept for the per-run instruments (otel_ctx.telemetry.run), created on first use.
+        self.meter = meter
         # The bucket advisory makes an application's own SDK (no otel-ctx Views) use the
         # registry's buckets too; configure() also installs Views for SDKs that ignore it.
         self._tokens = meter.create_histogram(

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable
 
 from otel_ctx import names
+from otel_ctx.ledger import check_resolutions
 
 #: Rounds 1..DEFAULT_MAX_ROUND keep their own label; later rounds share ``"<max+1>+"``.
 DEFAULT_MAX_ROUND = 12
@@ -27,12 +28,15 @@ class LabelPolicy:
         task_types: Iterable[str] | None = None,
         max_round: int = DEFAULT_MAX_ROUND,
         max_task_types: int = DEFAULT_MAX_TASK_TYPES,
+        resolutions: Iterable[str] = (),
     ) -> None:
         if isinstance(max_round, bool) or not isinstance(max_round, int) or max_round < 1:
             raise ValueError(f"max_round must be an integer >= 1, got {max_round!r}")
         if isinstance(max_task_types, bool) or not isinstance(max_task_types, int) or max_task_types < 0:
             raise ValueError(f"max_task_types must be an integer >= 0, got {max_task_types!r}")
         self.task_types: frozenset[str] = frozenset(task_types or ())
+        #: The application's own run resolutions, beside resolved/escalated/abandoned/... .
+        self.resolutions: tuple[str, ...] = check_resolutions(resolutions)
         self.max_round = max_round
         self.max_task_types = max_task_types
         self._round_labels = tuple(str(i) for i in range(max_round + 1))

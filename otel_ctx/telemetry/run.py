@@ -3,12 +3,20 @@
 ``with otel_ctx.run(fitter, task_type="returns") as run:`` (or ``async with``) opens the
 run span and makes it current; ``run.fit(...)`` numbers the rounds; ``run.record_usage``
 feeds the provider's reported counts back into the fitter's calibration.
+
+A run also keeps the ticket's books (:class:`~otel_ctx.ledger.RunLedger`): tokens spent
+against the policy's ``run_ceiling`` (``run.ceiling_reached`` after a round that must not
+be sent), cost from the price table, and how it ended (``run.resolve("resolved")``).
+When the block exits, the run's tokens and cost are recorded once, by task type,
+resolution and stop, whether the block returned or raised.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -21,6 +29,8 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.errors import InvalidRequestError
+from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
+from otel_ctx.pricing import PriceTable, Usage, default_prices
 from otel_ctx.result import FitResult, Message
 from otel_ctx.sources import SourcesLike
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
@@ -31,6 +41,71 @@ if TYPE_CHECKING:
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 
 _CURRENT_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_current_run", default=None)
+#: Results of the last rounds, so ``record_usage(result=...)`` finds the round a result was.
+_RECENT_ROUNDS = 32
+
+
+class _RunInstruments:
+    """The per-run instruments of one emitter's meter (created once per emitter)."""
+
+    def __init__(self, emitter: Emitter) -> None:
+        meter = emitter.meter
+
+        def histogram(m: names.Metric) -> Any:
+            return meter.create_histogram(
+                m.name, unit=m.unit, description=m.description, explicit_bucket_boundaries_advisory=m.buckets
+            )
+
+        stops = names.CEILING_STOPS
+        self.ceiling_stops = meter.create_counter(stops.name, unit=stops.unit, description=stops.description)
+        self.tokens = histogram(names.RUN_TOKENS)
+        self.cost = histogram(names.RUN_COST)
+        self.ceiling_utilization = histogram(names.RUN_CEILING_UTILIZATION)
+        self._started: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def start_task(self, task: str, model: str) -> None:
+        """Start a task type's ceiling-stop counter at 0, so rate() sees its first stop."""
+        key = (task, model)
+        if key in self._started:
+            return
+        with self._lock:
+            if len(self._started) >= 4096:  # labels are bounded; this only guards memory
+                self._started.clear()
+            self._started.add(key)
+        self.ceiling_stops.add(0, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
+
+
+_INSTRUMENTS: weakref.WeakKeyDictionary[Emitter, _RunInstruments] = weakref.WeakKeyDictionary()
+_INSTRUMENTS_LOCK = threading.Lock()
+
+
+def _instruments(emitter: Emitter) -> _RunInstruments:
+    found = _INSTRUMENTS.get(emitter)
+    if found is None:
+        with _INSTRUMENTS_LOCK:
+            found = _INSTRUMENTS.get(emitter)
+            if found is None:
+                found = _INSTRUMENTS[emitter] = _RunInstruments(emitter)
+    return found
+
+
+def start_counters(
+    fitter: ContextFitter, *, model: str | None = None, emitter: Emitter | None = None
+) -> None:
+    """Start the ceiling-stop counter at 0 for every task type of ``fitter``. Never raises.
+
+    A run starts its own task type's counter; call this at start-up, before the first
+    ticket, so that Prometheus scrapes the 0 of every task type before its first stop and
+    ``rate()`` sees that stop.
+    """
+    try:
+        em = emitter or default_emitter()
+        inst = _instruments(em)
+        for task in fitter.task_types:
+            inst.start_task(em.labels.task_label(task, fitter.task_types), model or fitter.model)
+    except Exception as exc:
+        log_failure("starting the ceiling-stop counters", exc)
 
 
 def current_run() -> Run | None:
@@ -50,15 +125,29 @@ class Run:
         agent_name: str | None = None,
         model: str | None = None,
         emitter: Emitter | None = None,
+        prices: PriceTable | None = None,
+        run_ceiling: int | None = None,
+        resolutions: Iterable[str] = (),
     ) -> None:
         # Fail at the start of the run, not at round 3, when the task type has no budget.
-        fitter.policy_for(task_type)
+        policy = fitter.policy_for(task_type)
         self.fitter = fitter
         self.task_type = task_type
         self.conversation_id = conversation_id
         self.agent_name = agent_name
         self.model: str = model or fitter.model
         self.emitter = emitter or default_emitter()
+        self.prices = prices if prices is not None else default_prices()
+        self.ledger = RunLedger(
+            ceiling=run_ceiling if run_ceiling is not None else policy.run_ceiling,
+            model=self.model,
+            prices=self.prices,
+            resolutions=(*self.emitter.labels.resolutions, *resolutions),
+        )
+        #: The last round's check against the run ceiling (None before the first round).
+        self.last_check: CeilingCheck | None = None
+        self._recent: deque[tuple[FitResult, int]] = deque(maxlen=_RECENT_ROUNDS)
+        self._finished = False
         self.rounds = 0
         self.last_result: FitResult | None = None
         self.input_tokens = 0
@@ -108,8 +197,11 @@ class Run:
             attrs: dict[str, AttributeValue] = {
                 names.TASK_TYPE: self.task_type if self.task_type is not None else names.DEFAULT_TASK_TYPE,
                 names.GEN_AI_REQUEST_MODEL: self.model,
+                names.PRICES_AS_OF: self.prices.as_of,
                 **self.span_extra,
             }
+            if self.ledger.ceiling is not None:
+                attrs[names.RUN_CEILING] = self.ledger.ceiling
             self._span = self.emitter.tracer.start_span(
                 names.SPAN_RUN, kind=SpanKind.INTERNAL, attributes=attrs
             )
@@ -117,6 +209,10 @@ class Run:
             self._otel_token = otel_context.attach(self._span_context)
         except Exception as exc:
             log_failure("starting the run span", exc)
+        try:
+            _instruments(self.emitter).start_task(self._task_label(), self.model)
+        except Exception as exc:
+            log_failure("starting the run's counters", exc)
         self._run_token = _CURRENT_RUN.set(self)
 
     def _end(self, exc: BaseException | None) -> None:
@@ -140,10 +236,53 @@ class Run:
                 if exc is not None:
                     span.record_exception(exc)
                     span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            self._finish(exc is not None, span)
             if span is not None:
                 span.end()
         except Exception as inner:
             log_failure("ending the run span", inner)
+
+    def _task_label(self) -> str:
+        return self.emitter.labels.task_label(self.task_type, self.fitter.task_types)
+
+    def _finish(self, raised: bool, span: Span | None) -> None:
+        """The run's resolution on its span and its one record in the per-run metrics."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        ledger = self.ledger
+        resolution = ledger.final_resolution(raised=raised)
+        spent, cost = ledger.spent_tokens, ledger.cost
+        if span is not None and span.is_recording():
+            span.set_attributes(
+                {
+                    names.RESOLUTION: resolution,
+                    names.STOP: ledger.stop,
+                    names.RUN_SPENT_TOKENS: spent,
+                    names.COST_SOURCE: ledger.cost_source,
+                }
+            )
+            if cost is not None:
+                span.set_attribute(names.COST_USD, cost)
+        inst = _instruments(self.emitter)
+        task = self._task_label()
+        model = self.model
+        labels = {
+            names.TASK_TYPE: task,
+            names.RESOLUTION: resolution,
+            names.STOP: ledger.stop,
+            names.GEN_AI_REQUEST_MODEL: model,
+        }
+        inst.tokens.record(spent, labels, self._span_context)
+        if cost is not None:
+            inst.cost.record(cost, labels, self._span_context)
+        if ledger.ceiling is not None:
+            inst.ceiling_utilization.record(
+                spent / ledger.ceiling,
+                {names.TASK_TYPE: task, names.STOP: ledger.stop, names.GEN_AI_REQUEST_MODEL: model},
+                self._span_context,
+            )
 
     def next_round(self) -> int:
         """Claim the next round number (1, 2, …); safe from several threads."""
@@ -219,9 +358,17 @@ class Run:
         return self._round(call, MODE_OBSERVE)
 
     def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
+        number = self.next_round()
+
+        def checked() -> FitResult:
+            result = call()
+            # Inside the call the round span is current: the check lands on it before it ends.
+            self._check_round(number, result, trace.get_current_span())
+            return result
+
         result = self.emitter.instrument(
-            call,
-            round_number=self.next_round(),
+            checked,
+            round_number=number,
             mode=mode,
             model=self.model,
             known_task_types=self.fitter.task_types,
@@ -231,6 +378,92 @@ class Run:
         self.last_result = result
         return result
 
+    def _check_round(self, number: int, result: FitResult, span: Span | None) -> CeilingCheck:
+        """Count the round in the ledger, check the ceiling, and put both on the round span."""
+        b = result.breakdown
+        overflow = result.outcome == "overflow"
+        had_stop = self.ledger.stop
+        check = self.ledger.add_round(
+            number, prompt_tokens=b.estimated, reserved_output=b.reserved_output, overflow=overflow
+        )
+        self.last_check = check
+        self._recent.append((result, number))
+        crossed = check.crossed and not overflow
+        try:
+            if span is not None and span.is_recording():
+                attrs: dict[str, AttributeValue] = {
+                    names.RUN_SPENT_TOKENS: check.spent,
+                    names.RUN_NEXT_TOKENS: check.next_tokens,
+                    names.RUN_CEILING_CROSSED: crossed,
+                    names.COST_SOURCE: "estimate",
+                }
+                if check.ceiling is not None:
+                    attrs[names.RUN_CEILING] = check.ceiling
+                spend = self.ledger.round_spend(number)
+                if spend is not None and spend.cost is not None and spend.source == "estimate":
+                    attrs[names.COST_USD] = spend.cost
+                span.set_attributes(attrs)
+                if crossed:
+                    span.add_event(
+                        names.EVENT_RUN_CEILING,
+                        {
+                            names.RUN_SPENT_TOKENS: check.spent,
+                            names.RUN_NEXT_TOKENS: check.next_tokens,
+                            names.RUN_CEILING: check.ceiling or 0,
+                        },
+                    )
+            if crossed and had_stop == "none" and self.ledger.stop == "ceiling":
+                _instruments(self.emitter).ceiling_stops.add(
+                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self.model}
+                )
+            self._update_run_span()
+        except Exception as exc:
+            log_failure("recording the run ceiling", exc)
+        return check
+
+    def _update_run_span(self) -> None:
+        """Tokens and cost so far on the run span, so a trace shows them while the run goes on."""
+        span = self._span
+        if span is None or not span.is_recording():
+            return
+        span.set_attribute(names.RUN_SPENT_TOKENS, self.ledger.spent_tokens)
+        cost = self.ledger.cost
+        if cost is not None:
+            span.set_attribute(names.COST_USD, cost)
+        span.set_attribute(names.COST_SOURCE, self.ledger.cost_source)
+
+    # --- the ticket's books ------------------------------------------------------------
+
+    @property
+    def ceiling_reached(self) -> bool:
+        """True when the last round must not be sent: it would take the run over its ceiling."""
+        check = self.last_check
+        last = self.last_result
+        return check is not None and check.crossed and (last is None or last.outcome != "overflow")
+
+    def raise_for_ceiling(self) -> None:
+        """Raise :class:`~otel_ctx.ledger.RunCeilingReached` when :attr:`ceiling_reached`."""
+        if self.ceiling_reached and self.last_check is not None:
+            raise RunCeilingReached(self.last_check, self.task_type)
+
+    @property
+    def spent_tokens(self) -> int:
+        """Tokens the run has spent: prompts and answers, reported where recorded, else estimated."""
+        return self.ledger.spent_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """USD the run has cost so far (None: the model is not in the price table)."""
+        return self.ledger.cost
+
+    def resolve(self, resolution: str) -> None:
+        """Say how the run ended: ``resolved``, ``escalated``, ``abandoned``, or a configured value.
+
+        Unsaid, a run that stopped at an overflow or its ceiling counts as ``escalated``, a
+        block that raised as ``error``, anything else as ``unresolved``.
+        """
+        self.ledger.resolve(resolution)
+
     def emit(self, result: FitResult, *, mode: str = MODE_OBSERVE, start_time: int | None = None) -> None:
         """Record a result computed elsewhere (an observed callable) as the next round."""
         span = None
@@ -239,10 +472,12 @@ class Run:
             span = self.emitter.tracer.start_span(name, context=self.parent_context(), start_time=start_time)
         except Exception as exc:
             log_failure("starting the round span", exc)
+        number = self.next_round()
+        self._check_round(number, result, span)
         self.emitter.emit(
             result,
             span=span,
-            round_number=self.next_round(),
+            round_number=number,
             mode=mode,
             model=self.model,
             known_task_types=self.fitter.task_types,
@@ -253,24 +488,53 @@ class Run:
     # --- usage -------------------------------------------------------------------------
 
     def record_usage(
-        self, *, input_tokens: int, output_tokens: int | None = None, result: FitResult | None = None
+        self,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        result: FitResult | None = None,
+        cached_input_tokens: int = 0,
+        cache_creation_input_tokens: int = 0,
+        usage: Usage | None = None,
     ) -> float:
-        """Feed the provider's reported prompt tokens for ``result`` (default: the last round)
-        into the fitter's calibration; record the estimate's accuracy. Returns the accuracy."""
+        """Feed the provider's reported counts for ``result`` (default: the last round) into
+        the fitter's calibration and the run's books; record the estimate's accuracy.
+
+        Give the counts (``input_tokens`` is every prompt token, cached ones included), or a
+        :class:`~otel_ctx.pricing.Usage` (``Usage.from_openai(response.usage)``,
+        ``Usage.from_anthropic(response.usage)``). Returns reported ÷ estimated.
+        """
         res = result if result is not None else self.last_result
         if res is None:
             raise InvalidRequestError("record_usage", "no round has been fitted in this run yet")
-        if output_tokens is not None and (
-            isinstance(output_tokens, bool) or not isinstance(output_tokens, int) or output_tokens < 0
-        ):
-            raise InvalidRequestError(
-                "record_usage.output_tokens", f"must be an int >= 0, got {output_tokens!r}"
+        if usage is None:
+            if input_tokens is None:
+                raise InvalidRequestError("record_usage", "give input_tokens or usage")
+            if output_tokens is not None and (
+                isinstance(output_tokens, bool) or not isinstance(output_tokens, int) or output_tokens < 0
+            ):
+                raise InvalidRequestError(
+                    "record_usage.output_tokens", f"must be an int >= 0, got {output_tokens!r}"
+                )
+            if isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens <= 0:
+                raise InvalidRequestError(
+                    "record_usage.input_tokens", f"must be a positive integer, got {input_tokens!r}"
+                )
+            usage = Usage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens or 0,
+                cached_input_tokens=cached_input_tokens,
+                cache_creation_input_tokens=cache_creation_input_tokens,
             )
-        accuracy = self.fitter.observe_usage(res, input_tokens)
+        elif input_tokens is not None or output_tokens is not None:
+            raise InvalidRequestError("record_usage", "give either the counts or usage, not both")
+        accuracy = self.fitter.observe_usage(res, usage.input_tokens)
+        number = self._round_of(res)
+        spend = self.ledger.record_usage(number, usage)
         try:
             with self._lock:
-                self.input_tokens += input_tokens
-                self.output_tokens += output_tokens or 0
+                self.input_tokens += usage.input_tokens
+                self.output_tokens += usage.output_tokens
             self.emitter.record_accuracy(
                 accuracy,
                 task_type=res.task_type,
@@ -281,18 +545,31 @@ class Run:
             span = self._span
             if span is not None and span.is_recording():
                 event: dict[str, AttributeValue] = {
-                    names.ROUND: self.rounds,
-                    names.GEN_AI_USAGE_INPUT_TOKENS: input_tokens,
+                    names.ROUND: number,
+                    names.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                    names.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
                     names.ESTIMATED_TOKENS: res.breakdown.estimated,
                     names.ESTIMATE_ACCURACY_RATIO: float(accuracy),
                     names.CALIBRATION: float(self.fitter.calibration),
+                    names.COST_SOURCE: spend.source,
                 }
-                if output_tokens is not None:
-                    event[names.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+                if usage.cached_input_tokens:
+                    event[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
+                if usage.cache_creation_input_tokens:
+                    event[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
+                if spend.cost is not None:
+                    event[names.COST_USD] = spend.cost
                 span.add_event(names.EVENT_USAGE, event)
+            self._update_run_span()
         except Exception as exc:
             log_failure("recording usage", exc)
         return accuracy
+
+    def _round_of(self, result: FitResult) -> int:
+        for known, number in reversed(self._recent):
+            if known is result:
+                return number
+        return self.rounds
 
 
 def run(
@@ -303,11 +580,16 @@ def run(
     agent_name: str | None = None,
     model: str | None = None,
     emitter: Emitter | None = None,
+    prices: PriceTable | None = None,
+    run_ceiling: int | None = None,
+    resolutions: Iterable[str] = (),
 ) -> Run:
     """Open an agent run: ``with otel_ctx.run(fitter, task_type="returns") as run: run.fit(...)``.
 
     ``emitter`` is for tests and for applications that keep otel-ctx off the global
-    providers; by default the global tracer and meter are used.
+    providers; by default the global tracer and meter are used. ``prices`` replaces the
+    shipped price table (see :mod:`otel_ctx.pricing`); ``run_ceiling`` the policy's;
+    ``resolutions`` adds a few resolutions of the application's own.
     """
     return Run(
         fitter,
@@ -316,4 +598,7 @@ def run(
         agent_name=agent_name,
         model=model,
         emitter=emitter,
+        prices=prices,
+        run_ceiling=run_ceiling,
+        resolutions=resolutions,
     )

@@ -370,6 +370,7 @@ def configure(
     task_types: Iterable[str] | None = None,
     max_round: int = DEFAULT_MAX_ROUND,
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
+    resolutions: Iterable[str] = (),
     traces_exporter: ExporterName | None = None,
     metrics_exporter: ExporterName | None = None,
 ) -> TelemetryHandle:
@@ -386,7 +387,8 @@ def configure(
     ``exporter`` (e.g. spans over OTLP, metrics for Prometheus to scrape).
 
     ``task_types`` adds to the fitters' task types in the set that metric labels keep
-    (others become ``other``); ``max_round`` is the last round with its own label.
+    (others become ``other``); ``max_round`` is the last round with its own label;
+    ``resolutions`` adds the application's own run resolutions (a few) to the built-in ones.
 
     Idempotent: a second call returns the first call's handle. A provider the
     application already installed is left alone (the handle then holds ``None`` for it).
@@ -397,7 +399,7 @@ def configure(
             logger.debug("otel-ctx telemetry: configure() called again; keeping the first setup")
             return _handle
         default_emitter().labels = LabelPolicy(
-            task_types=task_types, max_round=max_round, max_task_types=max_task_types
+            task_types=task_types, max_round=max_round, max_task_types=max_task_types, resolutions=resolutions
         )
         want_traces = not _app_has_tracer_provider()
         want_metrics = not _app_has_meter_provider()
