@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import fit_bench, memory_bench, telemetry_bench
+from bench import fit_bench, instrument_bench, memory_bench, telemetry_bench
 from bench.report import Figure, markdown, text_table, write
 
 COMMAND = "make bench"
@@ -21,7 +21,10 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="Few trials: a smoke run, figures not meaningful."
     )
     parser.add_argument(
-        "--only", choices=("fit", "telemetry", "memory"), action="append", help="Run only these sections."
+        "--only",
+        choices=("fit", "telemetry", "memory", "instrument"),
+        action="append",
+        help="Run only these sections.",
     )
     parser.add_argument(
         "--output", type=Path, default=ROOT / "BENCHMARKS.md", help="Where to write the Markdown table."
@@ -29,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
     parser.add_argument("--strict", action="store_true", help="Exit 1 when a figure misses its target.")
     args = parser.parse_args(argv)
-    only = set(args.only or ("fit", "telemetry", "memory"))
+    only = set(args.only or ("fit", "telemetry", "memory", "instrument"))
     # The collector-down case makes the OTLP exporters log every failed export; that is the point.
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
 
@@ -53,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         tel = telemetry_bench.run(cold_fit_s=cold_fit_s, quick=args.quick)
         figures += tel.figures
         notes += tel.notes
+    if "instrument" in only:
+        progress("instrumentor: a wrapped SDK call, new request and later rounds")
+        ins = instrument_bench.run(quick=args.quick)
+        figures += ins.figures
+        notes += ins.notes
     if "memory" in only:
         progress("memory: fits with a bounded cache")
         mem = memory_bench.run(quick=args.quick)

@@ -1,7 +1,8 @@
 """Fit speed on the issue's input: 100 messages of ~340 tokens fitted to 8,000 tokens.
 
 * cold fit (fresh fitter, empty cache) vs one tiktoken pass over the same text;
-* a warm round that adds two messages vs tokenizing those two messages plus 100 µs;
+* a warm round that adds two messages (long, and short) vs tokenizing them plus 100 µs;
+* per dialect, reading a body into the request model and writing it back vs a cold fit;
 * the budget chapter's naive loop, which re-counts everything after every drop;
 * LangChain's ``trim_messages`` with the same tiktoken counter.
 """
@@ -22,6 +23,8 @@ WARM_ALLOWANCE_S = 100e-6
 COLD_TARGET = 1.3
 WARM_TARGET = 1.5
 NAIVE_TARGET = 30.0
+#: Reading a body into the request model and writing it back: a small share of a cold fit.
+CONVERSION_TARGET = 0.10
 #: Bounded time: the cut must not grow with the payload the way a full encode does.
 CAP_TARGET = 0.05
 TOOL_RESULT_CAP = 1_200
@@ -141,29 +144,32 @@ def run(*, quick: bool = False) -> FitBenchResult:
         t["langchain"] = s["langchain"]
     slow_cold = s["cold"]
 
-    # Warm rounds: a fitter that has seen the 100 messages; each trial adds two new ones.
-    warm_fitter = new_fitter()
-    warm_fitter.fit(conv)
-    pairs = iter(inputs.new_pairs(warm_trials * 2 + 4))
-    baseline_pairs = iter(inputs.new_pairs(warm_trials * 2 + 4, seed=3))
+    # Warm rounds: a fitter that has seen the 100 messages; each trial adds two new ones,
+    # as long as the transcript's (~340 tokens) or as short as an agent's quick turn (40–60).
+    warm: dict[str, tuple[Timing, Timing]] = {}
+    for kind in ("long", "short"):
+        warm_fitter = new_fitter()
+        warm_fitter.fit(conv)
+        short = kind == "short"
+        pairs = iter(inputs.new_pairs(warm_trials * 2 + 4, short=short))
+        baseline_pairs = iter(inputs.new_pairs(warm_trials * 2 + 4, seed=3, short=short))
 
-    def warm_round() -> Thunk:
-        pair = next(pairs)
-        msgs = [*conv, *pair]
-        return lambda: warm_fitter.fit(msgs)
+        def warm_round(f: ContextFitter = warm_fitter, p: Any = pairs) -> Thunk:
+            msgs = [*conv, *next(p)]
+            return lambda: f.fit(msgs)
 
-    def two_messages() -> Thunk:
-        a, b = (m["content"] for m in next(baseline_pairs))
+        def two_messages(p: Any = baseline_pairs) -> Thunk:
+            a, b = (m["content"] for m in next(p))
 
-        def go() -> None:
-            encode(a)
-            encode(b)
+            def go() -> None:
+                encode(a)
+                encode(b)
 
-        return go
+            return go
 
-    w = interleaved({"warm": warm_round, "two": two_messages}, trials=warm_trials)
-    # The warm fit must not re-count the transcript: the cache absorbed it.
-    warm_fitter.fit([*conv, *inputs.new_pairs(1, seed=99)[0]])
+        w = interleaved({"warm": warm_round, "two": two_messages}, trials=warm_trials)
+        warm[kind] = (w["warm"], w["two"])
+    conversion = _conversion(conv, trials)
 
     # The cut at the tool boundary reads a bounded prefix: a huge result costs no full encode.
     huge = inputs.huge_tool_result()
@@ -191,7 +197,9 @@ def run(*, quick: bool = False) -> FitBenchResult:
             "≤",
             f"fit {fmt_seconds(cold.median)}, tiktoken {fmt_seconds(tk.median)}",
         ),
-        _warm_figure(w["warm"], w["two"]),
+        _warm_figure(*warm["long"], "long"),
+        _warm_figure(*warm["short"], "short"),
+        *conversion,
         _ratio(
             f"cap a {len(huge) / 1e6:.0f} MB tool result ÷ encoding it whole",
             c["cap"],
@@ -213,7 +221,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
         Figure(
             SECTION,
             "naive re-count loop ÷ warm round",
-            f"{nv.median / w['warm'].median:.0f}×",
+            f"{nv.median / warm['long'][0].median:.0f}×",
             "(context)",
             None,
             "the agent's steady state: the cache holds the transcript",
@@ -236,7 +244,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
             Figure(
                 SECTION,
                 "LangChain trim_messages ÷ warm round",
-                f"{lct.median / w['warm'].median:.0f}×",
+                f"{lct.median / warm['long'][0].median:.0f}×",
                 "side by side",
                 None,
                 "trim_messages has no cache: every round costs the same",
@@ -246,7 +254,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
         notes.append(
             "langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured."
         )
-    noisy = [x for x in (*t.values(), *w.values()) if x.spread > 0.5]
+    noisy = [x for x in (*t.values(), *(x for pair in warm.values() for x in pair)) if x.spread > 0.5]
     if noisy:
         notes.append(
             "Noisy cases (interquartile range > 50% of the median): " + ", ".join(x.name for x in noisy) + "."
@@ -260,12 +268,60 @@ def _ratio(name: str, a: Timing, b: Timing, target: float, op: str, detail: str)
     return Figure(SECTION, name, f"{r:.2f}×", f"{op} {target}×", ok, detail)
 
 
-def _warm_figure(warm: Timing, two: Timing) -> Figure:
+def _conversion(conv: list[dict[str, Any]], trials: int) -> list[Figure]:
+    """What reading a body through its dialect adapter and writing it back adds to a cold fit.
+
+    The conversion is timed with every text already counted (so it is the adapter's own
+    work: walking the items, building turns, writing the body back) and set against a
+    cold fit of the same body, per dialect.
+    """
+    from otel_ctx.adapters import Fitted, ReadContext, adapter_for
+
+    bodies = {
+        "openai": {"model": inputs.MODEL, "messages": conv},
+        "openai-responses": inputs.responses_body(conv),
+    }
+    figures = []
+    for provider, body in bodies.items():
+        adapter = adapter_for(provider)
+        warm_fitter = new_fitter()
+        warm_fitter.fit_request(body, provider=provider)
+
+        def convert(f: ContextFitter = warm_fitter, b: Any = body, a: Any = adapter) -> Thunk:
+            def go() -> None:
+                f.counter.dialect_state.clear()  # turns built afresh; only the texts' counts are known
+                reading = a.to_model(b, ReadContext(f.counter))
+                a.from_model(reading, Fitted(list(range(len(reading.model.turns)))))
+
+            return go
+
+        def cold(b: Any = body, p: str = provider) -> Thunk:
+            f = new_fitter()
+            return lambda: f.fit_request(b, provider=p)
+
+        r = interleaved({"convert": convert, "cold": cold}, trials=trials)
+        ratio = r["convert"].median / r["cold"].median
+        figures.append(
+            Figure(
+                SECTION,
+                f"{provider}: conversion ÷ cold 100-message fit",
+                f"{ratio:.1%}",
+                f"≤ {CONVERSION_TARGET:.0%}",
+                ratio <= CONVERSION_TARGET,
+                f"read + write back {fmt_seconds(r['convert'].median)}, "
+                f"cold fit_request {fmt_seconds(r['cold'].median)}",
+            )
+        )
+    return figures
+
+
+def _warm_figure(warm: Timing, two: Timing, kind: str) -> Figure:
     reference = two.median + WARM_ALLOWANCE_S
     r = warm.median / reference
+    words = "340-token" if kind == "long" else "40–60-token"
     return Figure(
         SECTION,
-        "warm round (+2 messages) ÷ (tokenizing 2 messages + 100 µs)",
+        f"warm round (+2 {words} messages) ÷ (tokenizing them + 100 µs)",
         f"{r:.2f}×",
         f"≤ {WARM_TARGET}×",
         r <= WARM_TARGET,

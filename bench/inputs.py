@@ -64,17 +64,41 @@ def conversation(seed: int = 1, n: int = MESSAGES, tokens: int = TOKENS_PER_MESS
     return out
 
 
-def new_pairs(count: int, seed: int = 2) -> list[list[dict[str, Any]]]:
-    """``count`` distinct (assistant, user) pairs: the two messages a warm round adds."""
+#: A short new message of an agent's round ("Checking the carrier now."): 40–60 tokens.
+SHORT_TOKENS = (40, 60)
+
+
+def new_pairs(count: int, seed: int = 2, *, short: bool = False) -> list[list[dict[str, Any]]]:
+    """``count`` distinct (assistant, user) pairs: the two messages a warm round adds.
+
+    Long pairs are as long as the transcript's messages; short ones 40–60 tokens each,
+    where the per-message bookkeeping of the already-seen messages shows most.
+    """
     rng = random.Random(seed)
     enc = encoding()
+
+    def size() -> int:
+        return rng.randint(*SHORT_TOKENS) if short else TOKENS_PER_MESSAGE
+
     return [
         [
-            {"role": "assistant", "content": _text(rng, enc, TOKENS_PER_MESSAGE, f"[a{seed}.{k}]")},
-            {"role": "user", "content": _text(rng, enc, TOKENS_PER_MESSAGE, f"[u{seed}.{k}]")},
+            {"role": "assistant", "content": _text(rng, enc, size(), f"[a{seed}.{k}]")},
+            {"role": "user", "content": _text(rng, enc, size(), f"[u{seed}.{k}]")},
         ]
         for k in range(count)
     ]
+
+
+def responses_body(conv: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same conversation as an OpenAI Responses request (``input`` items)."""
+    items: list[dict[str, Any]] = []
+    for m in conv:
+        if m["role"] == "assistant":
+            part = {"type": "output_text", "text": m["content"], "annotations": []}
+            items.append({"type": "message", "role": "assistant", "content": [part]})
+        else:
+            items.append({"role": m["role"], "content": [{"type": "input_text", "text": m["content"]}]})
+    return {"model": MODEL, "input": items}
 
 
 def huge_tool_result(scans: int = 30_000) -> str:

@@ -188,7 +188,7 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
 
 def _by_hand(tp: TracerProvider, mp: MeterProvider, result: object) -> Thunk:
     """One span with the same attributes and the same metric records, written directly on the SDK."""
-    from otel_ctx.result import FitResult
+    from otel_ctx.engine.result import FitResult
 
     assert isinstance(result, FitResult)
     tracer = tp.get_tracer("bench.by_hand")

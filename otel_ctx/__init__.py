@@ -4,28 +4,79 @@ The fit engine (:class:`ContextFitter`, :class:`BudgetPolicy`, :class:`Breakdown
 counts, caps and compacts a request against a per-task-type budget and says where
 the window went; the telemetry layer emits that breakdown as OpenTelemetry spans
 and metrics.
+
+Names are imported on first use: ``from otel_ctx import ContextFitter`` loads the
+engine only, so an agent that fits without telemetry never loads OpenTelemetry.
 """
 
-from otel_ctx.breakdown import Breakdown
-from otel_ctx.budget import BudgetPolicy
-from otel_ctx.errors import (
-    ContextOverflow,
-    InvalidMessageError,
-    InvalidPolicyError,
-    InvalidRequestError,
-    InvalidToolSchemaError,
-    OtelCtxError,
-    UnknownTaskTypeError,
-)
-from otel_ctx.fit import ContextFitter
-from otel_ctx.ledger import RunCeilingReached
-from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
-from otel_ctx.pricing import PriceTable, Usage
-from otel_ctx.result import FitResult
-from otel_ctx.sources import DATA_CLASSES, Source, SourceInfo
-from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otel_ctx.engine import (
+        DATA_CLASSES,
+        Breakdown,
+        BudgetPolicy,
+        ContextFitter,
+        ContextOverflow,
+        FitResult,
+        InvalidMessageError,
+        InvalidPolicyError,
+        InvalidRequestError,
+        InvalidToolSchemaError,
+        OtelCtxError,
+        Source,
+        SourceInfo,
+        TooDeeplyNestedError,
+        TranscriptRuleError,
+        UnknownProviderError,
+        UnknownTaskTypeError,
+    )
+    from otel_ctx.instrumentation import instrument, task, uninstrument
+    from otel_ctx.ledger import RunCeilingReached
+    from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
+    from otel_ctx.pricing import PriceTable, Usage
+
+    # (mypy sees the telemetry package's submodules of the same names as earlier bindings.)
+    from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run  # type: ignore[no-redef]
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "DATA_CLASSES",
+            "Breakdown",
+            "BudgetPolicy",
+            "ContextFitter",
+            "ContextOverflow",
+            "FitResult",
+            "InvalidMessageError",
+            "InvalidPolicyError",
+            "InvalidRequestError",
+            "InvalidToolSchemaError",
+            "OtelCtxError",
+            "Source",
+            "SourceInfo",
+            "TooDeeplyNestedError",
+            "TranscriptRuleError",
+            "UnknownProviderError",
+            "UnknownTaskTypeError",
+        ),
+        "otel_ctx.engine",
+    ),
+    "SUPPORT_DESK": "otel_ctx.presets",
+    "RunCeilingReached": "otel_ctx.ledger",
+    "PriceTable": "otel_ctx.pricing",
+    "Usage": "otel_ctx.pricing",
+    "support_desk_policies": "otel_ctx.presets",
+    **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
+    # The zero-code instrumentor (needs the openai/anthropic/langchain extras).
+    **dict.fromkeys(("instrument", "uninstrument", "task"), "otel_ctx.instrumentation"),
+}
 
 __all__ = [
     "DATA_CLASSES",
@@ -45,12 +96,31 @@ __all__ = [
     "Source",
     "SourceInfo",
     "TelemetryHandle",
+    "TooDeeplyNestedError",
+    "TranscriptRuleError",
+    "UnknownProviderError",
     "UnknownTaskTypeError",
     "Usage",
     "__version__",
     "configure",
+    "instrument",
     "observe",
     "observed",
     "run",
     "support_desk_policies",
+    "task",
+    "uninstrument",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'otel_ctx' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

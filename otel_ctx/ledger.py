@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from otel_ctx.errors import InvalidRequestError, OtelCtxError
+from otel_ctx.engine.errors import InvalidRequestError, OtelCtxError
 from otel_ctx.pricing import PriceTable, Usage
 
 # --- how a run ended ---------------------------------------------------------------------

@@ -35,8 +35,16 @@ GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-#: Not (yet) in the GenAI conventions; named in their style because the issue asks for it.
-GEN_AI_CONVERSATION_COMPACTED = "gen_ai.conversation.compacted"
+
+# --- general OpenTelemetry conventions (exceptions and errors) -----------------------------
+
+#: The span event an exception is recorded as, and its attributes.
+EVENT_EXCEPTION = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
+#: Span attribute: the class of the error that ended the operation.
+ERROR_TYPE = "error.type"
 
 #: Opt-in content capture, as in opentelemetry-python-contrib's GenAI instrumentations.
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -73,6 +81,11 @@ SOURCE_CLASSES = _P + "source_classes"
 DATA_CLASS = _P + "data_class"
 MODE = _P + "mode"
 ROUNDS = _P + "rounds"
+#: The model on spans. ``gen_ai.request.model`` stays on metrics only: GenAI backends take a span
+#: carrying it (or ``gen_ai.usage.*``) for an LLM call, and would count every round twice.
+MODEL = _P + "model"
+#: Ours, not the GenAI conventions': they define no attribute for a compacted history.
+COMPACTED = _P + "compacted"
 
 #: The four transcript roles, each with its own span attribute and metric component.
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -114,8 +127,8 @@ FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
     SOURCES,
     SOURCE_CLASSES,
     DATA_CLASS,
-    GEN_AI_REQUEST_MODEL,
-    GEN_AI_CONVERSATION_COMPACTED,
+    MODEL,
+    COMPACTED,
 )
 
 ATTRIBUTE_DOCS: dict[str, str] = {
@@ -148,10 +161,11 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     SOURCES: "Names of the injected snippets and skills (never their text).",
     SOURCE_CLASSES: "Each source's declared data class, `none` when undeclared, aligned with the names.",
     DATA_CLASS: "Strictest data class among the sources (`none` when none declared).",
-    GEN_AI_REQUEST_MODEL: "GenAI semconv: the model the request is for.",
+    GEN_AI_REQUEST_MODEL: "GenAI semconv: the model the request is for (metrics only).",
+    MODEL: "The model the request is for (spans; metrics use `gen_ai.request.model`).",
     GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run spans; never on metrics).",
     GEN_AI_AGENT_NAME: "GenAI semconv: the agent's name (run spans).",
-    GEN_AI_CONVERSATION_COMPACTED: "True when compaction dropped history this round.",
+    COMPACTED: "True when compaction dropped history this round.",
     MODE: "`fit` (otel-ctx chose what to send) or `observe` (someone else's trimmer did).",
     ROUNDS: "Run span: rounds fitted in the run.",
 }
@@ -312,6 +326,8 @@ OUTCOMES: tuple[str, ...] = ("fit", "compacted", "overflow")
 
 #: Metric label value for task types outside the configured set.
 OTHER_TASK_TYPE = "other"
+#: Metric label value of ``gen_ai.request.model`` for models outside the bounded set.
+OTHER_MODEL = "other"
 
 
 def prometheus_label(attribute: str) -> str:
@@ -337,10 +353,6 @@ ATTRIBUTE_DOCS.update(
     {
         OVERFLOW_TOKENS: "Floor-overflow event: tokens over the budget (estimated - budget).",
         ESTIMATE_ACCURACY_RATIO: "Usage event: provider-reported input tokens divided by the estimate.",
-        GEN_AI_USAGE_INPUT_TOKENS: "GenAI semconv: provider-reported input tokens (usage event; run total).",
-        GEN_AI_USAGE_OUTPUT_TOKENS: (
-            "GenAI semconv: provider-reported output tokens (usage event; run total)."
-        ),
         GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
     }
 )
@@ -359,9 +371,6 @@ COST_SOURCE = _P + "cost_source"
 PRICES_AS_OF = _P + "prices_as_of"
 RESOLUTION = _P + "resolution"
 STOP = _P + "stop"
-#: GenAI semconv: the cached part of the input tokens (cache hits) and the cache writes.
-GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 
 #: Values of ``context_budget.resolution`` every run may have; applications add a few of their own.
 RESOLUTIONS: tuple[str, ...] = ("resolved", "escalated", "abandoned", "unresolved", "error")
@@ -391,8 +400,6 @@ ATTRIBUTE_DOCS.update(
             "or a configured value."
         ),
         STOP: "Why the run stopped early: `none`, `overflow` (pinned floor) or `ceiling` (run ceiling).",
-        GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: "GenAI semconv (usage event): input tokens read from cache.",
-        GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: "GenAI semconv (usage event): input tokens cached anew.",
     }
 )
 
@@ -448,3 +455,38 @@ RUN_CEILING_UTILIZATION = Metric(
 )
 
 METRICS = (*METRICS, CEILING_STOPS, RUN_TOKENS, RUN_COST, RUN_CEILING_UTILIZATION)
+
+# --- added by the instrumentor ----------------------------------------------------------
+
+#: Provider-reported counts on otel-ctx's own spans (round span, usage event, run total).
+#: Not ``gen_ai.usage.*``: those belong on the provider call's span alone.
+USAGE_INPUT_TOKENS = _P + "usage.input_tokens"
+USAGE_OUTPUT_TOKENS = _P + "usage.output_tokens"
+USAGE_CACHED_INPUT_TOKENS = _P + "usage.cached_input_tokens"
+USAGE_CACHE_CREATION_INPUT_TOKENS = _P + "usage.cache_creation_input_tokens"
+#: ``openai`` (Chat Completions), ``openai-responses`` or ``anthropic``: the request's dialect.
+PROVIDER = _P + "provider"
+#: Sentry's GenAI conventions for a generation span: set on the provider call's span when
+#: otel-ctx runs inside it (the window, and the share of it the call used).
+GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
+GEN_AI_CONTEXT_UTILIZATION = "gen_ai.context.utilization"
+#: GenAI names defined by a published convention other than OpenTelemetry's (Sentry's).
+OTHER_GEN_AI_CONVENTIONS = frozenset({GEN_AI_CONTEXT_WINDOW_SIZE, GEN_AI_CONTEXT_UTILIZATION})
+#: W3C baggage keys an upstream gateway may set to name the task type and the conversation.
+BAGGAGE_TASK_TYPE = TASK_TYPE
+BAGGAGE_CONVERSATION_ID = GEN_AI_CONVERSATION_ID
+
+ATTRIBUTE_DOCS.update(
+    {
+        USAGE_INPUT_TOKENS: "Provider-reported input tokens, cached ones included (round span, usage event; "
+        "run total).",
+        USAGE_OUTPUT_TOKENS: "Provider-reported output tokens (round span, usage event; run total).",
+        USAGE_CACHED_INPUT_TOKENS: "Provider-reported input tokens read from its prompt cache (round span).",
+        USAGE_CACHE_CREATION_INPUT_TOKENS: "Provider-reported input tokens written to its prompt cache "
+        "(round span).",
+        PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses` or `anthropic`.",
+        GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run and round spans; never on metrics).",
+        GEN_AI_CONTEXT_WINDOW_SIZE: "Sentry GenAI: the model's window, on the provider call's span.",
+        GEN_AI_CONTEXT_UTILIZATION: "Sentry GenAI: tokens used ÷ window, on the provider call's span.",
+    }
+)

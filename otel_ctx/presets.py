@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from otel_ctx.budget import BudgetPolicy
+from otel_ctx.engine.budget import BudgetPolicy
 
 SUPPORT_DESK_CONTEXT_LENGTH = 128_000
 SUPPORT_DESK_RESERVE = 800

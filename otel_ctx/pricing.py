@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from otel_ctx.errors import InvalidPolicyError, InvalidRequestError
+from otel_ctx.engine.errors import InvalidPolicyError, InvalidRequestError
 
 #: Environment variable naming a price file whose models override the shipped table.
 ENV_PRICES = "OTEL_CTX_PRICES"

@@ -27,7 +27,7 @@ from otel_ctx import (
     Source,
     UnknownTaskTypeError,
 )
-from otel_ctx.breakdown import COUNTED_IN_TRANSCRIPT, SYSTEM_PROMPT_LABEL
+from otel_ctx.engine.breakdown import COUNTED_IN_TRANSCRIPT, SYSTEM_PROMPT_LABEL
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,26 @@
-"""One direction of dependency: the fit engine imports nothing from OpenTelemetry."""
+"""One direction of dependency: the engine imports no OpenTelemetry and knows no provider.
+
+Checked twice: statically (every import statement of the engine and adapter modules)
+and at run time, in a fresh interpreter, by what ``sys.modules`` holds after
+importing the engine and after a plain dict fit through the top-level package.
+"""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-ENGINE = ["budget", "breakdown", "errors", "fit", "names", "presets", "result", "sources", "tokens"]
-ENGINE += ["ledger", "pricing"]
 PACKAGE = Path(__file__).resolve().parent.parent / "otel_ctx"
+ENGINE = sorted(p.stem for p in (PACKAGE / "engine").glob("*.py"))
+ADAPTERS = sorted(p.stem for p in (PACKAGE / "adapters").glob("*.py"))
+OUTSIDE = ("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.grafana", "otel_ctx.demo")
+DIALECTS = tuple(f"otel_ctx.adapters.{m}" for m in ADAPTERS if m not in ("__init__", "base"))
 
 
 def _imports(path: Path) -> set[str]:
@@ -22,12 +33,106 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+def test_the_layout_is_the_agreed_one() -> None:
+    for concept in ("model", "tokens", "budget", "capping", "compaction", "calibration", "breakdown"):
+        assert concept in ENGINE
+    for concept in ("result", "errors", "fitter", "sources"):
+        assert concept in ENGINE
+    assert {"__init__", "base", "openai_chat", "openai_responses"} <= set(ADAPTERS)
+    for moved in ("fit", "tokens", "breakdown", "budget", "result", "errors", "sources"):
+        assert not (PACKAGE / f"{moved}.py").exists(), f"otel_ctx/{moved}.py should live in otel_ctx/engine/"
+
+
 @pytest.mark.parametrize("module", ENGINE)
-def test_engine_module_does_not_import_telemetry(module: str) -> None:
+def test_engine_module_imports_no_telemetry_and_no_dialect(module: str) -> None:
+    imported = _imports(PACKAGE / "engine" / f"{module}.py")
+    offending = {m for m in imported if m.startswith(OUTSIDE) or m.startswith(DIALECTS)}
+    assert not offending, f"otel_ctx/engine/{module}.py imports {sorted(offending)}"
+
+
+@pytest.mark.parametrize("module", ["encodings", "ledger", "names", "presets", "pricing"])
+def test_engine_side_top_level_module_imports_no_telemetry(module: str) -> None:
     imported = _imports(PACKAGE / f"{module}.py")
-    offending = {
-        m
-        for m in imported
-        if m.startswith(("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.grafana"))
-    }
+    offending = {m for m in imported if m.startswith(OUTSIDE)}
     assert not offending, f"otel_ctx/{module}.py imports {sorted(offending)}"
+
+
+@pytest.mark.parametrize("module", ADAPTERS)
+def test_adapter_module_imports_no_telemetry(module: str) -> None:
+    imported = _imports(PACKAGE / "adapters" / f"{module}.py")
+    offending = {m for m in imported if m.startswith(OUTSIDE)}
+    assert not offending, f"otel_ctx/adapters/{module}.py imports {sorted(offending)}"
+
+
+def test_engine_modules_import_each_other_without_a_cycle() -> None:
+    graph = {
+        m: {
+            i.removeprefix("otel_ctx.engine.")
+            for i in _imports(PACKAGE / "engine" / f"{m}.py")
+            if i.startswith("otel_ctx.engine.")
+        }
+        for m in ENGINE
+        if m != "__init__"
+    }
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
+                raise AssertionError(f"import cycle: {' -> '.join(cycle)}")
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+
+
+def _modules_after(code: str) -> list[str]:
+    script = textwrap.dedent(code) + textwrap.dedent(
+        """
+        import json, sys
+        print(json.dumps(sorted(sys.modules)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _telemetry(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.startswith(("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli"))]
+
+
+def test_importing_the_engine_loads_no_opentelemetry() -> None:
+    modules = _modules_after("import otel_ctx.engine")
+    assert "otel_ctx.engine.fitter" in modules
+    assert _telemetry(modules) == []
+
+
+def test_a_plain_dict_fit_through_the_top_level_loads_no_opentelemetry() -> None:
+    modules = _modules_after(
+        """
+        from otel_ctx import BudgetPolicy, ContextFitter
+        fitter = ContextFitter(BudgetPolicy(context_length=8000, reserved_output=500))
+        result = fitter.fit([{"role": "user", "content": "Where is my parcel?"}])
+        assert result.outcome == "fit", result.outcome
+        """
+    )
+    assert "otel_ctx.engine.fitter" in modules
+    assert _telemetry(modules) == []
+    # Dialects load when their requests arrive, not before.
+    assert "otel_ctx.adapters.openai_responses" not in modules
+    assert "langchain_core" not in modules
+
+
+def test_the_top_level_still_offers_telemetry_on_first_use() -> None:
+    modules = _modules_after(
+        """
+        import otel_ctx
+        assert callable(otel_ctx.observe)
+        """
+    )
+    assert "otel_ctx.telemetry" in modules

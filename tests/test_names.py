@@ -6,6 +6,7 @@ import re
 
 import pytest
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as semconv
+from opentelemetry.semconv.attributes import error_attributes, exception_attributes
 
 from otel_ctx import names
 
@@ -17,8 +18,6 @@ GEN_AI = [
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "GEN_AI_INPUT_MESSAGES",
-    "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS",
-    "GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS",
 ]
 
 
@@ -27,11 +26,39 @@ def test_gen_ai_names_are_the_semantic_conventions(constant: str) -> None:
     assert getattr(names, constant) == getattr(semconv, constant)
 
 
+#: General OpenTelemetry conventions the registry uses (exceptions on spans).
+GENERAL = {
+    "EXCEPTION_TYPE": exception_attributes.EXCEPTION_TYPE,
+    "EXCEPTION_MESSAGE": exception_attributes.EXCEPTION_MESSAGE,
+    "EXCEPTION_STACKTRACE": exception_attributes.EXCEPTION_STACKTRACE,
+    "ERROR_TYPE": error_attributes.ERROR_TYPE,
+}
+
+
+@pytest.mark.parametrize(("constant", "value"), GENERAL.items())
+def test_general_names_are_the_semantic_conventions(constant: str, value: str) -> None:
+    assert getattr(names, constant) == value
+
+
+def test_every_gen_ai_name_is_one_the_conventions_define() -> None:
+    """A name coined in the ``gen_ai.`` namespace would clash with a future convention."""
+    defined = {v for k, v in vars(semconv).items() if k.startswith("GEN_AI_") and isinstance(v, str)}
+    ours = {
+        k: v for k, v in vars(names).items() if k.isupper() and isinstance(v, str) and v.startswith("gen_ai.")
+    }
+    assert ours, "no GenAI names found"
+    assert {k: v for k, v in ours.items() if v not in defined | names.OTHER_GEN_AI_CONVENTIONS} == {}
+
+
 def test_project_names_live_under_context_budget() -> None:
     own = [
         v
         for k, v in vars(names).items()
-        if k.isupper() and isinstance(v, str) and "." in v and not v.startswith("gen_ai.")
+        if k.isupper()
+        and isinstance(v, str)
+        and "." in v
+        and not v.startswith("gen_ai.")
+        and v not in GENERAL.values()
     ]
     assert own, "no project names found"
     for value in own:

@@ -94,8 +94,9 @@ def test_every_fit_span_attribute_is_set_from_the_breakdown(cap: Capture, fitter
     assert list(a[n.SOURCES]) == ["refund-policy", "damage-claims"]
     assert list(a[n.SOURCE_CLASSES]) == ["internal", "confidential"]
     assert a[n.DATA_CLASS] == "confidential"
-    assert a[n.GEN_AI_REQUEST_MODEL] == "gpt-4o"
-    assert a[n.GEN_AI_CONVERSATION_COMPACTED] is False
+    assert a[n.MODEL] == "gpt-4o"
+    assert n.GEN_AI_REQUEST_MODEL not in a
+    assert a[n.COMPACTED] is False
     assert a[n.GEN_AI_CONVERSATION_ID] == "conv-7" and a[n.GEN_AI_AGENT_NAME] == "desk"
     assert a[n.MODE] == "fit"
     check_closure(a)
@@ -119,7 +120,7 @@ def test_span_attributes_close_like_the_breakdown(
     a = dict(span.attributes or {})
     check_closure(a)
     assert a[n.OUTCOME] == res.outcome
-    assert a[n.GEN_AI_CONVERSATION_COMPACTED] is (res.dropped_turns > 0)
+    assert a[n.COMPACTED] is (res.dropped_turns > 0)
 
 
 def test_no_request_limit_is_zero_on_the_span(cap: Capture) -> None:
@@ -273,8 +274,8 @@ def test_record_usage_records_accuracy_and_calibrates(cap: Capture) -> None:
     assert attrs_of(point) == {n.TASK_TYPE: "returns", n.GEN_AI_REQUEST_MODEL: "gpt-4o"}
     (run_span,) = cap.spans(n.SPAN_RUN)
     assert run_span.attributes is not None
-    assert run_span.attributes[n.GEN_AI_USAGE_INPUT_TOKENS] == reported
-    assert run_span.attributes[n.GEN_AI_USAGE_OUTPUT_TOKENS] == 12
+    assert run_span.attributes[n.USAGE_INPUT_TOKENS] == reported
+    assert run_span.attributes[n.USAGE_OUTPUT_TOKENS] == 12
     (event,) = [e for e in run_span.events if e.name == n.EVENT_USAGE]
     assert event.attributes is not None
     assert event.attributes[n.ESTIMATE_ACCURACY_RATIO] == pytest.approx(accuracy)

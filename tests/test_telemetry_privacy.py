@@ -63,6 +63,36 @@ def canary_request() -> dict[str, Any]:
     }
 
 
+class LeakyError(ValueError):
+    """An application's exception that quotes the conversation in its message."""
+
+
+def leaky_summarizer(dropped: list[dict[str, Any]]) -> str:
+    raise LeakyError(f"cannot summarise {dropped[0]['content'][:60]!r} {CANARY}")
+
+
+def exercise_failures(cap: Capture) -> int:
+    """An exception inside a fit (the summariser's) and one inside the run block; both propagate."""
+    fitter = ContextFitter(SUPPORT_DESK, summarizer=leaky_summarizer)
+    raised = 0
+    try:
+        with run(fitter, task_type="status", emitter=cap.emitter) as r:
+            r.fit(**canary_request())
+    except LeakyError:
+        raised += 1
+    try:
+        with run(fitter, task_type="status", emitter=cap.emitter) as r:
+            r.fit([user("hi")])
+            raise RuntimeError(f"agent step failed on {CANARY}")
+    except RuntimeError:
+        raised += 1
+    return raised
+
+
+def exception_events(cap: Capture) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for s in cap.spans() for e in s.events if e.name == n.EVENT_EXCEPTION]
+
+
 def exercise(cap: Capture) -> list[Any]:
     """Every emitting path: fit (capped, compacted), overflow, observe, observed, usage, a failure."""
     fitter = ContextFitter(SUPPORT_DESK)
@@ -93,6 +123,7 @@ def test_no_content_in_any_span_event_metric_or_log(
     cap = Capture()
     with caplog.at_level(logging.DEBUG):
         results = exercise(cap)
+        assert exercise_failures(cap) == 2
     outcomes = {r.outcome for r in results}
     assert {"compacted", "overflow"} <= outcomes and results[0].capped_tool_results > 0
     exported = list(cap.exported_text())
@@ -106,6 +137,19 @@ def test_no_content_in_any_span_event_metric_or_log(
     out, err = capsys.readouterr()
     assert CANARY not in out and CANARY not in err
     assert not any(e.name == n.EVENT_CONTENT for s in cap.spans() for e in s.events)
+    # The failures are on the spans by type alone: no message, no stack trace.
+    events = exception_events(cap)
+    assert sorted(str(e[n.EXCEPTION_TYPE]) for e in events) == sorted(
+        [f"{__name__}.LeakyError", f"{__name__}.LeakyError", "RuntimeError"]
+    )  # the fit span and the run span around it, and the second run span
+    assert all(set(e) == {n.EXCEPTION_TYPE} for e in events)
+    failed = [s for s in cap.spans() if not s.status.is_ok]
+    assert len(failed) == 3
+    assert {s.status.description for s in failed} == {f"{__name__}.LeakyError", "RuntimeError"}
+    assert {s.attributes[n.ERROR_TYPE] for s in failed if s.attributes} == {
+        f"{__name__}.LeakyError",
+        "RuntimeError",
+    }
     cap.close()
 
 
@@ -113,6 +157,15 @@ def test_content_appears_only_when_opted_in(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(n.ENV_CAPTURE_CONTENT, "true")
     cap = Capture()
     exercise(cap)
+    failures = Capture()
+    assert exercise_failures(failures) == 2
+    # Opted in, a failure is recorded as OpenTelemetry records it: message and stack trace.
+    events = exception_events(failures)
+    assert len(events) == 3
+    assert all(CANARY in str(e[n.EXCEPTION_MESSAGE]) for e in events)
+    assert all("Traceback" in str(e[n.EXCEPTION_STACKTRACE]) for e in events)
+    assert any(CANARY in (s.status.description or "") for s in failures.spans())
+    failures.close()
     fit_spans = cap.spans(n.SPAN_FIT)
     events = [e for s in fit_spans for e in s.events if e.name == n.EVENT_CONTENT]
     assert len(events) == len(fit_spans)

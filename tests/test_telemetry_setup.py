@@ -6,10 +6,12 @@ import http.server
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,3 +239,94 @@ def test_otlp_over_http_posts_to_the_signal_paths(
         for m in sm.metrics
     }
     assert n.TOKENS.name in metric_names and n.FITS.name in metric_names
+
+
+#: Slack on a behaviour bound (interpreter teardown, a loaded machine), not a benchmark.
+EXIT_SLACK_S = 3.0
+#: Spans and metrics leave at once, so an export is in flight when the script ends.
+EXPORT_NOW = {"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_METRIC_EXPORT_INTERVAL": "200"}
+
+
+@pytest.fixture
+def silent_collector() -> Iterator[int]:
+    """A port whose connections the kernel completes and nothing ever reads or answers."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_a_collector_that_never_answers_delays_exit_by_at_most_the_export_timeout(
+    silent_collector: int, protocol: str
+) -> None:
+    out = run_python(
+        f"""
+        import time
+        endpoint = "http://127.0.0.1:{silent_collector}"
+        h = t.configure(exporter="otlp", endpoint=endpoint, protocol="{protocol}")
+        with t.run(fitter, task_type="status") as r:
+            r.fit(long_dispute(10))
+        time.sleep(1)
+        print(json.dumps({{"timeout": h.export_timeout, "end": time.time()}}))
+        """,
+        env=EXPORT_NOW,
+    )
+    exit_delay = time.time() - out["end"]
+    assert out["timeout"] == 5.0  # the documented default
+    assert exit_delay < out["timeout"] + EXIT_SLACK_S, (exit_delay, out["_stderr"][-2000:])
+
+
+def test_shutdown_returns_within_the_export_timeout(silent_collector: int) -> None:
+    out = run_python(
+        f"""
+        import time
+        h = t.configure(exporter="otlp", endpoint="http://127.0.0.1:{silent_collector}")
+        with t.run(fitter, task_type="status") as r:
+            r.fit(long_dispute(10))
+        time.sleep(1)
+        start = time.monotonic()
+        ok = h.shutdown()
+        took = time.monotonic() - start
+        again = h.shutdown()
+        print(json.dumps({{"took": took, "ok": ok, "again": again, "timeout": h.export_timeout}}))
+        """,
+        env=EXPORT_NOW,
+    )
+    assert out["timeout"] == 5.0
+    assert out["took"] < out["timeout"] + EXIT_SLACK_S, out
+    assert isinstance(out["ok"], bool) and out["again"] is True
+
+
+def test_sdk_disabled_builds_no_provider_and_no_thread() -> None:
+    port = free_port()
+    out = run_python(
+        f"""
+        import threading
+        from opentelemetry import metrics, trace
+        before = threading.active_count()
+        h = t.configure(exporter="prometheus", prometheus_port={port})
+        h2 = t.create_providers(exporter="otlp")
+        with t.run(fitter, task_type="status") as r:
+            result = r.fit(long_dispute(10))
+        print(json.dumps({{
+            "threads": [before, threading.active_count()],
+            "providers": [h.tracer_provider, h.meter_provider, h2.tracer_provider, h2.meter_provider],
+            "prometheus": h.prometheus_address,
+            "global_tracer": type(trace.get_tracer_provider()).__name__,
+            "global_meter": type(metrics.get_meter_provider()).__name__,
+            "outcome": result.outcome,
+            "shutdown": h.shutdown(),
+        }}))
+        """,
+        env={"OTEL_SDK_DISABLED": "true"},
+    )
+    assert out["threads"] == [1, 1]
+    assert out["providers"] == [None, None, None, None] and out["prometheus"] is None
+    assert out["global_tracer"] == "ProxyTracerProvider" and out["global_meter"] == "_ProxyMeterProvider"
+    assert out["outcome"] == "compacted" and out["shutdown"] is True
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # no scrape endpoint was started

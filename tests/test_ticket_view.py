@@ -172,7 +172,7 @@ def test_cost_from_the_estimate_then_from_usage(cap: Capture) -> None:
     assert usage_event.attributes is not None
     assert usage_event.attributes[n.COST_SOURCE] == "usage"
     assert usage_event.attributes[n.COST_USD] == pytest.approx(by_usage)
-    assert usage_event.attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] == 600
+    assert usage_event.attributes[n.USAGE_CACHED_INPUT_TOKENS] == 600
     assert run_span.attributes is not None
     assert run_span.attributes[n.COST_SOURCE] == "mixed"
     assert run_span.attributes[n.PRICES_AS_OF] == "2026-11-30"

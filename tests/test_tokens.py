@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 import tiktoken
 
-from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError
-from otel_ctx.tokens import BoundedCache, resolve_encoding
+from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError, encodings
+from otel_ctx.engine import tokens
+from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.tokens import resolve_encoding
 
 # OpenAI cookbook, "How to count tokens with tiktoken": the API reported 129 prompt
 # tokens for these messages on gpt-3.5-turbo-0613 and gpt-4-0613 ...
@@ -126,12 +128,123 @@ def test_encoding_comes_from_the_offline_bundle() -> None:
         resolve_encoding("gpt-4", "p50k_base")
 
 
-def test_unknown_models_fall_back_clearly(caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_models_fall_back_clearly_and_warn_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tokens, "_fallback_warned", False)
     with caplog.at_level(logging.WARNING, logger="otel_ctx"):
         fitter = ContextFitter(BudgetPolicy(8_192, 1_000), model="my-local-model-unique-1")
+        for i in range(50):  # a proxy passing through whatever model names arrive
+            resolve_encoding(f"my-local-model-{i}")
     assert fitter.encoding_fallback
     assert fitter.encoding_name == "cl100k_base"
     assert "my-local-model-unique-1" in caplog.text and "cl100k_base" in caplog.text
+    assert len(caplog.records) == 1  # once per process, and no per-model state kept
+    assert not any(isinstance(v, (set, dict)) and v for k, v in vars(tokens).items() if "warn" in k)
+
+
+# OpenAI cookbook, "How to count tokens with tiktoken", on gpt-4o (and gpt-4o-mini): the API
+# reported 124 prompt tokens for COOKBOOK_MESSAGES and 101 for the tool request, and
+# o200k_base encodes its example strings to these ids.
+GPT4O_MESSAGES_TOKENS = 124
+GPT4O_TOOLS_TOKENS = 101
+O200K_EXAMPLES = {
+    "tiktoken is great!": [83, 8251, 2488, 382, 2212, 0],
+    "antidisestablishmentarianism": [493, 129901, 376, 160388, 21203, 2367],
+    "2 + 2 = 4": [17, 659, 220, 17, 314, 220, 19],
+}
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4o-mini"])
+def test_gpt4o_counts_as_the_provider_reported(model: str) -> None:
+    fitter = ContextFitter(BudgetPolicy(128_000, 1_000), model=model)
+    assert fitter.encoding_name == "o200k_base" and not fitter.encoding_fallback
+    assert fitter.count(COOKBOOK_MESSAGES) == GPT4O_MESSAGES_TOKENS
+    assert fitter.count(COOKBOOK_TOOL_MESSAGES, tools=COOKBOOK_TOOLS) == GPT4O_TOOLS_TOKENS
+
+
+def test_the_default_model_counts_exactly() -> None:
+    fitter = ContextFitter(BudgetPolicy(128_000, 1_000))
+    assert fitter.model == "gpt-4o" and not fitter.encoding_fallback
+    assert fitter.count(COOKBOOK_MESSAGES) == GPT4O_MESSAGES_TOKENS
+
+
+def test_o200k_is_tiktokens_own_encoder_on_the_bundled_file() -> None:
+    enc = encodings.get_encoding("o200k_base")
+    assert isinstance(enc, tiktoken.Encoding) and enc.name == "o200k_base"
+    for text, ids in O200K_EXAMPLES.items():
+        assert enc.encode(text) == ids
+    assert len(enc.encode("お誕生日おめでとう")) == 8
+    assert enc.n_vocab == 200_019 and enc.eot_token == 199_999
+    # Special tokens come from tiktoken's definition: refused as text, ordinary text when allowed.
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.encode("<|endoftext|>")
+    assert enc.encode("<|endoftext|>", allowed_special="all") == [199_999]
+    assert encodings.get_encoding("o200k_base") is enc  # built once
+    assert encodings.O200K_BASE_SHA256 == ("446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d")
+
+
+def test_a_bundled_file_with_another_hash_is_refused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+
+    fake = tmp_path / "o200k_base.tiktoken.gz"
+    fake.write_bytes(gzip.compress(b"YQ== 0\n"))
+    monkeypatch.setattr(encodings, "_bundled_path", lambda file: fake)
+    with pytest.raises(encodings.EncodingUnavailableError, match="SHA-256"):
+        encodings._definition("o200k_base")
+
+
+def test_no_download_happens(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken.load
+
+    def refuse(*args: Any, **kwargs: Any) -> bytes:
+        raise AssertionError("tiktoken tried to read a URL")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
+    monkeypatch.setattr(tiktoken.load, "read_file_cached", refuse)
+    definition = encodings._definition("o200k_base")
+    assert definition["name"] == "o200k_base" and len(definition["mergeable_ranks"]) == 199_998
+    assert encodings._definition("o200k_harmony")["special_tokens"]["<|endoftext|>"] == 199_999
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4o-mini", "o200k_base"),
+        ("gpt-4o-2024-08-06", "o200k_base"),
+        ("chatgpt-4o-latest", "o200k_base"),
+        ("gpt-4.1", "o200k_base"),
+        ("gpt-4.1-mini", "o200k_base"),
+        ("gpt-4.1-nano", "o200k_base"),
+        ("gpt-4.5-preview", "o200k_base"),
+        ("o1", "o200k_base"),
+        ("o1-mini", "o200k_base"),
+        ("o3", "o200k_base"),
+        ("o3-mini", "o200k_base"),
+        ("o3-pro", "o200k_base"),
+        ("o4-mini", "o200k_base"),
+        ("gpt-5", "o200k_base"),
+        ("gpt-5-mini", "o200k_base"),
+        ("gpt-5-nano", "o200k_base"),
+        ("gpt-5.1", "o200k_base"),
+        ("codex-mini-latest", "o200k_base"),
+        ("gpt-realtime", "o200k_base"),
+        ("computer-use-preview", "o200k_base"),
+        ("ft:gpt-4.1-mini-2025-04-14:acme::abc123", "o200k_base"),
+        ("ft:gpt-4o-mini-2024-07-18:acme::x", "o200k_base"),
+        ("openai/gpt-4o", "o200k_base"),
+        ("gpt-oss-120b", "o200k_harmony"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4-turbo", "cl100k_base"),
+        ("gpt-3.5-turbo", "cl100k_base"),
+        ("gpt-35-turbo", "cl100k_base"),
+        ("ft:gpt-3.5-turbo-0125:acme::x", "cl100k_base"),
+    ],
+)
+def test_every_current_openai_family_counts_with_its_own_encoding_offline(model: str, encoding: str) -> None:
+    resolved = resolve_encoding(model)
+    assert (resolved.name, resolved.fallback) == (encoding, False)
 
 
 def test_each_text_is_tokenized_once(gpt4: ContextFitter) -> None:

@@ -18,7 +18,7 @@ from otel_ctx import __version__
 from otel_ctx.cli import advise, dashboards, demo_command, fit_command
 from otel_ctx.cli.errors import EXIT_USAGE, CliError
 from otel_ctx.cli.notes import EncodingFallbackFilter
-from otel_ctx.errors import OtelCtxError
+from otel_ctx.engine.errors import OtelCtxError
 
 PROG = "otel-ctx"
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from otel_ctx.budget import BudgetPolicy
+from otel_ctx.adapters import adapter_for, detect
 from otel_ctx.cli import notes
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
@@ -16,17 +16,24 @@ from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, describe_size, parse_siz
 from otel_ctx.cli.output import first_unencodable, write_atomically
 from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
 from otel_ctx.cli.request_file import ChatRequest, load_request
-from otel_ctx.errors import InvalidPolicyError, InvalidRequestError, UnknownTaskTypeError
-from otel_ctx.fit import ContextFitter
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.errors import (
+    InvalidPolicyError,
+    InvalidRequestError,
+    UnknownProviderError,
+    UnknownTaskTypeError,
+)
+from otel_ctx.engine.fitter import ContextFitter
+from otel_ctx.engine.result import FitResult
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
-from otel_ctx.result import FitResult
 
 DEFAULT_MODEL = "gpt-4o"
 #: The window assumed when neither --context-length nor a preset says (gpt-4o's).
 DEFAULT_CONTEXT_LENGTH = 128_000
 
 HELP = """\
-Fit or measure one request: an OpenAI chat-completions body (messages, tools).
+Fit or measure one request body: OpenAI Chat Completions (messages), OpenAI Responses (input, \
+instructions) or Anthropic Messages (messages, system), with its tools.
 
 Prints the breakdown (where the window went, line by line) and what the fit does: cap tool results, \
 drop turns from the middle, or overflow at the pinned floor. With --measure nothing is changed: the \
@@ -34,7 +41,8 @@ request is accounted exactly as given.
 
 The budget comes from --task-type (status, returns and dispute are the support-desk presets) and the \
 options; the reserve defaults to the body's max_completion_tokens or max_tokens, else 800. Exit \
-codes: 0 ok, 1 overflow with --fail-on-overflow, 2 bad usage or input.
+codes: 0 ok, 1 overflow with --fail-on-overflow, 2 bad usage or input. The dialect is read from \
+the body; --provider names it when the body could be more than one.
 
 [bold]Examples[/bold]
 
@@ -45,7 +53,15 @@ codes: 0 ok, 1 overflow with --fail-on-overflow, 2 bad usage or input.
   otel-ctx fit - --budget 6000 --json < request.json
 
   otel-ctx fit request.json --task-type dispute --fail-on-overflow -o fitted.json
+
+  otel-ctx fit messages-api.json --provider anthropic --measure
 """
+PROVIDERS = ("openai", "openai-responses", "anthropic")
+DIALECT_NAMES = {
+    "openai": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses",
+    "anthropic": "Anthropic Messages",
+}
 
 
 def fit(
@@ -77,6 +93,13 @@ def fit(
     pin: Annotated[
         list[int] | None, typer.Option(help="Index of a message never to drop (repeatable).")
     ] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            help="The body's dialect: openai (Chat Completions), openai-responses or anthropic "
+            "(default: read from the body)."
+        ),
+    ] = None,
     strategy: Annotated[str, typer.Option(help="Compaction order: middle or oldest.")] = "middle",
     measure: Annotated[
         bool, typer.Option("--measure", help="Only account the request as given; change nothing.")
@@ -105,6 +128,8 @@ def fit(
         raise CliError("missing argument 'REQUEST.json|-' (a file, or - for stdin)")
     if budget is not None and request_limit is not None:
         raise CliError("give --budget or --request-limit, not both (--budget sets the request limit)")
+    if provider is not None and provider not in PROVIDERS:
+        raise CliError(f"--provider: {provider!r} is not one of {', '.join(PROVIDERS)}")
     if strategy not in ("middle", "oldest"):
         raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
     req = load_request(request, parse_size(max_input_size))
@@ -122,10 +147,20 @@ def fit(
     mode: Literal["middle", "oldest"] = "oldest" if strategy == "oldest" else "middle"
     try:
         fitter = ContextFitter(policy, model=chosen_model, strategy=mode)
+        try:
+            adapter = detect(req.body) if provider is None else adapter_for(provider)
+        except UnknownProviderError:
+            if provider is not None or "messages" not in req.body:
+                raise
+            # A bare messages list that more than one API could take: read it the way this
+            # command always has, as Chat Completions (the JSON output says which).
+            adapter = adapter_for("openai")
         if measure:
-            result = fitter.measure(req.messages, tools=req.tools, task_type=task_type)
+            result = fitter.measure_request(req.body, provider=adapter.provider, task_type=task_type)
         else:
-            result = fitter.fit(req.messages, tools=req.tools, task_type=task_type, pinned=pin or None)
+            result = fitter.fit_request(
+                req.body, provider=adapter.provider, task_type=task_type, pinned=pin or None
+            )
     except (InvalidRequestError, UnknownTaskTypeError) as exc:
         raise CliError(f"{req.source}: {exc}") from None
 
@@ -183,7 +218,9 @@ def fit_json(result: FitResult, policy: BudgetPolicy, *, measure: bool, source: 
         "outcome": result.outcome,
         "task_type": result.task_type,
         "model": result.model,
+        "provider": result.provider,
         "encoding": result.encoding,
+        "exact": result.exact,
         "calibration": result.calibration,
         "policy": {
             "context_length": policy.context_length,
@@ -200,6 +237,7 @@ def fit_json(result: FitResult, policy: BudgetPolicy, *, measure: bool, source: 
         "capped_tool_results": result.capped_tool_results,
         "messages_sent": len(result.messages),
         "raw_tokens": result.raw_tokens,
+        "problems": list(result.problems),
         "breakdown": result.breakdown.to_dict(),
     }
 
@@ -208,7 +246,8 @@ def _print(result: FitResult, fitter: ContextFitter, *, measure: bool, source: s
     out = make_console()
     what = "Measured as given (nothing capped or dropped)" if measure else "Fitted"
     task = f"task type {result.task_type}" if result.task_type else "no task type"
-    out.print(f"[bold]{source}[/bold] · {result.model} · {task} · {what}")
+    dialect = DIALECT_NAMES.get(result.provider, result.provider)
+    out.print(f"[bold]{source}[/bold] · {dialect} · {result.model} · {task} · {what}")
     out.print(outcome_line(result, measured=measure))
     out.print(breakdown_table(result.breakdown, out))
     sources = sources_table(result.breakdown, out)
@@ -216,12 +255,13 @@ def _print(result: FitResult, fitter: ContextFitter, *, measure: bool, source: s
         out.print(sources)
     if result.dropped_indices:
         out.print(f"Dropped message indexes: {', '.join(map(str, result.dropped_indices))}", style="dim")
+    for problem in result.problems:
+        out.print(f"The provider would reject this request: {problem}", style="yellow")
     out.print(notes.encoding_note(fitter), style="dim")
 
 
 def _write_request(path: Path, req: ChatRequest, result: FitResult) -> None:
-    body = dict(req.body)
-    body["messages"] = result.messages
+    body = result.request if result.request is not None else req.body
     bad = first_unencodable(result.messages)
     what = "the fitted request" + (f" (message {bad} of the fitted messages)" if bad is not None else "")
     write_atomically(path, json.dumps(body, indent=2, ensure_ascii=False) + "\n", what=what)

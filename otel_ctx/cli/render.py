@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from otel_ctx.breakdown import Breakdown
 from otel_ctx.cli.console import table_box
 from otel_ctx.demo.summary import COMPONENT_LINES, WorkloadSummary
-from otel_ctx.result import FitResult
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.result import FitResult
 
 _ROW_STYLES = {
     "limit": "",

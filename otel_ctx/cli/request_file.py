@@ -1,4 +1,9 @@
-"""Reading one chat-completions request body from a file or stdin, with errors a user can act on."""
+"""Reading one request body from a file or stdin, with errors a user can act on.
+
+The body may be any dialect the fit reads (OpenAI Chat Completions, OpenAI Responses,
+Anthropic Messages); the engine tells them apart, and ``--provider`` settles a body
+that could be more than one.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,13 @@ from typing import Any
 from otel_ctx.cli.errors import CliError
 from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, read_input
 
+#: The body keys that hold the room reserved for the answer, per dialect.
+OUTPUT_LIMIT_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
+
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """The parts of an OpenAI chat-completions body the fit needs."""
+    """A request body (any dialect) and the parts of it the command line needs before the fit."""
 
     source: str
     body: dict[str, Any]
@@ -33,7 +41,7 @@ def read_text(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> tuple[str,
 
 def parse_request(label: str, text: str) -> ChatRequest:
     if not text.strip():
-        raise CliError(f"{label}: empty; expected a JSON chat-completions body with 'messages'")
+        raise CliError(f"{label}: empty; expected a JSON request body ('messages' or 'input')")
     try:
         body = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -43,12 +51,15 @@ def parse_request(label: str, text: str) -> ChatRequest:
         raise CliError(f"{label}: JSON nested too deeply to be a request body") from None
     if not isinstance(body, dict):
         raise CliError(
-            f"{label}: expected a JSON object (an OpenAI chat-completions body with 'messages'), "
+            f"{label}: expected a JSON object (a request body with 'messages' or 'input'), "
             f"got {_json_type(body)}"
         )
-    if "messages" not in body:
-        raise CliError(f"{label}: no 'messages' key; expected an OpenAI chat-completions body")
-    messages = body["messages"]
+    if "messages" not in body and "input" not in body:
+        raise CliError(
+            f"{label}: no 'messages' or 'input' key; expected a Chat Completions, Responses "
+            "or Anthropic Messages body"
+        )
+    messages = body.get("messages", [])
     if not isinstance(messages, list):
         raise CliError(f"{label}: 'messages' must be a list of messages, got {_json_type(messages)}")
     tools = body.get("tools")
@@ -58,7 +69,7 @@ def parse_request(label: str, text: str) -> ChatRequest:
     if model is not None and not isinstance(model, str):
         raise CliError(f"{label}: 'model' must be a string, got {_json_type(model)}")
     max_out: int | None = None
-    for key in ("max_completion_tokens", "max_tokens"):
+    for key in OUTPUT_LIMIT_KEYS:
         value = body.get(key)
         if value is None:
             continue

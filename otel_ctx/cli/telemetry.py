@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from otel_ctx.cli.errors import CliError
 from otel_ctx.demo.agent import RoundFitter, RunOpener
 from otel_ctx.demo.workload import Ticket
-from otel_ctx.fit import ContextFitter
+from otel_ctx.engine.fitter import ContextFitter
 
 DEFAULT_OTLP_ENDPOINT = "http://localhost:4317"
 DEFAULT_OTLP_HTTP_ENDPOINT = "http://localhost:4318"

@@ -21,14 +21,14 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from otel_ctx.breakdown import Breakdown
 from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
 from otel_ctx.demo.workload import Message, Ticket
-from otel_ctx.fit import ContextFitter
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.fitter import ContextFitter
+from otel_ctx.engine.result import FitResult, Outcome
+from otel_ctx.engine.sources import Source
 from otel_ctx.ledger import ABANDONED, ESCALATED, RESOLVED, CeilingCheck, RunLedger
 from otel_ctx.pricing import Usage, default_prices
-from otel_ctx.result import FitResult, Outcome
-from otel_ctx.sources import Source
 
 #: Providers cache a repeated prompt prefix in 128-token steps once it reaches 1,024 tokens.
 CACHE_MIN_PREFIX = 1_024

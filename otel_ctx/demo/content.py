@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_ctx.sources import Source
+from otel_ctx.engine.sources import Source
 
 SYSTEM_PROMPT = """\
 You are Sundry's customer support agent. Sundry is an online marketplace: buyers order from \

@@ -24,7 +24,7 @@ from typing import Any
 
 from otel_ctx.demo import payloads
 from otel_ctx.demo.content import SOURCES_BY_TASK
-from otel_ctx.sources import Source
+from otel_ctx.engine.sources import Source
 
 Message = dict[str, Any]
 

@@ -24,7 +24,7 @@ import niquests.exceptions
 from grafana_client.api import GrafanaApi
 from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaTimeoutError
 
-from otel_ctx.errors import OtelCtxError
+from otel_ctx.engine.errors import OtelCtxError
 from otel_ctx.grafana import promql
 
 DEFAULT_FOLDER = "otel-ctx"

@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any
 
+from opentelemetry.trace import Span, Status, StatusCode
+
 from otel_ctx import names
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
@@ -23,3 +25,27 @@ def capture_content() -> bool:
 def messages_json(messages: list[dict[str, Any]]) -> str:
     """The request as JSON for the opt-in content event (values that are not JSON become strings)."""
     return json.dumps(messages, ensure_ascii=False, default=str)
+
+
+def exception_type(exc: BaseException) -> str:
+    """``module.QualName`` (bare for builtins), as the OpenTelemetry SDK names exception types."""
+    cls = type(exc)
+    module = cls.__module__
+    return cls.__qualname__ if not module or module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def record_exception(span: Span, exc: BaseException) -> None:
+    """Mark ``span`` failed by ``exc``, its type always, its message and trace only when opted in.
+
+    A summariser's or the agent's own exception can quote the conversation (``ValueError(f"bad
+    reply: {text}")``), and a stack trace ends with that message: without the content
+    opt-in only the type goes on the span (event, ``error.type`` and the status).
+    """
+    kind = exception_type(exc)
+    span.set_attribute(names.ERROR_TYPE, kind)
+    if capture_content():
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"{kind}: {exc}"))
+    else:
+        span.add_event(names.EVENT_EXCEPTION, {names.EXCEPTION_TYPE: kind})
+        span.set_status(Status(StatusCode.ERROR, kind))

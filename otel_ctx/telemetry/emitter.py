@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.breakdown import Breakdown
-from otel_ctx.result import FitResult
-from otel_ctx.telemetry.content import capture_content, messages_json
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.result import FitResult
+from otel_ctx.telemetry.content import capture_content, messages_json, record_exception
 from otel_ctx.telemetry.labels import LabelPolicy
 
 logger = logging.getLogger("otel_ctx.telemetry")
@@ -102,8 +102,8 @@ def span_attributes(
     attrs[names.SOURCES] = [s.name for s in b.sources]
     attrs[names.SOURCE_CLASSES] = [s.data_class or "none" for s in b.sources]
     attrs[names.DATA_CLASS] = b.data_class or "none"
-    attrs[names.GEN_AI_REQUEST_MODEL] = model or result.model
-    attrs[names.GEN_AI_CONVERSATION_COMPACTED] = result.compacted
+    attrs[names.MODEL] = model or result.model
+    attrs[names.COMPACTED] = result.compacted
     attrs[names.MODE] = mode
     return attrs
 
@@ -231,8 +231,7 @@ class Emitter:
         except BaseException as exc:
             if span is not None:
                 try:
-                    span.record_exception(exc)
-                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    record_exception(span, exc)
                     span.end()
                 except Exception as inner:
                     log_failure("recording the fit's exception", inner)
@@ -319,7 +318,7 @@ class Emitter:
         """One point per breakdown line, the utilization, and the counters of one round."""
         b = result.breakdown
         task = self.labels.task_label(result.task_type, known_task_types)
-        key = (task, self.labels.round_label(round_number), result.outcome, model)
+        key = (task, self.labels.round_label(round_number), result.outcome, self.labels.model_label(model))
         attrs = self._attr_cache.get(key)
         if attrs is None:
             attrs = self._build_attributes(key)
@@ -345,7 +344,9 @@ class Emitter:
         try:
             task = self.labels.task_label(task_type, known_task_types)
             self._accuracy.record(
-                accuracy, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model}, context
+                accuracy,
+                {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: self.labels.model_label(model)},
+                context,
             )
         except Exception as exc:
             log_failure("recording the estimate accuracy", exc)

@@ -7,16 +7,24 @@ round number would turn one histogram into thousands of series.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 
-from otel_ctx import names
+from otel_ctx import encodings, names
 from otel_ctx.ledger import check_resolutions
+
+logger = logging.getLogger("otel_ctx.telemetry")
 
 #: Rounds 1..DEFAULT_MAX_ROUND keep their own label; later rounds share ``"<max+1>+"``.
 DEFAULT_MAX_ROUND = 12
 #: When no task types are configured, the first this-many distinct ones keep their name.
 DEFAULT_MAX_TASK_TYPES = 20
+#: The first this-many models outside the model table keep their name: variants of a known
+#: family (dated snapshots, ``-mini``), and any name (a local model) while none are configured.
+DEFAULT_MAX_MODELS = 20
+
+_other_model_warned = False
 
 
 class LabelPolicy:
@@ -28,12 +36,16 @@ class LabelPolicy:
         task_types: Iterable[str] | None = None,
         max_round: int = DEFAULT_MAX_ROUND,
         max_task_types: int = DEFAULT_MAX_TASK_TYPES,
+        models: Iterable[str] | None = None,
+        max_models: int = DEFAULT_MAX_MODELS,
         resolutions: Iterable[str] = (),
     ) -> None:
         if isinstance(max_round, bool) or not isinstance(max_round, int) or max_round < 1:
             raise ValueError(f"max_round must be an integer >= 1, got {max_round!r}")
         if isinstance(max_task_types, bool) or not isinstance(max_task_types, int) or max_task_types < 0:
             raise ValueError(f"max_task_types must be an integer >= 0, got {max_task_types!r}")
+        if isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 0:
+            raise ValueError(f"max_models must be an integer >= 0, got {max_models!r}")
         self.task_types: frozenset[str] = frozenset(task_types or ())
         #: The application's own run resolutions, beside resolved/escalated/abandoned/... .
         self.resolutions: tuple[str, ...] = check_resolutions(resolutions)
@@ -43,6 +55,10 @@ class LabelPolicy:
         self._overflow_round = f"{max_round + 1}+"
         # First-seen task types, used only when neither the fitter nor configure() names a set.
         self._seen: set[str] = set()
+        self.models: frozenset[str] = frozenset(models or ())
+        self.max_models = max_models
+        self._table = encodings.known_model_names()
+        self._seen_models: set[str] = set()
         self._lock = threading.Lock()
 
     def round_label(self, round_number: int) -> str:
@@ -71,3 +87,36 @@ class LabelPolicy:
                 self._seen.add(task_type)
                 return task_type
         return names.OTHER_TASK_TYPE
+
+    def model_label(self, model: str) -> str:
+        """The model if it is configured or a name of the model table, else ``other``.
+
+        The first ``max_models`` other names of a known family (``gpt-4o-2024-08-06``,
+        ``gpt-4.1-mini``) keep theirs too, and with no configured models any name does (a
+        local model): a proxy that passes every request's model through must not turn one
+        histogram into thousands of series.
+        """
+        if model in self.models or model in self._table or model in self._seen_models:
+            return model
+        if not self.models or encodings.is_known_model(model):
+            with self._lock:
+                if len(self._seen_models) < self.max_models:
+                    self._seen_models.add(model)
+                    return model
+        _warn_other_model(model)
+        return names.OTHER_MODEL
+
+
+def _warn_other_model(model: str) -> None:
+    """Once per process (then DEBUG): one line says what happened, and no set of names grows."""
+    global _other_model_warned
+    level = logging.DEBUG if _other_model_warned else logging.WARNING
+    _other_model_warned = True
+    logger.log(
+        level,
+        "otel-ctx telemetry: metrics label model %r as %r (neither configured nor in the model "
+        "table, and the label's bound is reached); configure(models=[...]) keeps a model's name. "
+        "Further models are reported at DEBUG.",
+        model,
+        names.OTHER_MODEL,
+    )

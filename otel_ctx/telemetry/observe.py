@@ -17,14 +17,14 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from otel_ctx import names
-from otel_ctx.budget import BudgetPolicy
-from otel_ctx.result import FitResult, Message
-from otel_ctx.sources import SourcesLike
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
 from otel_ctx.telemetry.run import Run, current_run
 
 if TYPE_CHECKING:
-    from otel_ctx.fit import ContextFitter
+    from otel_ctx.engine.fitter import ContextFitter
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,7 +39,7 @@ def fitter_for(
 ) -> ContextFitter:
     """A fitter for ``policy`` and ``model``, reused across calls so its token cache stays warm
     (the next round of a conversation then costs only its new messages)."""
-    from otel_ctx.fit import ContextFitter
+    from otel_ctx.engine.fitter import ContextFitter
 
     if isinstance(policy, ContextFitter):
         return policy
@@ -49,7 +49,7 @@ def fitter_for(
     elif isinstance(policy, Mapping):
         key = (tuple(sorted(policy.items())), model)
     else:
-        from otel_ctx.errors import InvalidPolicyError
+        from otel_ctx.engine.errors import InvalidPolicyError
 
         raise InvalidPolicyError(
             "policy",
@@ -121,7 +121,7 @@ def observe(
 def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
     """Chat-completions dicts as they are; LangChain ``BaseMessage`` objects converted."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-        from otel_ctx.errors import InvalidRequestError
+        from otel_ctx.engine.errors import InvalidRequestError
 
         raise InvalidRequestError("messages", f"must be a list of messages, got {type(messages).__name__}")
     if all(isinstance(m, dict) for m in messages):
@@ -129,7 +129,7 @@ def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
     try:
         from langchain_core.messages import convert_to_openai_messages
     except ImportError:
-        from otel_ctx.errors import InvalidRequestError
+        from otel_ctx.engine.errors import InvalidRequestError
 
         bad = next(i for i, m in enumerate(messages) if not isinstance(m, dict))
         raise InvalidRequestError(
@@ -233,7 +233,7 @@ class _Watcher:
         system_prompt: str | None,
         emitter: Emitter | None,
     ) -> None:
-        from otel_ctx.fit import ContextFitter
+        from otel_ctx.engine.fitter import ContextFitter
 
         owner = getattr(fn, "__self__", None)  # observed(fitter.fit): the bound fitter
         self.bound_fitter = owner if isinstance(owner, ContextFitter) else None

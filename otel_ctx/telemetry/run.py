@@ -24,19 +24,20 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
-from otel_ctx.errors import InvalidRequestError
+from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
 from otel_ctx.pricing import PriceTable, Usage, default_prices
-from otel_ctx.result import FitResult, Message
-from otel_ctx.sources import SourcesLike
+from otel_ctx.telemetry.content import record_exception
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
-    from otel_ctx.fit import ContextFitter
+    from otel_ctx.engine.fitter import ContextFitter
 
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 
@@ -196,7 +197,7 @@ class Run:
         try:
             attrs: dict[str, AttributeValue] = {
                 names.TASK_TYPE: self.task_type if self.task_type is not None else names.DEFAULT_TASK_TYPE,
-                names.GEN_AI_REQUEST_MODEL: self.model,
+                names.MODEL: self.model,
                 names.PRICES_AS_OF: self.prices.as_of,
                 **self.span_extra,
             }
@@ -230,12 +231,11 @@ class Run:
             if span is not None and span.is_recording():
                 span.set_attribute(names.ROUNDS, self.rounds)
                 if self.input_tokens:
-                    span.set_attribute(names.GEN_AI_USAGE_INPUT_TOKENS, self.input_tokens)
+                    span.set_attribute(names.USAGE_INPUT_TOKENS, self.input_tokens)
                 if self.output_tokens:
-                    span.set_attribute(names.GEN_AI_USAGE_OUTPUT_TOKENS, self.output_tokens)
+                    span.set_attribute(names.USAGE_OUTPUT_TOKENS, self.output_tokens)
                 if exc is not None:
-                    span.record_exception(exc)
-                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    record_exception(span, exc)
             self._finish(exc is not None, span)
             if span is not None:
                 span.end()
@@ -546,17 +546,17 @@ class Run:
             if span is not None and span.is_recording():
                 event: dict[str, AttributeValue] = {
                     names.ROUND: number,
-                    names.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
-                    names.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+                    names.USAGE_INPUT_TOKENS: usage.input_tokens,
+                    names.USAGE_OUTPUT_TOKENS: usage.output_tokens,
                     names.ESTIMATED_TOKENS: res.breakdown.estimated,
                     names.ESTIMATE_ACCURACY_RATIO: float(accuracy),
                     names.CALIBRATION: float(self.fitter.calibration),
                     names.COST_SOURCE: spend.source,
                 }
                 if usage.cached_input_tokens:
-                    event[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
+                    event[names.USAGE_CACHED_INPUT_TOKENS] = usage.cached_input_tokens
                 if usage.cache_creation_input_tokens:
-                    event[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
+                    event[names.USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
                 if spend.cost is not None:
                     event[names.COST_USD] = spend.cost
                 span.add_event(names.EVENT_USAGE, event)

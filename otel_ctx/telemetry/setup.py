@@ -9,11 +9,16 @@ the application has not installed its own* (its own SDK code, or
 Failure is bounded by construction: spans leave through a BatchSpanProcessor (bounded
 queue, background thread), metrics through a PeriodicExportingMetricReader (background
 thread), and every exporter has a short timeout, so a collector that is down, refuses
-or never answers costs the fit nothing and delays shutdown by at most the timeout.
+or never answers costs the fit nothing. Shutdown, explicit or at interpreter exit, stops
+both providers at once and waits at most the export timeout: the SDK's own exit hooks
+would stop them one after the other, each waiting for its in-flight export first.
+
+``OTEL_SDK_DISABLED=true`` builds nothing: no providers, no threads, no endpoint.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -78,23 +83,35 @@ class TelemetryHandle:
     meter_provider: MeterProvider | None = None
     #: ``(host, port)`` of the Prometheus scrape endpoint, when ``exporter="prometheus"``.
     prometheus_address: tuple[str, int] | None = None
+    #: Seconds one export may take; :meth:`shutdown` and the exit hook wait no longer.
+    export_timeout: float = DEFAULT_EXPORT_TIMEOUT_S
     _server: Any = field(default=None, repr=False)
     _server_thread: Any = field(default=None, repr=False)
+    _stopped: bool = field(default=False, repr=False)
 
-    def force_flush(self, timeout_millis: int = 5_000) -> bool:
+    def force_flush(self, timeout_millis: int | None = None) -> bool:
         """Export what is buffered now (e.g. before a short-lived process exits).
 
-        Returns within ``timeout_millis`` even if a collector never answers (the flush
-        then carries on in the background); False if anything did not finish. Never raises.
+        Returns within ``timeout_millis`` (default: the export timeout) even if a collector
+        never answers (the flush then carries on in the background); False if anything did
+        not finish. Never raises.
         """
-        return self._each_provider("force_flush", timeout_millis, lambda p: p.force_flush(timeout_millis))
+        ms = self._millis(timeout_millis)
+        return self._each_provider("force_flush", ms, lambda p: p.force_flush(ms))
 
-    def shutdown(self, timeout_millis: int = 10_000) -> bool:
+    def shutdown(self, timeout_millis: int | None = None) -> bool:
         """Flush and stop what configure() started (never the application's providers).
 
-        Bounded by ``timeout_millis`` like :meth:`force_flush`. Never raises.
+        Returns within ``timeout_millis`` (default: the export timeout); an export still
+        waiting on a collector then is abandoned and False returned. Never raises. Also
+        run at interpreter exit when the application has not called it.
         """
-        ok = self._each_provider("shutdown", timeout_millis, lambda p: p.shutdown())
+        if self._stopped:
+            return True
+        self._stopped = True
+        atexit.unregister(self._at_exit)
+        ms = self._millis(timeout_millis)
+        ok = self._each_provider("shutdown", ms, _shutdown_within(ms))
         if self._server is not None:
             try:
                 self._server.shutdown()
@@ -133,6 +150,30 @@ class TelemetryHandle:
         if not finished:
             logger.warning("otel-ctx telemetry: %s did not finish within %d ms", what, timeout_millis)
         return finished and all(results.values())
+
+    def _millis(self, timeout_millis: int | None) -> int:
+        return round(self.export_timeout * 1000) if timeout_millis is None else timeout_millis
+
+    def _at_exit(self) -> None:
+        # The providers are built with shutdown_on_exit=False: their own hooks would run one
+        # after the other, each first waiting out an export in flight (10-24 s for a
+        # collector that never answers). One bounded, parallel shutdown instead.
+        self.shutdown()
+
+
+def _shutdown_within(ms: int) -> Callable[[Any], object]:
+    def call(provider: Any) -> object:
+        # MeterProvider takes a timeout; TracerProvider.shutdown() takes none (the caller's
+        # join bounds it).
+        from opentelemetry.sdk.metrics import MeterProvider
+
+        return (
+            provider.shutdown(timeout_millis=ms)
+            if isinstance(provider, MeterProvider)
+            else provider.shutdown()
+        )
+
+    return call
 
 
 def _env(name: str) -> str | None:
@@ -173,6 +214,23 @@ def _timeout_s(export_timeout: float | None) -> float | None:
         return export_timeout
     # The exporters read OTEL_EXPORTER_OTLP_TIMEOUT themselves when it is set.
     return None if _env("OTEL_EXPORTER_OTLP_TIMEOUT") else DEFAULT_EXPORT_TIMEOUT_S
+
+
+def _effective_timeout_s(timeout: float | None) -> float:
+    """The export timeout the exporters will use: given, else OTEL_EXPORTER_OTLP_TIMEOUT
+    (seconds, as the Python exporters read it), else the default."""
+    if timeout is not None:
+        return timeout
+    try:
+        value = float(_env("OTEL_EXPORTER_OTLP_TIMEOUT") or DEFAULT_EXPORT_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_EXPORT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_EXPORT_TIMEOUT_S
+
+
+def sdk_disabled() -> bool:
+    """True when ``OTEL_SDK_DISABLED`` is ``true`` (the standard switch for every signal)."""
+    return (_env("OTEL_SDK_DISABLED") or "").lower() == "true"
 
 
 def _http_endpoint(endpoint: str | None, path: str) -> str | None:
@@ -264,7 +322,11 @@ def create_providers(
 
     For applications that keep otel-ctx off the global providers:
     ``Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)``.
+    Under ``OTEL_SDK_DISABLED=true`` the handle holds no provider and nothing is started.
     """
+    timeout = _timeout_s(export_timeout)
+    if sdk_disabled():
+        return TelemetryHandle(exporter="disabled", export_timeout=_effective_timeout_s(timeout))
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -275,14 +337,16 @@ def create_providers(
         attrs[SERVICE_NAME] = service_name
     # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME under what is given here.
     resource = Resource.create(attrs)
-    timeout = _timeout_s(export_timeout)
-    handle = TelemetryHandle(exporter=exporter or metrics_exporter or traces_exporter or "env")
+    handle = TelemetryHandle(
+        exporter=exporter or metrics_exporter or traces_exporter or "env",
+        export_timeout=_effective_timeout_s(timeout),
+    )
 
     if traces:
         span_exporter = _span_exporter(
             _exporter_choice(traces_exporter or exporter, "traces"), endpoint, protocol, headers, timeout
         )
-        tp = TracerProvider(resource=resource)
+        tp = TracerProvider(resource=resource, shutdown_on_exit=False)
         if span_exporter is not None:
             tp.add_span_processor(
                 BatchSpanProcessor(
@@ -311,7 +375,11 @@ def create_providers(
             )
             if reader is not None:
                 readers.append(reader)
-        handle.meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=views())
+        handle.meter_provider = MeterProvider(
+            resource=resource, metric_readers=readers, views=views(), shutdown_on_exit=False
+        )
+    if handle.tracer_provider is not None or handle.meter_provider is not None:
+        atexit.register(handle._at_exit)
     return handle
 
 
@@ -370,6 +438,7 @@ def configure(
     task_types: Iterable[str] | None = None,
     max_round: int = DEFAULT_MAX_ROUND,
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
+    models: Iterable[str] | None = None,
     resolutions: Iterable[str] = (),
     traces_exporter: ExporterName | None = None,
     metrics_exporter: ExporterName | None = None,
@@ -389,6 +458,9 @@ def configure(
     ``task_types`` adds to the fitters' task types in the set that metric labels keep
     (others become ``other``); ``max_round`` is the last round with its own label;
     ``resolutions`` adds the application's own run resolutions (a few) to the built-in ones.
+    ``models`` are the model names metric labels keep besides the model table's; the first
+    20 others keep theirs too (with ``models`` given, only variants of known families such
+    as ``gpt-4.1-mini``), later ones become ``other``.
 
     Idempotent: a second call returns the first call's handle. A provider the
     application already installed is left alone (the handle then holds ``None`` for it).
@@ -399,7 +471,11 @@ def configure(
             logger.debug("otel-ctx telemetry: configure() called again; keeping the first setup")
             return _handle
         default_emitter().labels = LabelPolicy(
-            task_types=task_types, max_round=max_round, max_task_types=max_task_types, resolutions=resolutions
+            task_types=task_types,
+            max_round=max_round,
+            max_task_types=max_task_types,
+            models=models,
+            resolutions=resolutions,
         )
         want_traces = not _app_has_tracer_provider()
         want_metrics = not _app_has_meter_provider()

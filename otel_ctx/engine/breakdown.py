@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from otel_ctx.budget import request_ceiling
-from otel_ctx.sources import SourceInfo
+from otel_ctx.engine.budget import request_ceiling
+from otel_ctx.engine.sources import SourceInfo
 
 SYSTEM_PROMPT_LABEL = "System prompt (incl. snippets)"
 COUNTED_IN_TRANSCRIPT = "counted in the transcript"

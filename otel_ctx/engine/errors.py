@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from otel_ctx.result import FitResult
-
 
 class OtelCtxError(Exception):
     """Base class of every error otel-ctx raises on purpose."""
@@ -40,7 +35,24 @@ class InvalidMessageError(InvalidRequestError):
 
 
 class InvalidToolSchemaError(InvalidRequestError):
-    """A tool definition that is not a JSON object of the chat-completions shape."""
+    """A tool definition that is not a JSON object of the provider's tool shape."""
+
+
+class TranscriptRuleError(InvalidMessageError):
+    """A transcript the provider would reject: a tool call left unanswered, a result
+    answering no call, a call id used twice.
+
+    ``fit`` raises it (sending would fail anyway); observe-only paths record the
+    problem on the result instead, so watching an agent never breaks it.
+    """
+
+
+class TooDeeplyNestedError(InvalidRequestError):
+    """Content parts or a tool schema nested deeper than any real request is."""
+
+
+class UnknownProviderError(InvalidRequestError):
+    """A request body whose dialect is unknown, or that more than one dialect could read."""
 
 
 class UnknownTaskTypeError(OtelCtxError, KeyError):
@@ -56,21 +68,3 @@ class UnknownTaskTypeError(OtelCtxError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
-
-
-class ContextOverflow(OtelCtxError):
-    """The pinned floor alone exceeds the budget: escalate rather than send.
-
-    Carries the whole :class:`~otel_ctx.fit.FitResult`, so the caller can hand the
-    work so far (``result.messages``) and the reason (``result.breakdown``) to a person.
-    """
-
-    def __init__(self, result: FitResult) -> None:
-        self.result = result
-        b = result.breakdown
-        super().__init__(
-            f"pinned floor overflows the budget for task type {result.task_type!r}: "
-            f"{b.estimated} estimated tokens against a budget of {b.budget} "
-            f"({-b.remaining} over; transcript {b.transcript}, tool schema {b.tool_schema}, "
-            f"system prompt {b.system_prompt}, skills {b.skills})"
-        )

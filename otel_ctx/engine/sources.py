@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from otel_ctx.engine.errors import InvalidRequestError
+
 #: The ladder, least to most strict.
 DATA_CLASSES: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
 
@@ -26,8 +28,6 @@ class Source:
     data_class: str | None = None
 
     def __post_init__(self) -> None:
-        from otel_ctx.errors import InvalidRequestError
-
         if not isinstance(self.name, str) or not self.name:
             raise InvalidRequestError("source.name", f"must be a non-empty string, got {self.name!r}")
         if not isinstance(self.text, str):
@@ -55,8 +55,6 @@ SourcesLike = Sequence[Source] | Mapping[str, str] | None
 
 def as_sources(value: SourcesLike, where: str) -> tuple[Source, ...]:
     """Accept a sequence of :class:`Source` or a ``{name: text}`` mapping."""
-    from otel_ctx.errors import InvalidRequestError
-
     if value is None:
         return ()
     if isinstance(value, Mapping):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from otel_ctx.engine.errors import InvalidPolicyError
+
 
 def _check_int(field: str, value: object, *, minimum: int) -> None:
-    from otel_ctx.errors import InvalidPolicyError
-
     # bool is an int subclass; True tokens is a bug, not a budget.
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidPolicyError(field, f"must be an integer number of tokens, got {value!r}")
@@ -43,8 +43,6 @@ class BudgetPolicy:
     run_ceiling: int | None = None
 
     def __post_init__(self) -> None:
-        from otel_ctx.errors import InvalidPolicyError
-
         _check_int("context_length", self.context_length, minimum=1)
         _check_int("reserved_output", self.reserved_output, minimum=0)
         _check_int("safety_margin", self.safety_margin, minimum=0)

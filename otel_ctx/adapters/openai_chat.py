@@ -1,0 +1,577 @@
+"""OpenAI Chat Completions: ``messages`` (dicts, TypedDict params or the SDK's pydantic
+objects) read into the engine's model, and the fitted request written back.
+
+Counting follows OpenAI's documented accounting: every message costs its text plus
+three tokens of framing and its role, a name one more, the reply is primed with
+three. Every field the provider bills is counted: content and its parts, names,
+tool calls, the legacy ``function_call``, ``refusal``. A part type the accounting
+does not cover is charged its JSON text, which errs high, the safe direction for a
+budget.
+
+The transcript rules the API enforces are checked here: a tool result must answer a
+call of the assistant message right before it, every call must be answered, call ids
+are unique. ``fit`` raises a :class:`TranscriptRuleError` naming the message (the
+provider would reject the request anyway); observe-only paths record the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
+from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.errors import (
+    InvalidMessageError,
+    InvalidRequestError,
+    TooDeeplyNestedError,
+    TranscriptRuleError,
+)
+from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
+from otel_ctx.engine.tokens import (
+    IMAGE_TOKENS_HIGH,
+    IMAGE_TOKENS_LOW,
+    REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_NAME,
+    TOKENS_PER_TOOL_CALL,
+    TokenCounter,
+)
+
+Message = dict[str, Any]
+
+#: Role -> the transcript line it is counted in (``developer`` is the newer name for
+#: system; ``function`` is the legacy tool-result role).
+ROLE_LINES: Mapping[str, Line] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+_TEXT_COMPONENT: Mapping[str, Component] = {
+    "system": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool_result",
+}
+#: Framing of the legacy ``function_call`` (the same wrapper a tool call has, less the id).
+TOKENS_PER_FUNCTION_CALL = 3
+#: Audio input is billed by duration, unknown offline; one token per kilobyte of audio
+#: errs high for every format the API takes (16-bit PCM is ~10 tokens per 32 kB second).
+AUDIO_BYTES_PER_TOKEN = 1_000
+_LEGACY = "\x00function:"  # call ids of the legacy function_call (no real id can start so)
+SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
+#: A ``messages`` list deeper than this is not a chat transcript (JSON nesting guard).
+_MAX_DEPTH = 64
+
+
+def as_message(m: Any) -> Mapping[str, Any] | None:
+    """A message as a mapping: dicts and TypedDicts as they are, SDK pydantic objects dumped."""
+    if m.__class__ is dict or isinstance(m, Mapping):
+        return m
+    dump = getattr(m, "model_dump", None)
+    if callable(dump):
+        try:
+            out = dump(exclude_none=True)
+        except Exception:  # a foreign object with a model_dump of its own shape
+            return None
+        return out if isinstance(out, Mapping) else None
+    return None
+
+
+def to_json(value: Any, where: str, index: int | None, error: type[InvalidRequestError]) -> str:
+    """``value`` as compact JSON, or a typed error naming ``where``."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_default)
+    except RecursionError:
+        raise TooDeeplyNestedError(where, "is nested too deeply to be a request", index=index) from None
+    except (TypeError, ValueError) as exc:
+        raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+class _State:
+    """Where the transcript sits in the body, and the items the fit rewrote."""
+
+    __slots__ = ("replaced",)
+
+    def __init__(self) -> None:
+        self.replaced: dict[int, Any] = {}
+
+
+class ChatReader:
+    """Reads Chat Completions messages; shared by a fitter's rounds (its turn cache)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.role_cost = {role: TOKENS_PER_MESSAGE + counter.text(role) for role in ROLE_LINES}
+        # A plain {"role", "content": str} message costs the same every round: its turn is
+        # kept by content, one cache per role, so an already-seen message costs one lookup.
+        self.simple: dict[str, BoundedCache[Turn]] = {
+            role: BoundedCache(max_entries=8_192, max_chars=counter.cache.max_chars) for role in ROLE_LINES
+        }
+
+    # -- content -------------------------------------------------------------------------
+
+    def content(self, content: Any, role: str, where: str, index: int) -> list[Part]:
+        """The parts of a message's ``content``: a string, ``None`` or a list of parts."""
+        text_component = _TEXT_COMPONENT.get(role, "tool_result")
+        if content.__class__ is str or isinstance(content, str):
+            return [Part(text_component, self.counter.text(str(content)))]
+        if content is None:
+            return []
+        if not isinstance(content, list):
+            raise InvalidMessageError(
+                f"{where}.content",
+                f"must be a string, a list of parts or null, got {type(content).__name__}",
+                index=index,
+            )
+        return [self.part(p, text_component, f"{where}.content[{k}]", index) for k, p in enumerate(content)]
+
+    def part(self, raw: Any, text_component: Component, where: str, index: int) -> Part:
+        part = as_message(raw)
+        if part is None:
+            raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=index)
+        kind = part.get("type")
+        text = self.counter.text
+        if kind == "text" or kind == "refusal":
+            value = part.get(kind)
+            if not isinstance(value, str):
+                raise InvalidMessageError(f"{where}.{kind}", "must be a string", index=index)
+            return Part(text_component if kind == "text" else "assistant", text(value))
+        if kind == "image_url":
+            image = part.get("image_url")
+            detail = image.get("detail") if isinstance(image, Mapping) else None
+            return Part("image", IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS_HIGH)
+        if kind == "input_audio":
+            audio = part.get("input_audio")
+            data = audio.get("data") if isinstance(audio, Mapping) else None
+            if not isinstance(data, str):
+                raise InvalidMessageError(f"{where}.input_audio.data", "must be a base64 string", index=index)
+            return Part("other", max(1, len(data) * 3 // 4 // AUDIO_BYTES_PER_TOKEN))
+        if not isinstance(kind, str):
+            raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
+        # A file, or a part type the accounting does not know: charge its JSON text (errs high).
+        component: Component = "document" if kind == "file" else "other"
+        return Part(component, text(to_json(part, where, index, InvalidMessageError)))
+
+    def tool_calls(self, calls: Any, where: str, index: int) -> list[Part]:
+        if not isinstance(calls, list):
+            raise InvalidMessageError(
+                f"{where}.tool_calls", f"must be a list, got {type(calls).__name__}", index=index
+            )
+        text = self.counter.text
+        out = []
+        for k, raw in enumerate(calls):
+            here = f"{where}.tool_calls[{k}]"
+            call = as_message(raw)
+            kind = call.get("type", "function") if call is not None else None
+            fn = call.get(kind) if call is not None and isinstance(kind, str) else None
+            if call is None or not isinstance(fn, Mapping) or not isinstance(call.get("id"), str):
+                raise InvalidMessageError(
+                    here, "must be an object with an 'id' string and a 'function' object", index=index
+                )
+            payload = fn.get("arguments", "") if kind == "function" else fn.get("input", "")
+            name = fn.get("name")
+            if not isinstance(name, str) or not isinstance(payload, str):
+                raise InvalidMessageError(
+                    f"{here}.{kind}", "needs a 'name' string and an 'arguments' JSON string", index=index
+                )
+            out.append(Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(payload), call["id"]))
+        return out
+
+    # -- messages ------------------------------------------------------------------------
+
+    def read(
+        self,
+        messages: Sequence[Any],
+        ctx: ReadContext,
+        state: _State,
+        where: str = "messages",
+    ) -> tuple[list[Turn], list[int]]:
+        """One turn per message, with the API's transcript rules checked."""
+        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+            raise InvalidRequestError(
+                where, f"must be a list of message objects, got {type(messages).__name__}"
+            )
+        turns: list[Turn] = []
+        role_cost = self.role_cost
+        simple = self.simple
+        cap = ctx.cap
+        # Calls of the assistant message being answered: id -> answered yet.
+        pending: dict[str, bool] = {}
+        pending_at = -1
+        declared: dict[str, int] = {}
+        for i, raw in enumerate(messages):
+            # The hot path of every round: a plain message seen before is one cache lookup.
+            if raw.__class__ is dict and len(raw) == 2:
+                role = raw.get("role")
+                content = raw.get("content")
+                if content.__class__ is str and role.__class__ is str and role != "tool":
+                    cache = simple.get(role)
+                    if cache is not None:
+                        hit = cache.get(content)
+                        if hit is None:
+                            line = ROLE_LINES[role]
+                            text_component = _TEXT_COMPONENT[line]
+                            hit = Turn(
+                                line,
+                                [Part(text_component, self.counter.text(content))],
+                                role_cost[role],
+                                has_user_text=line == "user",
+                            )
+                            cache.put(content, hit)
+                        if pending:
+                            self._unanswered(pending, pending_at, i, ctx)
+                            pending = {}
+                        turns.append(hit)
+                        continue
+            m = as_message(raw)
+            here = f"{where}[{i}]"
+            if m is None:
+                raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
+            turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
+            if replaced is not None:
+                state.replaced[i] = replaced
+            if turn.role != "tool":
+                if pending:
+                    self._unanswered(pending, pending_at, i, ctx)
+                pending = {}
+                if turn.calls:
+                    # The legacy function_call pairs with a function message by name, which the
+                    # API does not enforce: only tool calls must be answered.
+                    pending = {c: False for c in turn.calls if not c.startswith(_LEGACY)}
+                    pending_at = i
+            turns.append(turn)
+        if pending:
+            self._unanswered(pending, pending_at, len(messages), ctx)
+        return turns, list(range(len(turns)))
+
+    def _unanswered(self, pending: dict[str, bool], at: int, before: int, ctx: ReadContext) -> None:
+        missing = [call for call, done in pending.items() if not done]
+        if missing:
+            ids = ", ".join(repr(c) for c in missing)
+            ctx.problem(
+                TranscriptRuleError(
+                    f"messages[{at}].tool_calls",
+                    f"tool call(s) {ids} never answered: every call needs a tool message "
+                    f"right after the assistant message (before messages[{before}])",
+                    index=at,
+                )
+            )
+
+    def _message(
+        self,
+        m: Mapping[str, Any],
+        here: str,
+        i: int,
+        cap: Any,
+        ctx: ReadContext,
+        pending: dict[str, bool],
+        pending_at: int,
+        declared: dict[str, int],
+    ) -> tuple[Turn, Any]:
+        role = m.get("role")
+        line = ROLE_LINES.get(role) if isinstance(role, str) else None
+        if line is None:
+            raise InvalidMessageError(
+                f"{here}.role", f"unknown role {role!r}; expected one of {', '.join(ROLE_LINES)}", index=i
+            )
+        text = self.counter.text
+        content = m.get("content")
+        replaced: Any = None
+        calls: tuple[str, ...] = ()
+        answers: tuple[str, ...] = ()
+        parts: list[Part] = []
+        if role == "tool":
+            call_id = m.get("tool_call_id")
+            if not isinstance(call_id, str):
+                raise InvalidMessageError(
+                    f"{here}.tool_call_id", "a tool result needs a 'tool_call_id' string", index=i
+                )
+            if m.get("tool_calls") is not None:
+                ctx.problem(
+                    TranscriptRuleError(
+                        f"{here}.tool_calls", "a tool message cannot make tool calls", index=i
+                    )
+                )
+            if call_id in pending and not pending[call_id]:
+                pending[call_id] = True
+                answers = (call_id,)
+            else:
+                duplicate = call_id in pending  # answered already, by a result of this same group
+                ctx.problem(_orphan(here, i, call_id, declared, duplicate))
+            if cap is not None:
+                new = _cap_content(content, cap)
+                if new is not None:
+                    replaced = dict(m)
+                    replaced["content"] = new
+                    content = new
+            if isinstance(content, list) and _all_text(content):
+                joined = "".join(p["text"] for p in content)
+                parts.append(Part("tool_result", text(joined), call_id))
+            elif isinstance(content, str):
+                parts.append(Part("tool_result", text(content), call_id, capped=replaced is not None))
+            else:
+                parts.extend(self.content(content, "tool", here, i))
+        else:
+            if role == "function":  # legacy function result: paired with its call by name
+                fname = m.get("name")
+                answers = (f"{_LEGACY}{fname}",) if isinstance(fname, str) else ()
+            parts.extend(self.content(content, role if role != "function" else "tool", here, i))  # type: ignore[arg-type]
+            tool_calls = m.get("tool_calls")
+            if tool_calls is not None:
+                if line != "assistant":
+                    ctx.problem(
+                        TranscriptRuleError(
+                            f"{here}.tool_calls", "only assistant messages may make tool calls", index=i
+                        )
+                    )
+                call_parts = self.tool_calls(tool_calls, here, i)
+                if not call_parts:
+                    ctx.problem(
+                        TranscriptRuleError(
+                            f"{here}.tool_calls", "is an empty list (leave the field out instead)", index=i
+                        )
+                    )
+                ids = []
+                for k, p in enumerate(call_parts):
+                    assert p.call_id is not None
+                    if p.call_id in declared or p.call_id in ids:
+                        first = declared.get(p.call_id, i)
+                        ctx.problem(
+                            TranscriptRuleError(
+                                f"{here}.tool_calls[{k}].id",
+                                f"call id {p.call_id!r} is already used by messages[{first}]",
+                                index=i,
+                            )
+                        )
+                    else:
+                        declared[p.call_id] = i
+                    ids.append(p.call_id)
+                parts.extend(call_parts)
+                if line == "assistant":
+                    calls = tuple(dict.fromkeys(ids))
+            function_call = m.get("function_call")
+            if function_call is not None:
+                fc = as_message(function_call)
+                name = fc.get("name") if fc is not None else None
+                args = fc.get("arguments", "") if fc is not None else None
+                if not isinstance(name, str) or not isinstance(args, str):
+                    raise InvalidMessageError(
+                        f"{here}.function_call",
+                        "needs a 'name' string and an 'arguments' JSON string",
+                        index=i,
+                    )
+                parts.append(Part("tool_call", TOKENS_PER_FUNCTION_CALL + text(name) + text(args)))
+                calls = (*calls, f"{_LEGACY}{name}")
+            refusal = m.get("refusal")
+            if refusal is not None:
+                if not isinstance(refusal, str):
+                    raise InvalidMessageError(f"{here}.refusal", "must be a string", index=i)
+                parts.append(Part("assistant", text(refusal)))
+            audio = m.get("audio")
+            if audio is not None:  # a reference to an earlier audio reply, billed as audio
+                parts.append(Part("other", text(to_json(audio, f"{here}.audio", i, InvalidMessageError))))
+        name = m.get("name")
+        if name is not None:
+            if not isinstance(name, str):
+                raise InvalidMessageError(f"{here}.name", "must be a string", index=i)
+            parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), text(name) + TOKENS_PER_NAME))
+        turn = Turn(
+            line, parts, self.role_cost[str(role)], calls=calls, answers=answers, has_user_text=line == "user"
+        )
+        return turn, replaced
+
+
+def _all_text(content: list[Any]) -> bool:
+    return all(
+        isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
+    )
+
+
+def _cap_content(content: Any, cap: Any) -> str | None:
+    """The capped text of a tool result, or ``None`` when it is within the cap (or not text)."""
+    if isinstance(content, str):
+        new = cap(content)
+        return None if new is content else new
+    if isinstance(content, list) and content and _all_text(content):
+        joined = "".join(p["text"] for p in content)
+        new = cap(joined)
+        return None if new is joined else new
+    return None  # images or unknown parts: counted, not cut
+
+
+def _orphan(
+    here: str, index: int, call_id: str, declared: Mapping[str, int], duplicate: bool
+) -> TranscriptRuleError:
+    """The error for a tool result that answers no open call of the assistant message before it."""
+    where = f"{here}.tool_call_id"
+    if duplicate:
+        problem = f"tool call {call_id!r} is already answered by an earlier tool message"
+    elif call_id in declared:
+        problem = (
+            f"answers tool call {call_id!r} of messages[{declared[call_id]}], but tool results "
+            "must directly follow the assistant message that made the calls"
+        )
+    else:
+        problem = f"no earlier assistant message declared tool call {call_id!r}"
+    return TranscriptRuleError(where, problem, index=index)
+
+
+class OpenAIChatAdapter(Adapter):
+    """Chat Completions request bodies and bare ``messages`` lists."""
+
+    provider = "openai"
+    exact = True
+
+    @staticmethod
+    def reader(counter: TokenCounter) -> ChatReader:
+        """The reader of ``counter``'s fitter (it holds that fitter's turn cache)."""
+        reader = counter.dialect_state.get("openai")
+        if reader is None:
+            reader = counter.dialect_state.setdefault("openai", ChatReader(counter))
+        return reader  # type: ignore[no-any-return]
+
+    def claims(self, body: Mapping[str, Any]) -> bool | None:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or "input" in body:
+            return False
+        if "system" in body:  # a top-level system prompt is the Messages API's
+            return False
+        tools = body.get("tools")
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, Mapping):
+                if "input_schema" in tool:
+                    return False
+                if "function" in tool:
+                    return True
+        for raw in messages:
+            m = as_message(raw)
+            if m is None:
+                continue
+            role = m.get("role")
+            if (
+                role in ("system", "developer", "tool", "function")
+                or m.get("tool_calls")
+                or m.get("function_call")
+            ):
+                return True
+            content = m.get("content")
+            if isinstance(content, list):
+                for part in content:
+                    kind = part.get("type") if isinstance(part, Mapping) else None
+                    if kind in ("image_url", "input_audio", "file", "refusal"):
+                        return True
+                    if kind in (
+                        "tool_use",
+                        "tool_result",
+                        "thinking",
+                        "redacted_thinking",
+                        "image",
+                        "document",
+                    ):
+                        return False
+        model = body.get("model")
+        if isinstance(model, str) and model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt")):
+            return True
+        return None
+
+    def claims_items(self, items: Sequence[Any]) -> bool:
+        return True
+
+    def to_model(self, body: Any, ctx: ReadContext) -> Reading:
+        if not isinstance(body, Mapping):
+            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise InvalidRequestError("messages", "a Chat Completions request needs a 'messages' list")
+        tools = body.get("tools")
+        functions = body.get("functions")
+        reading = self.read_items(messages, tools, ctx)
+        if functions:  # the legacy function definitions, billed like tools
+            if not isinstance(functions, list):
+                raise InvalidRequestError("functions", "must be a list of function definitions")
+            wrapped = [{"type": "function", "function": f} for f in functions]
+            reading.model.tool_schema += ctx.counter.tools(wrapped)
+        reading.body = body
+        return reading
+
+    def read_items(self, messages: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
+        """A bare transcript (``fit(messages, tools=...)``) read into the model."""
+        state = _State()
+        turns, starts = self.reader(ctx.counter).read(messages, ctx, state)
+        tool_list = None if tools is None else _tool_dicts(tools)
+        model = RequestModel(
+            turns=turns,
+            starts=starts,
+            items=len(turns),
+            tool_schema=ctx.counter.tools(tool_list),
+            priming=REPLY_PRIMING,
+            system_in_turns=bool(turns) and turns[0].role == "system",
+            capped=len(state.replaced),
+        )
+        return Reading(model=model, body=None, items=messages, state=state)
+
+    def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
+        state: _State = reading.state
+        items = reading.items
+        model = reading.model
+        replaced = state.replaced
+        kept = model.item_indexes(fitted.turns)
+        out = [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
+        if fitted.summary is not None:
+            out.insert(fitted.summary_at, fitted.summary)
+        if reading.body is None:
+            return None, out
+        body = dict(reading.body)
+        body["messages"] = [self.block_message(b) for b in fitted.blocks] + out
+        return body, out
+
+    @staticmethod
+    def block_message(block: Block) -> Message:
+        return {"role": "system", "content": block.text}
+
+    def block(self, kind: str, text: str, counter: TokenCounter) -> Block:
+        tokens = TOKENS_PER_MESSAGE + counter.text("system") + counter.text(text)
+        return Block(kind, text, tokens)  # type: ignore[arg-type]
+
+    def summary(self, produced: Any, counter: TokenCounter) -> tuple[Any, Turn]:
+        if isinstance(produced, str):
+            item: Message = {"role": "system", "content": SUMMARY_PREFIX + produced}
+        else:
+            m = as_message(produced)
+            if m is None:
+                raise InvalidRequestError(
+                    "summarizer", f"must return a message dict or a string, got {type(produced).__name__}"
+                )
+            item = dict(m)
+        role = item.get("role")
+        if role not in ("system", "developer", "user", "assistant") or item.get("tool_calls"):
+            raise InvalidRequestError(
+                "summarizer", "must return a system, user or assistant message without tool calls"
+            )
+        reader = self.reader(counter)
+        parts = reader.content(item.get("content"), str(role), "summary", -1)
+        return item, Turn(ROLE_LINES[str(role)], parts, reader.role_cost[str(role)])
+
+
+def _tool_dicts(tools: Any) -> Any:
+    """Tools as plain dicts (the SDK's TypedDicts already are; pydantic tools are dumped)."""
+    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+        return tools  # the counter names the problem
+    if all(t.__class__ is dict for t in tools):
+        return tools
+    return [as_message(t) or t for t in tools]
+
+
+ADAPTER = OpenAIChatAdapter()

@@ -1,0 +1,449 @@
+"""OpenAI Responses API: ``instructions`` and ``input`` read into the engine's model.
+
+``input`` is a string (one user message) or a list of items: messages with
+``input_text``/``input_image``/``input_file`` parts (and a previous answer's
+``output_text``/``refusal``), ``function_call``, ``function_call_output``,
+``reasoning``; any other item is counted as its JSON text, which errs high. Items may
+be dicts or the SDK's own objects (an agent loop that does ``input += resp.output``).
+
+An assistant's consecutive items (reasoning, text, function calls) are one turn, and
+the outputs answering them the next: a reasoning item goes with the calls it led to,
+which the API requires, and compaction drops a call with its outputs. Counting uses
+the Chat Completions accounting, which the Responses API shares for text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
+from otel_ctx.adapters.openai_chat import (
+    AUDIO_BYTES_PER_TOKEN,
+    SUMMARY_PREFIX,
+    as_message,
+    to_json,
+)
+from otel_ctx.engine.errors import (
+    InvalidMessageError,
+    InvalidRequestError,
+    InvalidToolSchemaError,
+    TranscriptRuleError,
+)
+from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
+from otel_ctx.engine.tokens import (
+    IMAGE_TOKENS_HIGH,
+    IMAGE_TOKENS_LOW,
+    REPLY_PRIMING,
+    TOKENS_PER_MESSAGE,
+    TOKENS_PER_TOOL_CALL,
+    TokenCounter,
+)
+
+Item = dict[str, Any]
+_ROLE_LINES: Mapping[str, Line] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+}
+_TEXT_COMPONENT: Mapping[Line, Component] = {
+    "system": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool_result",
+}
+#: The side of the conversation an item is on: assistant items group into one turn,
+#: outputs into the next.
+_ASSISTANT, _OUTPUT, _OWN = "assistant", "output", "own"
+
+
+def _side(item: Mapping[str, Any]) -> str:
+    kind = item.get("type")
+    if kind is None or kind == "message":
+        return _ASSISTANT if item.get("role") == "assistant" else _OWN
+    if kind == "reasoning" or kind == "function_call":
+        return _ASSISTANT
+    if isinstance(kind, str):
+        if kind.endswith("_output"):
+            return _OUTPUT
+        if kind.endswith("_call") and "call_id" in item:
+            return _ASSISTANT
+    return _OWN
+
+
+class _State:
+    __slots__ = ("input_was_string", "replaced")
+
+    def __init__(self, input_was_string: bool) -> None:
+        self.input_was_string = input_was_string
+        self.replaced: dict[int, Any] = {}
+
+
+class _Reader:
+    """Counts one request's items and checks the call/output pairing."""
+
+    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: _State) -> None:
+        self.counter = counter
+        self.ctx = ctx
+        self.state = state
+        self.declared: dict[str, int] = {}
+        self.answered: dict[str, int] = {}
+        self.role_cost = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in (*_ROLE_LINES, "tool")}
+
+    def content(self, content: Any, line: Line, where: str, index: int) -> list[Part]:
+        text = self.counter.text
+        component = _TEXT_COMPONENT[line]
+        if isinstance(content, str):
+            return [Part(component, text(content))]
+        if content is None:
+            return []
+        if not isinstance(content, list):
+            raise InvalidMessageError(
+                f"{where}.content",
+                f"must be a string or a list of parts, got {type(content).__name__}",
+                index=index,
+            )
+        out = []
+        for k, raw in enumerate(content):
+            here = f"{where}.content[{k}]"
+            part = as_message(raw)
+            if part is None:
+                raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=index)
+            kind = part.get("type")
+            if kind in ("input_text", "output_text", "text", "refusal"):
+                key = "refusal" if kind == "refusal" else "text"
+                value = part.get(key)
+                if not isinstance(value, str):
+                    raise InvalidMessageError(f"{here}.{key}", "must be a string", index=index)
+                out.append(Part(component if kind != "refusal" else "assistant", text(value)))
+            elif kind == "input_image":
+                out.append(
+                    Part("image", IMAGE_TOKENS_LOW if part.get("detail") == "low" else IMAGE_TOKENS_HIGH)
+                )
+            elif kind == "input_audio":
+                audio = part.get("input_audio")
+                data = audio.get("data") if isinstance(audio, Mapping) else None
+                size = len(data) if isinstance(data, str) else 0
+                out.append(Part("other", max(1, size * 3 // 4 // AUDIO_BYTES_PER_TOKEN)))
+            elif isinstance(kind, str):
+                # input_file and anything newer: its JSON text (errs high).
+                comp: Component = "document" if kind == "input_file" else "other"
+                out.append(Part(comp, text(to_json(part, here, index, InvalidMessageError))))
+            else:
+                raise InvalidMessageError(f"{here}.type", "is missing or not a string", index=index)
+        return out
+
+    def item(
+        self, item: Mapping[str, Any], where: str, i: int
+    ) -> tuple[Line, list[Part], int, list[str], list[str]]:
+        """(line, parts, overhead, calls opened, calls answered) of one input item."""
+        text = self.counter.text
+        kind = item.get("type")
+        ctx = self.ctx
+        if kind is None or kind == "message":
+            role = item.get("role")
+            line = _ROLE_LINES.get(role) if isinstance(role, str) else None
+            if line is None:
+                raise InvalidMessageError(
+                    f"{where}.role",
+                    f"unknown role {role!r}; expected one of {', '.join(_ROLE_LINES)}",
+                    index=i,
+                )
+            return line, self.content(item.get("content"), line, where, i), self.role_cost[str(role)], [], []
+        if kind == "function_call":
+            call_id, name, args = item.get("call_id"), item.get("name"), item.get("arguments", "")
+            if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(args, str):
+                raise InvalidMessageError(
+                    where, "a function_call needs 'call_id', 'name' and 'arguments' strings", index=i
+                )
+            if call_id in self.declared:
+                ctx.problem(
+                    TranscriptRuleError(
+                        f"{where}.call_id",
+                        f"call id {call_id!r} is already used by input[{self.declared[call_id]}]",
+                        index=i,
+                    )
+                )
+                opened: list[str] = []
+            else:
+                self.declared[call_id] = i
+                opened = [call_id]
+            return (
+                "assistant",
+                [Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args), call_id)],
+                0,
+                opened,
+                [],
+            )
+        if kind == "reasoning":
+            summary = item.get("summary") or []
+            n = 0
+            if isinstance(summary, list):
+                for s in summary:
+                    t = s.get("text") if isinstance(s, Mapping) else None
+                    n += text(t) if isinstance(t, str) else 0
+            content = item.get("content")
+            if isinstance(content, list):
+                for c in content:
+                    t = c.get("text") if isinstance(c, Mapping) else None
+                    n += text(t) if isinstance(t, str) else 0
+            return "assistant", [Part("reasoning", n)], 0, [], []
+        if isinstance(kind, str) and kind.endswith("_output"):
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str):
+                raise InvalidMessageError(f"{where}.call_id", f"a {kind} needs a 'call_id' string", index=i)
+            answers: list[str] = []
+            if call_id in self.answered:
+                ctx.problem(
+                    TranscriptRuleError(
+                        f"{where}.call_id",
+                        f"call {call_id!r} is already answered by input[{self.answered[call_id]}]",
+                        index=i,
+                    )
+                )
+            elif call_id not in self.declared:
+                ctx.problem(
+                    TranscriptRuleError(
+                        f"{where}.call_id", f"no earlier item declared call {call_id!r}", index=i
+                    )
+                )
+            else:
+                answers = [call_id]
+            self.answered.setdefault(call_id, i)
+            output = item.get("output")
+            if kind == "function_call_output" and self.ctx.cap is not None:
+                new = _cap_output(output, self.ctx.cap)
+                if new is not None:
+                    replaced = dict(item)
+                    replaced["output"] = new
+                    self.state.replaced[i] = replaced
+                    output = new
+            if isinstance(output, str):
+                parts = [Part("tool_result", text(output), call_id, capped=i in self.state.replaced)]
+            elif isinstance(output, list):
+                parts = [
+                    Part("tool_result", p.tokens, call_id) for p in self.content(output, "tool", where, i)
+                ]
+            else:
+                rest = {k: v for k, v in item.items() if k not in ("type", "call_id", "id", "status")}
+                parts = [Part("tool_result", text(to_json(rest, where, i, InvalidMessageError)), call_id)]
+            return "tool", parts, self.role_cost["tool"], [], answers
+        if not isinstance(kind, str):
+            raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=i)
+        # Any other item (web search calls, item references, custom tool calls...): its JSON text.
+        opened = []
+        call_id = item.get("call_id")
+        if isinstance(call_id, str) and kind.endswith("_call") and call_id not in self.declared:
+            self.declared[call_id] = i
+            opened = [call_id]
+        comp: Component = "tool_call" if opened else "other"
+        own_line: Line = "assistant" if _side(item) == _ASSISTANT else "user"
+        return (
+            own_line,
+            [Part(comp, text(to_json(item, where, i, InvalidMessageError)), call_id if opened else None)],
+            0,
+            opened,
+            [],
+        )
+
+
+def _cap_output(output: Any, cap: Any) -> Any:
+    if isinstance(output, str):
+        new = cap(output)
+        return None if new is output else new
+    if (
+        isinstance(output, list)
+        and output
+        and all(
+            isinstance(p, Mapping) and p.get("type") == "input_text" and isinstance(p.get("text"), str)
+            for p in output
+        )
+    ):
+        joined = "".join(p["text"] for p in output)
+        new = cap(joined)
+        return None if new is joined else new
+    return None
+
+
+class OpenAIResponsesAdapter(Adapter):
+    """Responses API request bodies (``client.responses.create(**body)``)."""
+
+    provider = "openai-responses"
+    exact = True
+
+    def claims(self, body: Mapping[str, Any]) -> bool | None:
+        if "messages" in body:
+            return False
+        return "input" in body or "instructions" in body
+
+    def to_model(self, body: Any, ctx: ReadContext) -> Reading:
+        if not isinstance(body, Mapping):
+            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        if "messages" in body and "input" not in body:
+            raise InvalidRequestError(
+                "input",
+                "an OpenAI Responses request has 'input'; this body has 'messages' "
+                "(Chat Completions or Anthropic Messages)",
+            )
+        counter = ctx.counter
+        raw_input = body.get("input")
+        state = _State(isinstance(raw_input, str))
+        if raw_input is None:
+            items: Sequence[Any] = []
+        elif isinstance(raw_input, str):
+            items = [{"role": "user", "content": raw_input}]
+        elif isinstance(raw_input, Sequence) and not isinstance(raw_input, bytes):
+            items = raw_input
+        else:
+            raise InvalidRequestError(
+                "input", f"must be a string or a list of items, got {type(raw_input).__name__}"
+            )
+        reader = _Reader(counter, ctx, state)
+        turns: list[Turn] = []
+        starts: list[int] = []
+        group: list[tuple[Line, list[Part], int, list[str], list[str]]] = []
+        group_side = ""
+        group_start = 0
+
+        def close() -> None:
+            if not group:
+                return
+            role: Line = (
+                "assistant"
+                if group_side == _ASSISTANT
+                else ("tool" if group_side == _OUTPUT else group[0][0])
+            )
+            parts = [p for g in group for p in g[1]]
+            calls = tuple(c for g in group for c in g[3])
+            answers = tuple(a for g in group for a in g[4])
+            overhead = sum(g[2] for g in group)
+            has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
+            turns.append(Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user))
+            starts.append(group_start)
+            group.clear()
+
+        pending: dict[str, int] = {}
+        for i, raw in enumerate(items):
+            where = f"input[{i}]"
+            item = as_message(raw)
+            if item is None:
+                raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
+            side = _side(item)
+            if side != group_side or side == _OWN:
+                close()
+                if side != _OUTPUT:
+                    self._unanswered(pending, i, ctx)
+                    pending = {}
+                group_side, group_start = side, i
+            read = reader.item(item, where, i)
+            for c in read[3]:
+                pending[c] = i
+            for a in read[4]:
+                pending.pop(a, None)
+            group.append(read)
+        close()
+        self._unanswered(pending, len(items), ctx)
+
+        model = RequestModel(
+            turns=turns,
+            starts=starts,
+            items=len(items),
+            tool_schema=self._tools(body.get("tools"), counter),
+            priming=REPLY_PRIMING,
+            system_in_turns=bool(turns) and turns[0].role == "system",
+            capped=len(state.replaced),
+        )
+        instructions = body.get("instructions")
+        if instructions is not None:
+            if not isinstance(instructions, str):
+                raise InvalidRequestError(
+                    "instructions", f"must be a string, got {type(instructions).__name__}"
+                )
+            model.blocks = (self.block("system_prompt", instructions, counter),)
+        return Reading(model=model, body=body, items=items, state=state)
+
+    @staticmethod
+    def _unanswered(pending: dict[str, int], before: int, ctx: ReadContext) -> None:
+        for call_id, at in pending.items():
+            ctx.problem(
+                TranscriptRuleError(
+                    f"input[{at}].call_id",
+                    f"function call {call_id!r} is never answered by a function_call_output "
+                    f"(before input[{before}])",
+                    index=at,
+                )
+            )
+
+    @staticmethod
+    def _tools(tools: Any, counter: TokenCounter) -> int:
+        if not tools:
+            return 0
+        if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+            raise InvalidToolSchemaError(
+                "tools", f"must be a list of tool objects, got {type(tools).__name__}"
+            )
+        functions: list[Any] = []
+        other = 0
+        for k, raw in enumerate(tools):
+            tool = as_message(raw)
+            if tool is None:
+                raise InvalidToolSchemaError(f"tools[{k}]", f"must be an object, got {type(raw).__name__}")
+            if tool.get("type") == "function":
+                fn = {
+                    key: tool[key]
+                    for key in ("name", "description", "parameters")
+                    if tool.get(key) is not None
+                }
+                functions.append({"type": "function", "function": fn})
+            else:  # built-in tools (web search, file search, MCP...): their JSON text
+                other += counter.text(to_json(tool, f"tools[{k}]", None, InvalidToolSchemaError))
+        try:
+            n = counter.tools(functions)
+        except InvalidToolSchemaError as exc:
+            # The counter names the wrapped shape; name the caller's flat tool instead.
+            raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None
+        return n + other
+
+    def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
+        state: _State = reading.state
+        model = reading.model
+        items = reading.items
+        out: list[Any] = []
+        for k in fitted.turns:
+            for i in model.span(k):
+                out.append(state.replaced.get(i, items[i]))
+        if fitted.summary is not None:
+            out.insert(fitted.summary_at, fitted.summary)
+        body = dict(reading.body)
+        prefix = [self.block_message(b) for b in fitted.blocks]
+        unchanged = len(out) == len(items) and not state.replaced and fitted.summary is None
+        if state.input_was_string and unchanged and not prefix:
+            return body, out  # input stays the caller's string
+        body["input"] = prefix + out
+        return body, out
+
+    @staticmethod
+    def block_message(block: Block) -> Item:
+        return {"role": "system", "content": block.text}
+
+    def block(self, kind: str, text: str, counter: TokenCounter) -> Block:
+        return Block(kind, text, TOKENS_PER_MESSAGE + counter.text("system") + counter.text(text))  # type: ignore[arg-type]
+
+    def summary(self, produced: Any, counter: TokenCounter) -> tuple[Any, Turn]:
+        if isinstance(produced, str):
+            item: Item = {"role": "system", "content": SUMMARY_PREFIX + produced}
+        else:
+            m = as_message(produced)
+            if m is None or m.get("role") not in _ROLE_LINES:
+                raise InvalidRequestError("summarizer", "must return a message item or a string")
+            item = dict(m)
+        role = str(item["role"])
+        line = _ROLE_LINES[role]
+        parts = _Reader(counter, ReadContext(counter), _State(False)).content(
+            item.get("content"), line, "summary", -1
+        )
+        return item, Turn(line, parts, TOKENS_PER_MESSAGE + counter.text(role))
+
+
+ADAPTER = OpenAIResponsesAdapter()

@@ -1,0 +1,51 @@
+"""The fit engine: count, cap and compact a request against its budget, and explain it.
+
+Format-neutral and free of OpenTelemetry: requests are read into the request model
+(:mod:`otel_ctx.engine.model`) by the dialect adapters in :mod:`otel_ctx.adapters`,
+and importing the engine loads no telemetry.
+"""
+
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.calibration import Calibration
+from otel_ctx.engine.errors import (
+    InvalidMessageError,
+    InvalidPolicyError,
+    InvalidRequestError,
+    InvalidToolSchemaError,
+    OtelCtxError,
+    TooDeeplyNestedError,
+    TranscriptRuleError,
+    UnknownProviderError,
+    UnknownTaskTypeError,
+)
+from otel_ctx.engine.fitter import ContextFitter, ExactCounter
+from otel_ctx.engine.model import Block, Part, RequestModel, Turn
+from otel_ctx.engine.result import ContextOverflow, FitResult
+from otel_ctx.engine.sources import DATA_CLASSES, Source, SourceInfo
+
+__all__ = [
+    "DATA_CLASSES",
+    "Block",
+    "Breakdown",
+    "BudgetPolicy",
+    "Calibration",
+    "ContextFitter",
+    "ContextOverflow",
+    "ExactCounter",
+    "FitResult",
+    "InvalidMessageError",
+    "InvalidPolicyError",
+    "InvalidRequestError",
+    "InvalidToolSchemaError",
+    "OtelCtxError",
+    "Part",
+    "RequestModel",
+    "Source",
+    "SourceInfo",
+    "TooDeeplyNestedError",
+    "TranscriptRuleError",
+    "Turn",
+    "UnknownProviderError",
+    "UnknownTaskTypeError",
+]

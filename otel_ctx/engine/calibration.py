@@ -1,0 +1,79 @@
+"""Calibration: the factor every estimate is scaled by, learned from reported usage.
+
+Held as an integer number of ten-thousandths so that "does it fit" is decided by
+integer comparisons: a float factor would make the same request fit on one machine
+and not on another by a rounding hair.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from otel_ctx.engine.errors import InvalidRequestError
+
+SCALE = 10_000
+#: Learned as an exponential average of reported/estimated, capped so one garbage
+#: usage report cannot make every later request look full.
+ALPHA = 0.3
+MAXIMUM = 4.0
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A factor >= 1.0 in ten-thousandths: estimates may err high, never low."""
+
+    scaled: int = SCALE
+
+    @classmethod
+    def of(cls, factor: float) -> Calibration:
+        """The calibration of ``factor``; ``ValueError`` for NaN, infinities and factors < 1."""
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+            raise ValueError(f"calibration must be a number >= 1.0, got {factor!r}")
+        try:
+            value = float(factor)
+        except OverflowError:
+            raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}") from None
+        if not math.isfinite(value) or value < 1.0:
+            raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}")
+        return cls(round(value * SCALE))
+
+    @property
+    def factor(self) -> float:
+        return self.scaled / SCALE
+
+    def up(self, raw: int) -> int:
+        """``ceil(raw * factor)``: the calibrated estimate of a whole request."""
+        return -(-raw * self.scaled // SCALE)
+
+    def down(self, raw: int) -> int:
+        """``floor(raw * factor)``: a breakdown line (the remainder line absorbs the rounding)."""
+        return raw * self.scaled // SCALE
+
+    def ceiling(self, budget: int) -> int:
+        """The most raw tokens whose calibrated estimate still fits ``budget``."""
+        return budget * SCALE // self.scaled
+
+    def learn(self, estimated_raw: int, reported: int) -> Calibration:
+        """Move toward ``reported / estimated_raw``, bounded to [1, MAXIMUM]."""
+        if estimated_raw <= 0:
+            return self
+        ratio = reported / estimated_raw
+        target = (1 - ALPHA) * self.factor + ALPHA * ratio
+        return Calibration.of(min(MAXIMUM, max(1.0, target)))
+
+
+UNCALIBRATED = Calibration()
+
+
+def check_reported_tokens(value: object, where: str = "input_tokens") -> int:
+    """A provider-reported token count, or a typed error naming ``where``.
+
+    Counts beyond any real context window (10**400 is an int in Python) are rejected
+    here rather than surfacing as an ``OverflowError`` deep in float arithmetic.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidRequestError(where, f"must be a positive integer, got {value!r}")
+    if value > 10**12:
+        raise InvalidRequestError(where, "more than 10**12 tokens is not a plausible usage report")
+    return value

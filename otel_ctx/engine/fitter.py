@@ -1,0 +1,553 @@
+"""The fit: cap tool results, count, compact the middle, keep the floor, explain.
+
+Before each request the agent asks: does what I am about to send, plus the room the
+answer needs, fit this task type's budget? If not, whole turns are dropped from the
+middle of the history (where the model attends least) until it does. The pinned
+floor (leading system messages, the original ticket, caller-pinned constraints and
+state, the newest turn and the latest tool results) is never dropped; if the floor
+alone does not fit, the outcome is ``overflow`` and the caller escalates with the
+work so far instead of letting the provider truncate.
+
+The fitter reads a request through its dialect's adapter into the request model,
+decides on the model alone, and writes the result back in the caller's dialect.
+Nothing here imports OpenTelemetry: the telemetry layer turns a :class:`FitResult`
+into spans and metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import tiktoken
+
+from otel_ctx.adapters import Adapter, Fitted, ReadContext, Reading, adapter_for, adapter_for_items, detect
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.calibration import UNCALIBRATED, Calibration, check_reported_tokens
+from otel_ctx.engine.capping import Capper
+from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
+from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError
+from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
+from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
+from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+
+Pinned = Iterable[int] | Callable[[int, Any], bool] | None
+#: Receives the dropped messages in order; returns the message (or text) that replaces them.
+Summarizer = Callable[[list[Any]], Any]
+#: Counts a whole request exactly (for example with a provider's token-counting
+#: endpoint): called with the provider name and the request body as it will be sent.
+ExactCounter = Callable[[str, Any], int]
+
+
+class ContextFitter:
+    """Fits agent requests to per-task-type budgets and explains every decision.
+
+    ``policies`` is one :class:`BudgetPolicy` for every request, or a mapping from
+    task type to policy (with an optional ``default`` policy or key for task types
+    the mapping does not name). The fitter keeps a bounded token cache, so reuse one
+    fitter across the rounds of a conversation (and across conversations); it is
+    safe to share between threads.
+
+    ``exact_counter`` is an optional callable ``(provider, body) -> tokens`` that counts
+    a request exactly (a provider's token-counting endpoint, say): ``count_request``
+    returns its figure, and ``fit_request``/``measure_request`` scale their estimate of
+    that request up to it. Nothing calls the network unless you pass one.
+    """
+
+    def __init__(
+        self,
+        policies: BudgetPolicy | Mapping[str, BudgetPolicy],
+        *,
+        default: BudgetPolicy | str | None = None,
+        model: str = "gpt-4o",
+        encoding: str | tiktoken.Encoding | None = None,
+        strategy: Strategy = "middle",
+        summarizer: Summarizer | None = None,
+        cache_entries: int = 16_384,
+        cache_chars: int = 16_000_000,
+        exact_counter: ExactCounter | None = None,
+    ) -> None:
+        if isinstance(policies, BudgetPolicy):
+            self._policies: dict[str, BudgetPolicy] = {}
+            self._default: BudgetPolicy | None = policies
+        elif isinstance(policies, Mapping):
+            self._policies = {}
+            for key, policy in policies.items():
+                if not isinstance(key, str) or not isinstance(policy, BudgetPolicy):
+                    raise InvalidRequestError(
+                        f"policies[{key!r}]", "must map a task-type string to a BudgetPolicy"
+                    )
+                self._policies[key] = policy
+            self._default = None
+        else:
+            raise InvalidRequestError(
+                "policies", f"must be a BudgetPolicy or a mapping of them, got {type(policies).__name__}"
+            )
+        if isinstance(default, str):
+            if default not in self._policies:
+                raise UnknownTaskTypeError(default, list(self._policies))
+            self._default = self._policies[default]
+        elif default is not None:
+            if not isinstance(default, BudgetPolicy):
+                raise InvalidRequestError("default", "must be a BudgetPolicy or a task-type key")
+            self._default = default
+        if strategy not in ("middle", "oldest"):
+            raise InvalidRequestError("strategy", f"must be 'middle' or 'oldest', got {strategy!r}")
+        if exact_counter is not None and not callable(exact_counter):
+            raise InvalidRequestError("exact_counter", "must be a callable (provider, body) -> int")
+        self.strategy: Strategy = strategy
+        self.summarizer = summarizer
+        self.exact_counter = exact_counter
+        self.model = model
+        self._resolved = resolve_encoding(model, encoding)
+        self.counter = TokenCounter(
+            self._resolved,
+            model=model,
+            cache=BoundedCache(max_entries=cache_entries, max_chars=cache_chars),
+        )
+        self._capper = Capper(self.counter, max_chars=cache_chars)
+        self._cal: Calibration = UNCALIBRATED
+        self._lock = threading.Lock()
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @property
+    def encoding_name(self) -> str:
+        """The tiktoken encoding counts are made with (``cl100k_base``, ...)."""
+        return self._resolved.name
+
+    @property
+    def encoding_fallback(self) -> bool:
+        """True when the model's own encoding is not installed and a fallback counts."""
+        return self._resolved.fallback
+
+    @property
+    def task_types(self) -> tuple[str, ...]:
+        """The task types with a policy of their own (telemetry bounds its labels to these)."""
+        return tuple(self._policies)
+
+    @property
+    def calibration(self) -> float:
+        """Factor (>= 1.0) every estimate is scaled by, learned from reported usage."""
+        return self._cal.factor
+
+    @calibration.setter
+    def calibration(self, factor: float) -> None:
+        self._cal = Calibration.of(factor)
+
+    def clear_cache(self) -> None:
+        """Forget every counted text and capped tool result (the next fit counts cold)."""
+        self.counter.cache.clear()
+        self.counter.dialect_state.clear()
+        self._capper.clear()
+
+    def policy_for(self, task_type: str | None) -> BudgetPolicy:
+        """The policy of ``task_type``, else the default; :class:`UnknownTaskTypeError` if none."""
+        if task_type is not None:
+            policy = self._policies.get(task_type)
+            if policy is not None:
+                return policy
+        if self._default is not None:
+            return self._default
+        raise UnknownTaskTypeError(task_type, list(self._policies))
+
+    # -- bare transcripts --------------------------------------------------------------------
+
+    def count(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> int:
+        """Prompt tokens of the request as given, as the provider counts them (uncalibrated)."""
+        adapter, reading = self._read_items(messages, tools, ReadContext(self.counter))
+        self._add_blocks(adapter, reading.model, system_prompt, None, None)
+        return reading.model.total
+
+    def cap_tool_result(self, text: str, *, task_type: str | None = None) -> str:
+        """Cut a tool result to the policy's cap, with a visible marker; unchanged if within it."""
+        if not isinstance(text, str):
+            raise InvalidRequestError("text", f"must be a string, got {type(text).__name__}")
+        cap = self.policy_for(task_type).tool_result_cap
+        return text if cap is None else self._capper(text, cap)
+
+    def measure(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+        snippets: SourcesLike = None,
+        skills: SourcesLike = None,
+        task_type: str | None = None,
+        policy: BudgetPolicy | None = None,
+    ) -> FitResult:
+        """The breakdown of a request exactly as given: nothing capped, nothing dropped.
+
+        For agents whose history is trimmed by someone else; the outcome is ``fit`` or
+        ``overflow``, and ``messages`` is a copy of the caller's list. A transcript the
+        provider would reject is not an error here: ``problems`` says what is wrong.
+        """
+        policy = policy if policy is not None else self.policy_for(task_type)
+        ctx = ReadContext(self.counter, strict=False)
+        adapter, reading = self._read_items(messages, tools, ctx)
+        return self._decide(
+            adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, None, squeeze=False
+        )
+
+    def fit(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+        snippets: SourcesLike = None,
+        skills: SourcesLike = None,
+        task_type: str | None = None,
+        pinned: Pinned = None,
+    ) -> FitResult:
+        """Fit one request to ``task_type``'s budget. Never mutates ``messages``.
+
+        ``messages`` are Chat Completions messages (dicts or the SDK's objects) or
+        LangChain messages.
+
+        1. Caps every tool result above the policy's ``tool_result_cap``.
+        2. If the estimate fits the budget: outcome ``fit``.
+        3. Else drops whole turns (an assistant message with its tool calls goes with
+           all their results) middle-first (or oldest-first), never the pinned floor.
+        4. If the floor alone does not fit: outcome ``overflow``, with the floor as the
+           messages, so the caller can escalate with the work so far.
+
+        A transcript the provider would reject (a tool call never answered, a result
+        answering no call) raises :class:`TranscriptRuleError` naming the message.
+        """
+        policy = self.policy_for(task_type)
+        ctx = ReadContext(self.counter, cap=self._cap_for(policy))
+        adapter, reading = self._read_items(messages, tools, ctx)
+        return self._decide(
+            adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, pinned, squeeze=True
+        )
+
+    # -- whole request bodies ----------------------------------------------------------------
+
+    def count_request(self, body: Any, *, provider: str | None = None) -> int:
+        """Prompt tokens of a whole request body (uncalibrated); exact counter first, if given."""
+        adapter = self._adapter(body, provider)
+        if self.exact_counter is not None:
+            return self._exact(adapter.provider, body)
+        reading = adapter.to_model(body, ReadContext(self.counter))
+        return reading.model.total
+
+    def fit_request(
+        self,
+        body: Any,
+        *,
+        provider: str | None = None,
+        task_type: str | None = None,
+        pinned: Pinned = None,
+        skills: SourcesLike = None,
+        snippets: SourcesLike = None,
+    ) -> FitResult:
+        """Fit a whole request body; ``result.request`` is the fitted body in its own dialect.
+
+        ``provider`` is ``"openai"`` (Chat Completions), ``"openai-responses"`` or
+        ``"anthropic"``; ``None`` detects it and raises :class:`UnknownProviderError` when
+        the body could be more than one. ``pinned`` indexes the body's transcript items.
+        Snippets join the system prompt and skills are added as their own block, the way
+        the dialect sends a system prompt. The caller's body is never mutated.
+        """
+        adapter = self._adapter(body, provider)
+        policy = self.policy_for(task_type)
+        ctx = ReadContext(self.counter, cap=self._cap_for(policy))
+        reading = adapter.to_model(body, ctx)
+        return self._decide(
+            adapter, reading, ctx, policy, task_type, None, snippets, skills, pinned, squeeze=True
+        )
+
+    def measure_request(
+        self, body: Any, *, provider: str | None = None, task_type: str | None = None
+    ) -> FitResult:
+        """The breakdown of a whole request body as given: nothing capped or dropped.
+
+        Observe-only: a transcript the provider would reject is recorded on
+        ``result.problems``, not raised; ``result.request`` is the body itself.
+        """
+        adapter = self._adapter(body, provider)
+        policy = self.policy_for(task_type)
+        ctx = ReadContext(self.counter, strict=False)
+        reading = adapter.to_model(body, ctx)
+        return self._decide(adapter, reading, ctx, policy, task_type, None, None, None, None, squeeze=False)
+
+    # -- calibration -----------------------------------------------------------------------
+
+    def observe_usage(self, result: FitResult, input_tokens: int) -> float:
+        """Learn from the provider's reported input tokens; returns reported ÷ estimated.
+
+        The calibration factor moves toward reported ÷ counted and never below 1.0:
+        an estimate may err high (wasted room) but must not err low (truncation).
+        ``input_tokens`` is everything the provider billed as input (with Anthropic's
+        prompt caching: ``input_tokens`` plus the cache creation and read counts).
+        """
+        reported = check_reported_tokens(input_tokens)
+        if result.raw_tokens > 0:
+            with self._lock:
+                self._cal = self._cal.learn(result.raw_tokens, reported)
+        return reported / max(1, result.breakdown.estimated)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _cap_for(self, policy: BudgetPolicy) -> Callable[[str], str] | None:
+        cap = policy.tool_result_cap
+        if cap is None:
+            return None
+        capper = self._capper
+        return lambda text: capper(text, cap)
+
+    def _adapter(self, body: Any, provider: str | None) -> Adapter:
+        return detect(body) if provider is None else adapter_for(provider)
+
+    def _read_items(self, messages: Any, tools: Any, ctx: ReadContext) -> tuple[Adapter, Reading]:
+        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+            raise InvalidRequestError(
+                "messages", f"must be a list of message objects, got {type(messages).__name__}"
+            )
+        adapter = adapter_for_items(messages)
+        return adapter, adapter.read_items(messages, tools, ctx)
+
+    def _exact(self, provider: str, body: Any) -> int:
+        assert self.exact_counter is not None
+        n = self.exact_counter(provider, body)
+        return check_reported_tokens(n, "exact_counter")
+
+    def _add_blocks(
+        self,
+        adapter: Adapter,
+        model: RequestModel,
+        system_prompt: str | None,
+        snippets: SourcesLike,
+        skills: SourcesLike,
+    ) -> tuple[tuple[Block, ...], tuple[SourceInfo, ...], bool]:
+        """Add the caller's system prompt, snippets and skills to the model as blocks."""
+        snippet_sources = as_sources(snippets, "snippets")
+        skill_sources = as_sources(skills, "skills")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise InvalidRequestError(
+                "system_prompt", f"must be a string, got {type(system_prompt).__name__}"
+            )
+        added: list[Block] = []
+        prompt_parts = ([system_prompt] if system_prompt else []) + [s.text for s in snippet_sources]
+        has_prompt = system_prompt is not None or bool(snippet_sources)
+        if has_prompt:
+            added.append(adapter.block("system_prompt", "\n\n".join(prompt_parts), self.counter))
+        if skill_sources:
+            added.append(adapter.block("skills", "\n\n".join(s.text for s in skill_sources), self.counter))
+        sources = tuple(SourceInfo(s.name, "snippet", s.data_class) for s in snippet_sources) + tuple(
+            SourceInfo(s.name, "skill", s.data_class) for s in skill_sources
+        )
+        model.blocks = (*model.blocks, *added)
+        return tuple(added), sources, has_prompt
+
+    def _decide(
+        self,
+        adapter: Adapter,
+        reading: Reading,
+        ctx: ReadContext,
+        policy: BudgetPolicy,
+        task_type: str | None,
+        system_prompt: str | None,
+        snippets: SourcesLike,
+        skills: SourcesLike,
+        pinned: Pinned,
+        *,
+        squeeze: bool,
+    ) -> FitResult:
+        model = reading.model
+        cal, exact = self._calibration_for(adapter, reading)
+        added, sources, _ = self._add_blocks(adapter, model, system_prompt, snippets, skills)
+        ceiling = cal.ceiling(policy.budget)
+        if squeeze:
+            pins = _pinned_turns(pinned, reading.items, model)
+            plan = compact(model, ceiling, pins, self.strategy)
+        else:
+            total = model.total
+            plan = Plan(units(model.turns), [], [], total, "fit" if total <= ceiling else "overflow")
+
+        summary: Any = None
+        summary_turn: Turn | None = None
+        if self.summarizer is not None and plan.outcome == "compacted":
+            while True:
+                summary, summary_turn = self._summarize(adapter, reading, plan)
+                if plan.total + summary_turn.cost <= ceiling:
+                    break
+                more = drop_next(model, plan)
+                if more is None:  # the summary itself does not fit: send without it
+                    summary, summary_turn = None, None
+                    break
+                plan = more
+
+        kept = plan.kept_turns() if plan.dropped else list(range(len(model.turns)))
+        dropped_items = model.item_indexes(plan.dropped_turns()) if plan.dropped else []
+        summary_at = 0
+        if summary is not None:
+            first = dropped_items[0] if dropped_items else model.items
+            summary_at = sum(len(model.span(k)) for k in kept if model.starts[k] < first)
+        body, items = adapter.from_model(reading, Fitted(kept, summary, summary_at, added))
+        if not squeeze and reading.body is not None:
+            body = reading.body  # observe-only: the request goes out exactly as the caller built it
+        return self._result(
+            adapter,
+            reading,
+            policy,
+            task_type,
+            cal,
+            kept,
+            plan,
+            items,
+            body,
+            added,
+            sources,
+            summary,
+            summary_turn,
+            dropped_items,
+            tuple(ctx.problems),
+            exact,
+        )
+
+    def _calibration_for(self, adapter: Adapter, reading: Reading) -> tuple[Calibration, bool]:
+        """The calibration this request is decided with, and whether its count is exact.
+
+        With an exact counter, the request as the caller built it is counted exactly and
+        this request's factor is at least exact ÷ estimated: the breakdown's lines keep their
+        proportions and sum to the exact figure (rounded up). Without one, the learned factor.
+        """
+        learned = self._cal
+        native = adapter.exact and not self._resolved.fallback
+        if self.exact_counter is None or reading.body is None:
+            return learned, native
+        raw = reading.model.total
+        exact = self._exact(adapter.provider, reading.body)
+        if raw <= 0:
+            return learned, True
+        # Rounded up to the next ten-thousandth, so the scaled total never comes in under it.
+        per_request = Calibration(max(learned.scaled, -(-exact * 10_000 // raw)))
+        return per_request, True
+
+    def _summarize(self, adapter: Adapter, reading: Reading, plan: Plan) -> tuple[Any, Turn]:
+        assert self.summarizer is not None
+        model = reading.model
+        run = [reading.items[i] for k in sorted(plan.dropped_turns()) for i in model.span(k)]
+        produced = self.summarizer(run)
+        return adapter.summary(produced, self.counter)
+
+    def _result(
+        self,
+        adapter: Adapter,
+        reading: Reading,
+        policy: BudgetPolicy,
+        task_type: str | None,
+        cal: Calibration,
+        kept: list[int],
+        plan: Plan,
+        items: list[Any],
+        body: Any,
+        added: tuple[Block, ...],
+        sources: tuple[SourceInfo, ...],
+        summary: Any,
+        summary_turn: Turn | None,
+        dropped_items: list[int],
+        problems: tuple[str, ...],
+        exact: bool,
+    ) -> FitResult:
+        model = reading.model
+        turns = model.turns
+        raw_lines: dict[Line, int] = dict.fromkeys(LINES, 0)
+        for k in kept:
+            t = turns[k]
+            if t.mixed:
+                for line, tokens in t.lines():
+                    raw_lines[line] += tokens
+            else:
+                raw_lines[t.role] += t.cost
+        raw_lines["assistant"] += model.priming  # the reply priming is the assistant's turn opening
+        if summary_turn is not None:
+            for line, tokens in summary_turn.lines():
+                raw_lines[line] += tokens
+        raw_transcript = sum(raw_lines.values())
+        raw_total = raw_transcript + model.fixed
+        estimated = cal.up(raw_total)
+        by_role: dict[str, int] = {r: cal.down(v) for r, v in raw_lines.items()}
+        transcript = sum(by_role.values())
+        system_prompt = cal.down(model.block_tokens("system_prompt"))
+        skills = cal.down(model.block_tokens("skills"))
+        has_prompt_block = any(b.kind == "system_prompt" for b in model.blocks)
+        breakdown = Breakdown(
+            context_length=policy.context_length,
+            request_limit=policy.request_limit,
+            reserved_output=policy.reserved_output,
+            safety_margin=policy.safety_margin,
+            budget=policy.budget,
+            transcript=transcript,
+            # The remainder: the marginal cost of the schema block, so the lines close.
+            tool_schema=estimated - transcript - system_prompt - skills,
+            system_prompt=system_prompt,
+            skills=skills,
+            estimated=estimated,
+            remaining=policy.budget - estimated,
+            transcript_by_role=by_role,
+            system_prompt_in_transcript=not has_prompt_block and model.system_in_turns,
+            sources=sources,
+            data_class=strictest(s.data_class for s in sources),
+        )
+        n_units = len(plan.units)
+        leading_system = 0
+        for t in turns:
+            if t.role != "system":
+                break
+            leading_system += 1
+        kept_units = n_units - len(plan.dropped) - min(leading_system, n_units)
+        block_item = getattr(adapter, "block_message", None)
+        prefix: tuple[Message, ...] = tuple(block_item(b) for b in added) if block_item else ()
+        return FitResult(
+            messages=items,
+            outcome=plan.outcome,
+            breakdown=breakdown,
+            task_type=task_type,
+            calibration=cal.factor,
+            dropped_turns=len(plan.dropped),
+            kept_turns=max(0, kept_units) + (1 if summary is not None else 0),
+            dropped_messages=len(dropped_items),
+            dropped_indices=tuple(dropped_items),
+            capped_tool_results=model.capped,
+            raw_tokens=raw_total,
+            model=self.model,
+            encoding=self.encoding_name,
+            summary=summary,
+            prefix_messages=prefix,
+            request=body,
+            provider=adapter.provider,
+            exact=exact,
+            problems=problems,
+        )
+
+
+def _pinned_turns(pinned: Pinned, items: Sequence[Any], model: RequestModel) -> list[int]:
+    """The caller's pins (indexes into its transcript items) as turn indexes."""
+    n = len(items)
+    if pinned is None:
+        return []
+    if callable(pinned):
+        chosen = [i for i, m in enumerate(items) if pinned(i, m)]
+    else:
+        chosen = []
+        for k, i in enumerate(pinned):
+            if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
+                raise InvalidRequestError(f"pinned[{k}]", f"{i!r} is not an index into {n} messages")
+            chosen.append(i % n)
+    starts = model.starts
+    return [bisect_right(starts, i) - 1 for i in chosen]

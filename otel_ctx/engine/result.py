@@ -1,0 +1,84 @@
+"""The outcome of one fit: what to send, and why it looks like that."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from otel_ctx.engine.breakdown import Breakdown
+from otel_ctx.engine.errors import OtelCtxError
+
+Outcome = Literal["fit", "compacted", "overflow"]
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    """What :meth:`ContextFitter.fit` decided.
+
+    ``messages`` is the transcript to send, in the caller's order, with the caller's own
+    objects for every message it did not touch (capped tool results and a summary are
+    new objects). ``request_messages()`` adds the system prompt and skills messages in
+    front, exactly as they were counted. For a whole request body (``fit_request``),
+    ``request`` is the fitted body in the caller's dialect, ready to send.
+    """
+
+    messages: list[Message]
+    outcome: Outcome
+    breakdown: Breakdown
+    task_type: str | None
+    calibration: float
+    dropped_turns: int = 0
+    kept_turns: int = 0
+    dropped_messages: int = 0
+    #: Indexes into the caller's list of the messages compaction removed.
+    dropped_indices: tuple[int, ...] = ()
+    capped_tool_results: int = 0
+    #: Uncalibrated prompt tokens of the request as sent (what the provider should report).
+    raw_tokens: int = 0
+    model: str = ""
+    encoding: str = ""
+    summary: Message | None = None
+    prefix_messages: tuple[Message, ...] = field(default=())
+    #: The fitted request body (``fit_request``/``measure_request``); ``None`` for ``fit``.
+    request: Any = None
+    #: The dialect the request was read as: ``openai``, ``openai-responses``, ``anthropic``...
+    provider: str = "openai"
+    #: True when the count is the provider's own (its encoding is known); False for an estimate.
+    exact: bool = True
+    #: Transcript rules the provider would reject the request for, found by observe-only
+    #: paths (``measure``), which record rather than raise. Empty when the request is valid.
+    problems: tuple[str, ...] = ()
+
+    @property
+    def compacted(self) -> bool:
+        """True when history was dropped (also on overflow, where everything droppable went)."""
+        return self.dropped_turns > 0
+
+    def request_messages(self) -> list[Message]:
+        """The full message list for the provider: system prompt, skills, then the transcript."""
+        return [*self.prefix_messages, *self.messages]
+
+    def raise_for_overflow(self) -> FitResult:
+        """Raise :class:`ContextOverflow` when the pinned floor does not fit; else return self."""
+        if self.outcome == "overflow":
+            raise ContextOverflow(self)
+        return self
+
+
+class ContextOverflow(OtelCtxError):
+    """The pinned floor alone exceeds the budget: escalate rather than send.
+
+    Carries the whole :class:`FitResult`, so the caller can hand the work so far
+    (``result.messages``) and the reason (``result.breakdown``) to a person.
+    """
+
+    def __init__(self, result: FitResult) -> None:
+        self.result = result
+        b = result.breakdown
+        super().__init__(
+            f"pinned floor overflows the budget for task type {result.task_type!r}: "
+            f"{b.estimated} estimated tokens against a budget of {b.budget} "
+            f"({-b.remaining} over; transcript {b.transcript}, tool schema {b.tool_schema}, "
+            f"system prompt {b.system_prompt}, skills {b.skills})"
+        )

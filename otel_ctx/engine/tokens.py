@@ -1,0 +1,228 @@
+"""Prompt-token counting as the provider counts it, with tiktoken and no network.
+
+Chat messages cost their text plus a fixed per-message overhead, a name costs one
+token more, and every reply is primed with three tokens (OpenAI's documented
+accounting for the gpt-3.5/gpt-4/gpt-4o families). Tool definitions are counted
+with the documented function-definition accounting; nested objects and arrays,
+which that accounting does not cover, are charged their JSON text, which errs high
+(the safe direction for a budget).
+
+Text is tokenized once: a bounded cache keyed by the text makes the next round of
+a conversation cost only its new messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import tiktoken
+
+from otel_ctx import encodings
+from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.errors import (
+    InvalidMessageError,
+    InvalidRequestError,
+    InvalidToolSchemaError,
+    TooDeeplyNestedError,
+)
+
+log = logging.getLogger("otel_ctx")
+#: The fallback is announced once per process (later models at DEBUG): a proxy that sees a
+#: new model name per request must neither flood the log nor grow a set of names.
+_fallback_warned = False
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+#: Per tool call on an assistant message: the call's id, type and function wrapper.
+TOKENS_PER_TOOL_CALL = 7
+#: Images are charged as the provider bills them: 85 at low detail, 765 for a
+#: 1024x1024 image at high detail (the size is unknown here, so assume it).
+IMAGE_TOKENS_LOW = 85
+IMAGE_TOKENS_HIGH = 765
+
+DEFAULT_ENCODING = "cl100k_base"
+_OFFLINE_SUFFIX = "_offline"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedEncoding:
+    """The encoding a fitter counts with, and whether it is the model's own."""
+
+    encoding: tiktoken.Encoding
+    name: str
+    native: str | None
+    fallback: bool
+
+
+def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None) -> ResolvedEncoding:
+    """Pick an encoding that loads without the network (:mod:`otel_ctx.encodings`).
+
+    An explicit :class:`tiktoken.Encoding` is used as given, an explicit name if it is
+    installed offline. Otherwise the model's own encoding (gpt-4o, gpt-4.1, the o-series
+    and gpt-5 count with o200k_base, gpt-4 and gpt-3.5 with cl100k_base), and for a model
+    no table knows cl100k_base, with a warning: counts then differ from the provider's by
+    a few percent, which the calibration factor absorbs.
+    """
+    global _fallback_warned
+    if isinstance(encoding, tiktoken.Encoding):
+        return ResolvedEncoding(encoding, encoding.name.removesuffix(_OFFLINE_SUFFIX), None, False)
+    available = encodings.offline_names()
+    if encoding is not None:
+        base = encoding.removesuffix(_OFFLINE_SUFFIX)
+        if base in available:
+            return ResolvedEncoding(encodings.get_encoding(base), base, base, False)
+        raise InvalidRequestError(
+            "encoding", f"{encoding!r} is not available offline; installed: {', '.join(available)}"
+        )
+    native = encodings.encoding_name_for_model(model)
+    if native is not None and native in available:
+        return ResolvedEncoding(encodings.get_encoding(native), native, native, False)
+    level = logging.DEBUG if _fallback_warned else logging.WARNING
+    _fallback_warned = True
+    log.log(
+        level,
+        "otel-ctx: %s for model %r is not installed offline; counting with %s "
+        "(the calibration factor learns the difference from reported usage; "
+        "further models are reported at DEBUG)",
+        native or "no known encoding",
+        model,
+        DEFAULT_ENCODING,
+    )
+    return ResolvedEncoding(encodings.get_encoding(DEFAULT_ENCODING), DEFAULT_ENCODING, native, True)
+
+
+class TokenCounter:
+    """Counts text, messages and tool definitions for one encoding."""
+
+    def __init__(
+        self,
+        resolved: ResolvedEncoding,
+        *,
+        model: str = "",
+        cache: BoundedCache[int] | None = None,
+    ) -> None:
+        self.resolved = resolved
+        self.encoding = resolved.encoding
+        self._encode = resolved.encoding.encode_ordinary
+        self.cache = cache if cache is not None else BoundedCache()
+        #: What dialect adapters keep between rounds for this counter (their turn caches),
+        #: by provider: it lives and dies with the fitter that owns the counter.
+        self.dialect_state: dict[str, Any] = {}
+        # The cookbook's constants: gpt-4o-family tool blocks open with 7 tokens, older with 10.
+        self._func_init = 7 if model.startswith(("gpt-4o", "gpt-4.1", "o1", "o3", "o4", "gpt-5")) else 10
+        # (list, its tool objects, their JSON, their count) of the last tools block, held in
+        # ONE attribute: threads sharing a fitter swap it whole, so no thread can pair one
+        # list with another's count. Holding the objects keeps their ids from being reused.
+        self._tools_last: tuple[object, tuple[object, ...], str, int] | None = None
+        #: Per-message overhead plus the role's own tokens, by role.
+        self.role_cost = {
+            role: TOKENS_PER_MESSAGE + len(self._encode(role))
+            for role in ("system", "developer", "user", "assistant", "tool")
+        }
+
+    # -- text ----------------------------------------------------------------------------
+
+    def text(self, text: str) -> int:
+        """Tokens in ``text``; special-token look-alikes (``<|endoftext|>``) are ordinary text."""
+        cache = self.cache
+        n = cache.get(text)
+        if n is None:
+            n = len(self._encode(text))
+            cache.misses += 1
+            cache.put(text, n)
+        return n
+
+    def encode(self, text: str) -> list[int]:
+        return self._encode(text)
+
+    # -- tool definitions ----------------------------------------------------------------
+
+    def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """Tokens the ``tools`` block adds to a request (0 for none).
+
+        Tool definitions are static in practice, so the count is reused while the same list
+        holds the same tool objects; pass a new list (or new dicts) when a definition changes.
+        """
+        if not tools:
+            return 0
+        if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+            raise InvalidToolSchemaError(
+                "tools", f"must be a list of tool objects, got {type(tools).__name__}"
+            )
+        items = tuple(tools)
+        last = self._tools_last
+        if (
+            last is not None
+            and last[0] is tools
+            and len(last[1]) == len(items)
+            and all(a is b for a, b in zip(last[1], items))
+        ):
+            return last[3]
+        key = _json(tools, "tools", None, error=InvalidToolSchemaError)
+        if last is not None and key == last[2]:
+            self._tools_last = (tools, items, key, last[3])
+            return last[3]
+        n = 0
+        for i, tool in enumerate(tools):
+            n += self._tool(tool, f"tools[{i}]")
+        n += 12  # the block's closing tokens
+        self._tools_last = (tools, items, key, n)
+        return n
+
+    def _tool(self, tool: Any, where: str) -> int:
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise InvalidToolSchemaError(
+                where, "must be {'type': 'function', 'function': {'name': ..., 'parameters': {...}}}"
+            )
+        desc = fn.get("description") or ""
+        if not isinstance(desc, str):
+            raise InvalidToolSchemaError(f"{where}.function.description", "must be a string")
+        n = self._func_init + self.text(f"{fn['name']}:{desc.removesuffix('.')}")
+        params = fn.get("parameters")
+        if params is None:
+            return n
+        if not isinstance(params, Mapping):
+            raise InvalidToolSchemaError(f"{where}.function.parameters", "must be a JSON Schema object")
+        props = params.get("properties") or {}
+        if not isinstance(props, Mapping):
+            raise InvalidToolSchemaError(f"{where}.function.parameters.properties", "must be an object")
+        if props:
+            n += 3
+        for key, prop in props.items():
+            here = f"{where}.function.parameters.properties.{key}"
+            if not isinstance(prop, Mapping):
+                raise InvalidToolSchemaError(here, "must be a JSON Schema object")
+            n += 3
+            ptype = prop.get("type", "")
+            simple = set(prop) <= {"type", "description", "enum"} and ptype not in ("object", "array")
+            if not simple:
+                # Not covered by the documented accounting: charge the schema's JSON text.
+                n += self.text(f"{key}:{_json(prop, here, None, error=InvalidToolSchemaError)}")
+                continue
+            enum = prop.get("enum")
+            if enum is not None and not isinstance(enum, (list, tuple)):
+                raise InvalidToolSchemaError(f"{here}.enum", f"must be a list of values, got {enum!r}")
+            if enum:
+                n -= 3
+                for item in enum:
+                    n += 3 + self.text(str(item))
+            pdesc = str(prop.get("description", "")).removesuffix(".")
+            n += self.text(f"{key}:{ptype}:{pdesc}")
+        return n
+
+
+def _json(
+    value: Any, where: str, index: int | None, *, error: type[InvalidRequestError] = InvalidMessageError
+) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        raise TooDeeplyNestedError(where, "is nested too deeply to be a request", index=index) from None
+    except (TypeError, ValueError) as exc:
+        raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc

@@ -1,0 +1,190 @@
+"""Zero-code instrumentation: every OpenAI and Anthropic SDK call becomes a budget round.
+
+``opentelemetry-instrument python agent.py`` finds :class:`OtelCtxInstrumentor` through
+the ``opentelemetry_instrumentor`` entry point; in code, ``otel_ctx.instrument()`` does
+the same. Each call to ``chat.completions.create``, ``responses.create``,
+``messages.create`` or ``messages.stream`` (sync or async, streamed or not) is measured
+as sent, emitted as a ``context_budget.observe`` span with the breakdown and its
+metrics, and, when the provider reports usage, fed back into the estimate's
+calibration. The call itself is never changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from otel_ctx.instrumentation._config import (
+    ENV_CONTEXT_WINDOW,
+    ENV_LANGCHAIN,
+    ENV_MAX_CONVERSATIONS,
+    ENV_POLICIES,
+    ENV_RESERVED_OUTPUT,
+    ENV_TASK_TYPE,
+    Config,
+    PolicyLike,
+    TaskPolicy,
+)
+from otel_ctx.instrumentation._context import current_task, task
+from otel_ctx.instrumentation._core import Observer
+from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
+from otel_ctx.models import ENV_MODELS, ModelTable
+from otel_ctx.telemetry.emitter import Emitter, default_emitter
+
+logger = logging.getLogger("otel_ctx.instrumentation")
+
+#: The keyword arguments of ``instrument()`` that configure otel-ctx (the rest are OpenTelemetry's).
+CONFIG_KEYS = (
+    "policies",
+    "default_task_type",
+    "reserved_output",
+    "context_window",
+    "max_conversations",
+    "models",
+    "langchain",
+)
+
+
+class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Observe-only wrappers for the OpenAI and Anthropic SDKs and a global LangChain handler.
+
+    ``instrument(tracer_provider=..., meter_provider=..., policies=..., ...)``; each SDK
+    that is installed is wrapped, the others are skipped. ``uninstrument()`` puts the
+    SDKs' own methods back.
+    """
+
+    _patched: list[tuple[type, str, Any]]
+    _observer: Observer | None = None
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        # Any one of the SDKs is enough; each is wrapped only if it imports.
+        return ()
+
+    def _instrument(self, **kwargs: Any) -> None:
+        config = Config.from_env(**{k: kwargs[k] for k in CONFIG_KEYS if k in kwargs})
+        tracer_provider = kwargs.get("tracer_provider")
+        meter_provider = kwargs.get("meter_provider")
+        emitter = (
+            Emitter(tracer_provider=tracer_provider, meter_provider=meter_provider)
+            if tracer_provider is not None or meter_provider is not None
+            else default_emitter()
+        )
+        observer = Observer(config, emitter)
+        self._observer = observer
+        self._patched = []
+        for sdk, targets in (("openai", openai_targets), ("anthropic", anthropic_targets)):
+            try:
+                found = targets()
+            except ImportError:
+                logger.debug("otel-ctx: %s is not installed; not instrumented", sdk)
+                continue
+            for module, name, factory in found:
+                self._wrap(module, name, factory(observer))
+        if config.langchain:
+            try:
+                from otel_ctx.instrumentation.langchain import attach_globally
+            except ImportError:
+                logger.debug("otel-ctx: langchain-core is not installed; no callback handler attached")
+            else:
+                attach_globally(observer)
+
+    def _wrap(self, module: str, name: str, wrapper: WrapperFn) -> None:
+        class_name, method = name.split(".")
+        owner = getattr(importlib.import_module(module), class_name)
+        wrapt.wrap_function_wrapper(owner, method, wrapper)
+        self._patched.append((owner, method, wrapper))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        observer = self._observer
+        if observer is not None:
+            observer.active = False  # a wrapper that cannot be taken out passes calls straight through
+        for owner, method, wrapper in reversed(getattr(self, "_patched", [])):
+            current = owner.__dict__.get(method)
+            if isinstance(current, wrapt.FunctionWrapper) and current._self_wrapper is wrapper:
+                setattr(owner, method, current.__wrapped__)
+            else:
+                logger.info(
+                    "otel-ctx: %s.%s was wrapped again after otel-ctx; its otel-ctx layer now only passes "
+                    "calls through",
+                    owner.__name__,
+                    method,
+                )
+        self._patched = []
+        try:
+            from otel_ctx.instrumentation.langchain import detach_globally
+        except ImportError:
+            pass
+        else:
+            detach_globally()
+        self._observer = None
+
+
+_lock = threading.Lock()
+
+
+def instrument(
+    *,
+    policies: Mapping[str, PolicyLike] | None = None,
+    default_task_type: str | None = None,
+    reserved_output: int | None = None,
+    context_window: int | None = None,
+    max_conversations: int | None = None,
+    models: ModelTable | Mapping[str, Any] | None = None,
+    langchain: bool | None = None,
+    **otel: Any,
+) -> OtelCtxInstrumentor:
+    """Instrument the installed provider SDKs (once; later calls do nothing until ``uninstrument()``).
+
+    Anything not given comes from the environment (``OTEL_CTX_*``, see the README), then
+    the defaults. ``otel`` takes OpenTelemetry's own ``tracer_provider`` and ``meter_provider``.
+    """
+    given: dict[str, Any] = {
+        "policies": policies,
+        "default_task_type": default_task_type,
+        "reserved_output": reserved_output,
+        "context_window": context_window,
+        "max_conversations": max_conversations,
+        "models": models,
+        "langchain": langchain,
+    }
+    with _lock:
+        instrumentor = OtelCtxInstrumentor()
+        instrumentor.instrument(**{k: v for k, v in given.items() if v is not None}, **otel)
+        return instrumentor
+
+
+def uninstrument() -> None:
+    """Put the SDKs' own methods back and detach the LangChain handler."""
+    with _lock:
+        OtelCtxInstrumentor().uninstrument()
+
+
+def active_observer() -> Observer | None:
+    """The observer of the current instrumentation (None when not instrumented)."""
+    return OtelCtxInstrumentor()._observer
+
+
+__all__ = [
+    "CONFIG_KEYS",
+    "ENV_CONTEXT_WINDOW",
+    "ENV_LANGCHAIN",
+    "ENV_MAX_CONVERSATIONS",
+    "ENV_MODELS",
+    "ENV_POLICIES",
+    "ENV_RESERVED_OUTPUT",
+    "ENV_TASK_TYPE",
+    "OtelCtxInstrumentor",
+    "Target",
+    "TaskPolicy",
+    "active_observer",
+    "current_task",
+    "instrument",
+    "task",
+    "uninstrument",
+]

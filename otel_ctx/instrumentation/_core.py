@@ -1,0 +1,356 @@
+"""One observed provider call: measure the request, open the round's span, learn from the usage.
+
+The wrappers around the SDKs call :meth:`Observer.start` before the call and hand the
+response (or the end of its stream) to the :class:`Round` it returns. Nothing here may
+reach the agent: every step is guarded, a failure is logged once per kind on
+``otel_ctx.telemetry``, and the call goes on exactly as it would have without otel-ctx.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from otel_ctx import names
+from otel_ctx.engine import BudgetPolicy
+from otel_ctx.instrumentation._config import Config
+from otel_ctx.instrumentation._context import current_task
+from otel_ctx.instrumentation._measure import measure
+from otel_ctx.telemetry.content import capture_content, messages_json
+from otel_ctx.telemetry.emitter import MODE_OBSERVE, Emitter, log_failure, span_attributes
+
+if TYPE_CHECKING:
+    from otel_ctx.engine import ContextFitter
+    from otel_ctx.engine.result import FitResult, Outcome
+
+#: Fields a request body never carries: the SDKs' per-call transport options.
+_NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+#: The request's own output limit, per dialect, in the order the provider honours them.
+_OUTPUT_LIMITS = ("max_completion_tokens", "max_output_tokens", "max_tokens")
+_FITTERS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The provider's reported counts, normalised: ``input_tokens`` includes cached tokens."""
+
+    input_tokens: int
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+def request_body(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments that become the request body (sentinels and transport options left out)."""
+    return {
+        k: v for k, v in kwargs.items() if k not in _NOT_BODY and type(v).__name__ not in ("NotGiven", "Omit")
+    }
+
+
+@dataclass(slots=True)
+class FrameworkCall:
+    """A chat-model call a framework (LangChain) announced; the SDK call made inside it claims it."""
+
+    claimed: bool = False
+
+
+#: Set by the LangChain handler while a chat model runs: the SDK wrapper's exact measure of the
+#: same request wins, and the handler then records nothing of its own (no double counting).
+FRAMEWORK_CALL: ContextVar[FrameworkCall | None] = ContextVar("otel_ctx_framework_call", default=None)
+
+
+class Conversations:
+    """Round numbers per conversation: the Nth call of a conversation is round N.
+
+    Bounded: the least recently seen conversation is forgotten first, so an agent
+    serving many users holds a fixed amount of memory (a forgotten one restarts at 1).
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._rounds: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def next_round(self, conversation_id: str) -> int:
+        with self._lock:
+            n = self._rounds.pop(conversation_id, 0) + 1
+            self._rounds[conversation_id] = n
+            if len(self._rounds) > self.max_entries:
+                self._rounds.popitem(last=False)
+            return n
+
+    def __len__(self) -> int:
+        return len(self._rounds)
+
+
+_ANSWER_ITEMS = frozenset({"function_call", "reasoning"})
+
+
+def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
+    """Answers already in the transcript: without a conversation id, the round is this plus one."""
+    items = body.get("input") if provider == "openai-responses" else body.get("messages")
+    if not isinstance(items, (list, tuple)):
+        return 0
+    turns = 0
+    previous_was_answer = False
+    for item in items:
+        if item.__class__ is dict or isinstance(item, Mapping):
+            answer = item.get("role") == "assistant" or item.get("type") in _ANSWER_ITEMS
+        else:
+            answer = (
+                getattr(item, "role", None) == "assistant" or getattr(item, "type", None) in _ANSWER_ITEMS
+            )
+        if answer and not previous_was_answer:
+            turns += 1
+        previous_was_answer = answer
+    return turns
+
+
+def _requested_output(body: Mapping[str, Any]) -> int | None:
+    for key in _OUTPUT_LIMITS:
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+def _rebudget(result: FitResult, policy: BudgetPolicy, task_type: str) -> FitResult:
+    """The measured request against this call's budget (window, reserved output, margin)."""
+    b = result.breakdown
+    budget = policy.budget
+    breakdown = dataclasses.replace(
+        b,
+        context_length=policy.context_length,
+        request_limit=policy.request_limit,
+        reserved_output=policy.reserved_output,
+        safety_margin=policy.safety_margin,
+        budget=budget,
+        remaining=budget - b.estimated,
+    )
+    outcome: Outcome = "fit" if b.estimated <= budget else "overflow"
+    return dataclasses.replace(result, breakdown=breakdown, outcome=outcome, task_type=task_type)
+
+
+def _call_span(span: Span) -> Span | None:
+    """The provider call's span (a GenAI instrumentation's ``chat …``) if it is the current one."""
+    attributes = getattr(span, "attributes", None)
+    if not span.is_recording() or not isinstance(attributes, Mapping):
+        return None
+    return span if names.GEN_AI_OPERATION_NAME in attributes else None
+
+
+class Observer:
+    """Shared by every wrapped SDK method of one instrumentation."""
+
+    def __init__(self, config: Config, emitter: Emitter) -> None:
+        self.config = config
+        self.emitter = emitter
+        self.conversations = Conversations(config.max_conversations)
+        self._fitters: OrderedDict[str, ContextFitter] = OrderedDict()
+        self._lock = threading.Lock()
+        #: Flipped off by uninstrument() when another wrapper sits outside ours.
+        self.active = True
+
+    def fitter(self, model: str) -> ContextFitter:
+        """One fitter per model: its token cache keeps later rounds to their new messages, and
+        its calibration is that model's."""
+        with self._lock:
+            found = self._fitters.get(model)
+            if found is not None:
+                self._fitters.move_to_end(model)
+                return found
+        from otel_ctx.engine import ContextFitter
+
+        # The budget is the call's own (see _rebudget); the fitter's policy only lets it measure.
+        fitter = ContextFitter(BudgetPolicy(context_length=1 << 40, reserved_output=0), model=model)
+        with self._lock:
+            fitter = self._fitters.setdefault(model, fitter)
+            while len(self._fitters) > _FITTERS:
+                self._fitters.popitem(last=False)
+        return fitter
+
+    def start(
+        self,
+        kwargs: Mapping[str, Any],
+        provider: str,
+        *,
+        start_time: int | None = None,
+        parent: Context | None = None,
+        framework: bool = False,
+    ) -> Round | None:
+        """Measure a call about to be made and open its round. None (and a log line) on any failure.
+
+        ``framework`` marks a round a framework's callback reports after the fact (with the
+        ``start_time`` and ``parent`` context it saw when the call began).
+        """
+        if not self.active:
+            return None
+        try:
+            if not framework:
+                announced = FRAMEWORK_CALL.get()
+                if announced is not None:
+                    announced.claimed = True
+            return self._start(kwargs, provider, start_time or time.time_ns(), parent)
+        except Exception as exc:
+            log_failure(f"observing a {provider} call", exc)
+            return None
+
+    def _start(
+        self, kwargs: Mapping[str, Any], provider: str, start_time: int, parent: Context | None
+    ) -> Round:
+        body = request_body(kwargs)
+        model = str(body.get("model") or "unknown")
+        info = current_task()
+        task_type = info.task_type or self.config.default_task_type
+        policy = self.config.policy(task_type, model, _requested_output(body))
+        fitter = self.fitter(model)
+        result = _rebudget(measure(fitter, body, provider), policy, task_type)
+        if info.conversation_id is not None:
+            round_number = self.conversations.next_round(info.conversation_id)
+        else:
+            round_number = _assistant_turns(body, provider) + 1
+        current = trace.get_current_span(parent)
+        span = self.emitter.tracer.start_span(
+            names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
+        )
+        round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
+        try:
+            round_.begin(provider, info.conversation_id)
+        except BaseException:
+            span.end()
+            raise
+        return round_
+
+
+class Round:
+    """One observed call: its span is current while the SDK sends the request."""
+
+    def __init__(
+        self,
+        observer: Observer,
+        span: Span,
+        result: FitResult,
+        fitter: ContextFitter,
+        round_number: int,
+        model: str,
+        call_span: Span | None,
+    ) -> None:
+        self.observer = observer
+        self.span = span
+        self.result = result
+        self.fitter = fitter
+        self.round_number = round_number
+        self.model = model
+        self.call_span = call_span
+        self.usage: Usage | None = None
+        self._token: object | None = None
+        self._done = False
+        self._lock = threading.Lock()
+
+    def begin(self, provider: str, conversation_id: str | None) -> None:
+        span, result = self.span, self.result
+        context = trace.set_span_in_context(span)
+        if span.is_recording():
+            attrs = span_attributes(
+                result, round_number=self.round_number, model=self.model, mode=MODE_OBSERVE
+            )
+            attrs[names.PROVIDER] = provider
+            if conversation_id is not None:
+                attrs[names.GEN_AI_CONVERSATION_ID] = conversation_id
+            span.set_attributes(attrs)
+            b = result.breakdown
+            if result.outcome == "overflow":
+                span.add_event(
+                    names.EVENT_FLOOR_OVERFLOW,
+                    {
+                        names.ESTIMATED_TOKENS: b.estimated,
+                        names.BUDGET: b.budget,
+                        names.OVERFLOW_TOKENS: b.overflow,
+                    },
+                )
+            if capture_content():
+                span.add_event(
+                    names.EVENT_CONTENT,
+                    {names.GEN_AI_INPUT_MESSAGES: messages_json(result.request_messages())},
+                )
+        call = self.call_span
+        if call is not None:
+            b = result.breakdown
+            call.set_attributes(
+                {
+                    names.GEN_AI_CONTEXT_WINDOW_SIZE: b.context_length,
+                    names.GEN_AI_CONTEXT_UTILIZATION: b.estimated / b.context_length,
+                }
+            )
+        em = self.observer.emitter
+        em.record_metrics(result, self.round_number, self.model, self.observer.config.task_types, context)
+        # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
+        self._token = otel_context.attach(context)
+
+    def detach(self) -> None:
+        """The SDK call returned: our span is no longer the current one (its stream may go on)."""
+        token, self._token = self._token, None
+        if token is not None:
+            try:
+                otel_context.detach(token)  # type: ignore[arg-type]
+            except Exception as exc:  # pragma: no cover - the API logs rather than raises
+                log_failure("restoring the context", exc)
+
+    def finish(self, usage: Usage | None, error: BaseException | None = None) -> None:
+        """The answer is complete (or failed): learn from its usage and end the span. Once only."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        try:
+            self._finish(usage, error)
+        except Exception as exc:
+            log_failure("recording a provider call's usage", exc)
+        finally:
+            try:
+                self.span.end()
+            except Exception as exc:
+                log_failure("ending the round span", exc)
+
+    def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
+        span = self.span
+        if error is not None and span.is_recording():
+            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+        if usage is None or usage.input_tokens <= 0:
+            return
+        self.usage = usage
+        result = self.result
+        accuracy = self.fitter.observe_usage(result, usage.input_tokens)
+        context = trace.set_span_in_context(span)
+        self.observer.emitter.record_accuracy(
+            accuracy,
+            task_type=result.task_type,
+            model=self.model,
+            known_task_types=self.observer.config.task_types,
+            context=context,
+        )
+        attrs: dict[str, AttributeValue] = {
+            names.USAGE_INPUT_TOKENS: usage.input_tokens,
+            names.USAGE_OUTPUT_TOKENS: usage.output_tokens,
+            names.USAGE_CACHED_INPUT_TOKENS: usage.cached_input_tokens,
+            names.USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
+            names.ESTIMATE_ACCURACY_RATIO: float(accuracy),
+        }
+        if span.is_recording():
+            span.set_attributes(attrs)
+        call = self.call_span
+        if call is not None and call.is_recording():
+            used = usage.input_tokens + usage.output_tokens
+            call.set_attribute(names.GEN_AI_CONTEXT_UTILIZATION, used / result.breakdown.context_length)

@@ -1,0 +1,146 @@
+"""How big a model's window is: a dated table that ships with the package.
+
+The zero-code instrumentor needs a budget for requests nobody configured, and the
+first line of a budget is the model's context window. The table
+(``otel_ctx/data/models.json``, dated in ``as_of``) is read from the package, never
+fetched: an agent must not depend on a documentation page being up. Windows change,
+so it is overridable: point ``OTEL_CTX_MODELS`` at a JSON file of the same shape (its
+models replace or add to the shipped ones), or pass ``models=`` to
+``otel_ctx.instrument()``.
+
+Nothing here imports OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from otel_ctx.engine import InvalidPolicyError
+
+#: Environment variable naming a model file whose entries override the shipped table.
+ENV_MODELS = "OTEL_CTX_MODELS"
+_MODEL_KEY_SEPARATORS = ("-", "@", ":")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    """A model's context window and the most output tokens one answer may have."""
+
+    context_window: int
+    max_output: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("context_window", "max_output"):
+            value = getattr(self, name)
+            if value is None and name == "max_output":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidPolicyError(f"model.{name}", f"must be a positive integer, got {value!r}")
+
+
+def _limits(model: str, raw: object) -> ModelLimits:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = {"context_window": raw}
+    if not isinstance(raw, Mapping):
+        raise InvalidPolicyError(f"models[{model!r}]", "must be an object with context_window")
+    unknown = set(raw) - {"context_window", "max_output"}
+    if unknown:
+        raise InvalidPolicyError(f"models[{model!r}]", f"unknown fields {sorted(unknown)}")
+    if "context_window" not in raw:
+        raise InvalidPolicyError(f"models[{model!r}]", "missing context_window")
+    try:
+        return ModelLimits(raw["context_window"], raw.get("max_output"))
+    except InvalidPolicyError as exc:
+        raise InvalidPolicyError(f"models[{model!r}].{exc.field.split('.')[-1]}", exc.problem) from None
+
+
+@dataclass(frozen=True)
+class ModelTable:
+    """Model name -> :class:`ModelLimits`, with the date the figures were read (``as_of``).
+
+    A model is found by its exact name, else by the longest table name it starts with
+    followed by ``-``, ``@`` or ``:`` (``gpt-4o-2024-08-06`` is ``gpt-4o``,
+    ``claude-sonnet-4-5-20250929`` is ``claude-sonnet-4-5``).
+    """
+
+    models: Mapping[str, ModelLimits]
+    as_of: str
+    source: str = "otel-ctx"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "models", MappingProxyType(dict(self.models)))
+
+    def limits_for(self, model: str) -> ModelLimits | None:
+        """The model's limits, or None when the table does not know it."""
+        found = self.models.get(model)
+        if found is not None:
+            return found
+        best: str | None = None
+        for name in self.models:
+            if (
+                len(model) > len(name)
+                and model.startswith(name)
+                and model[len(name)] in _MODEL_KEY_SEPARATORS
+                and (best is None or len(name) > len(best))
+            ):
+                best = name
+        return self.models[best] if best is not None else None
+
+    def merged(self, overrides: ModelTable) -> ModelTable:
+        """This table with ``overrides``' models replacing or adding to it (its date wins)."""
+        return ModelTable({**self.models, **overrides.models}, as_of=overrides.as_of, source=overrides.source)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str) -> ModelTable:
+        """From the file's shape: ``{"as_of": "YYYY-MM-DD", "models": {name: {context_window, ...}}}``.
+
+        A bare ``{name: window}`` mapping (no ``models`` key) is accepted too, dated by ``source``.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidPolicyError(source, "a model file must hold a JSON object")
+        if "models" not in data:
+            return cls({str(m): _limits(str(m), v) for m, v in data.items()}, as_of="", source=source)
+        as_of = data.get("as_of")
+        if not isinstance(as_of, str) or not as_of:
+            raise InvalidPolicyError(
+                f"{source}: as_of", "must be the date the figures were read (YYYY-MM-DD)"
+            )
+        models = data.get("models")
+        if not isinstance(models, Mapping):
+            raise InvalidPolicyError(f"{source}: models", "must map model names to limits")
+        return cls({str(m): _limits(str(m), v) for m, v in models.items()}, as_of=as_of, source=source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> ModelTable:
+        """A model file of the shipped shape (see ``otel_ctx/data/models.json``)."""
+        target = Path(path)
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InvalidPolicyError(str(target), f"cannot read the model file: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise InvalidPolicyError(str(target), f"not JSON: {exc.msg} at line {exc.lineno}") from None
+        return cls.from_dict(data, source=str(target))
+
+
+def shipped_models() -> ModelTable:
+    """The table that ships with this version of otel-ctx."""
+    text = resources.files("otel_ctx").joinpath("data/models.json").read_text(encoding="utf-8")
+    return ModelTable.from_dict(json.loads(text), source="otel-ctx")
+
+
+def default_models() -> ModelTable:
+    """The shipped table, overridden by the file ``OTEL_CTX_MODELS`` names (if set)."""
+    table = shipped_models()
+    override = os.environ.get(ENV_MODELS, "").strip()
+    return table.merged(ModelTable.load(override)) if override else table
+
+
+__all__ = ["ENV_MODELS", "ModelLimits", "ModelTable", "default_models", "shipped_models"]

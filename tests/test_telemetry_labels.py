@@ -1,0 +1,85 @@
+"""Bounded metric labels: the model label cannot be driven to thousands of series."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from conversations import long_dispute
+from telemetry_capture import Capture, attrs_of
+
+from otel_ctx import SUPPORT_DESK, ContextFitter, encodings
+from otel_ctx import names as n
+from otel_ctx.telemetry import LabelPolicy, labels
+from otel_ctx.telemetry.labels import DEFAULT_MAX_MODELS
+
+
+@pytest.fixture
+def warned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(labels, "_other_model_warned", False)
+
+
+def models_on_metrics(cap: Capture) -> dict[str, set[str]]:
+    return {
+        name: {str(attrs_of(p)[n.GEN_AI_REQUEST_MODEL]) for p in cap.points(name)}
+        for name in (m.name for m in n.METRICS)
+        if cap.points(name)
+    }
+
+
+@pytest.mark.usefixtures("warned_once")
+def test_thousands_of_model_names_stay_a_bounded_label(caplog: pytest.LogCaptureFixture) -> None:
+    cap = Capture()
+    result = ContextFitter(SUPPORT_DESK).fit(long_dispute(6), task_type="status")
+    table = {"gpt-4o", "gpt-4", "o3"}  # names of the model table keep theirs, past any bound
+    with caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"):
+        for i in range(1_000):
+            cap.emitter.record_metrics(result, 1, f"tenant-{i}-model")
+            cap.emitter.record_accuracy(1.0, task_type="status", model=f"tenant-{i}-model")
+        for model in table:
+            cap.emitter.record_metrics(result, 1, model)
+    seen = models_on_metrics(cap)
+    # Every per-fit metric (the per-run ones are recorded when a run ends, not here).
+    per_run = {n.CEILING_STOPS.name, n.RUN_TOKENS.name, n.RUN_COST.name, n.RUN_CEILING_UTILIZATION.name}
+    assert set(seen) == {m.name for m in n.METRICS} - per_run
+    first = {f"tenant-{i}-model" for i in range(DEFAULT_MAX_MODELS)}
+    assert seen[n.TOKENS.name] == first | table | {n.OTHER_MODEL}
+    assert seen[n.ESTIMATE_ACCURACY.name] == first | {n.OTHER_MODEL}
+    for values in seen.values():
+        assert len(values) <= DEFAULT_MAX_MODELS + len(table) + 1
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and "model" in r.getMessage()]
+    assert len(warnings) == 1 and "tenant-20-model" in warnings[0].getMessage()
+    assert len(cap.emitter.labels._seen_models) == DEFAULT_MAX_MODELS
+    cap.close()
+
+
+@pytest.mark.usefixtures("warned_once")
+def test_configured_models_and_known_families_keep_their_names() -> None:
+    policy = LabelPolicy(models=["my-llm"], max_models=2)
+    assert policy.model_label("my-llm") == "my-llm"
+    assert policy.model_label("gpt-4") == "gpt-4"  # the table: always
+    # With models configured, a stranger is `other`; a known family's variants share the slots.
+    assert policy.model_label("someone-elses-llm") == n.OTHER_MODEL
+    assert [policy.model_label(m) for m in ("gpt-4o-mini", "gpt-4.1-mini", "o3-mini", "gpt-4o-mini")] == [
+        "gpt-4o-mini",
+        "gpt-4.1-mini",
+        n.OTHER_MODEL,
+        "gpt-4o-mini",
+    ]
+    assert encodings.is_known_model("o3-mini")
+
+
+def test_the_model_bound_is_validated() -> None:
+    with pytest.raises(ValueError, match="max_models"):
+        LabelPolicy(max_models=-1)
+    assert LabelPolicy(max_models=0).model_label("local-llm") == n.OTHER_MODEL
+
+
+def test_spans_keep_the_model_as_given() -> None:
+    cap = Capture(labels=LabelPolicy(max_models=0))
+    fitter = ContextFitter(SUPPORT_DESK, model="local-llm-7b")
+    cap.emitter.instrument(lambda: fitter.fit(long_dispute(4), task_type="status"), round_number=1)
+    (span,) = cap.spans(n.SPAN_FIT)
+    assert span.attributes is not None and span.attributes[n.MODEL] == "local-llm-7b"
+    assert models_on_metrics(cap)[n.FITS.name] == {n.OTHER_MODEL}
+    cap.close()
