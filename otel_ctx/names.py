@@ -462,7 +462,9 @@ RUN_TOKENS = Metric(
     kind="histogram",
     unit="{token}",
     description="Tokens one finished run spent (prompts and answers), by how it ended.",
-    attributes=(TASK_TYPE, RESOLUTION, STOP, GEN_AI_REQUEST_MODEL),
+    # No stop label: the ceiling-stop counter counts stops, and a third label here would
+    # triple the largest per-run series family.
+    attributes=(TASK_TYPE, RESOLUTION, GEN_AI_REQUEST_MODEL),
     buckets=RUN_TOKEN_BUCKETS,
 )
 RUN_COST = Metric(
@@ -471,7 +473,7 @@ RUN_COST = Metric(
     # A curly-brace annotation, so no exporter appends a unit suffix to the series name.
     unit="{USD}",
     description="USD one finished run cost (models without a price are left out), by how it ended.",
-    attributes=(TASK_TYPE, RESOLUTION, STOP, GEN_AI_REQUEST_MODEL),
+    attributes=(TASK_TYPE, RESOLUTION, GEN_AI_REQUEST_MODEL),
     buckets=COST_BUCKETS,
 )
 RUN_CEILING_UTILIZATION = Metric(

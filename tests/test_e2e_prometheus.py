@@ -9,6 +9,7 @@ committed dashboard and every alert expression goes through Prometheus's HTTP AP
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -455,20 +456,26 @@ def _runs(stack: Stack) -> list[dict[str, Any]]:
 def test_run_metrics_equal_what_the_workload_did(stack: Stack) -> None:
     runs = _runs(stack)
     assert len(runs) == stack.report["tickets"]
-    expected_counts: dict[tuple[str, str, str], int] = {}
+    expected_counts: dict[tuple[str, str], int] = {}
     for r in runs:
-        key = (r["task_type"], r["resolution"], r["stop"])
+        key = (r["task_type"], r["resolution"])
         expected_counts[key] = expected_counts.get(key, 0) + 1
     # The workload resolves, escalates (overflow and ceiling) and abandons tickets.
     assert {"resolved", "escalated", "abandoned"} <= {r["resolution"] for r in runs}
     assert {"overflow", "ceiling"} <= {r["stop"] for r in runs}
     counts = stack.query(
-        f'sum by ({TASK}, {RESOLUTION}, {STOP}) ({names.RUN_TOKENS.series("_count")}{{job="{SERVICE}"}})'
+        f'sum by ({TASK}, {RESOLUTION}) ({names.RUN_TOKENS.series("_count")}{{job="{SERVICE}"}})'
     )
-    got = {(s["metric"][TASK], s["metric"][RESOLUTION], s["metric"][STOP]): round(_value(s)) for s in counts}
+    got = {(s["metric"][TASK], s["metric"][RESOLUTION]): round(_value(s)) for s in counts}
     assert got == expected_counts
     # Every resolution label is one of the bounded set.
     assert {key[1] for key in got} <= set(names.RESOLUTIONS)
+    # Why runs stopped is on the ceiling-utilization histogram (every desk policy has a ceiling).
+    by_stop = stack.query(
+        f'sum by ({STOP}) ({names.RUN_CEILING_UTILIZATION.series("_count")}{{job="{SERVICE}"}})'
+    )
+    stops_seen = {s["metric"][STOP]: round(_value(s)) for s in by_stop}
+    assert stops_seen == dict(collections.Counter(r["stop"] for r in runs))
 
     def per_task(expr: str) -> dict[str, float]:
         return {s["metric"][TASK]: _value(s) for s in stack.query(expr)}

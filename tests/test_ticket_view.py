@@ -114,7 +114,9 @@ def test_the_crossing_round_is_flagged_on_its_span_with_an_event(cap: Capture) -
     assert attrs_of(point) == {n.TASK_TYPE: n.DEFAULT_TASK_TYPE, n.GEN_AI_REQUEST_MODEL: "gpt-4o"}
     (tokens,) = cap.points(n.RUN_TOKENS.name)
     assert attrs_of(tokens)[n.RESOLUTION] == "escalated"  # unresolved after a stop: escalated
-    assert attrs_of(tokens)[n.STOP] == "ceiling"
+    assert n.STOP not in attrs_of(tokens)  # the stop is on the ceiling histogram, not here
+    (util,) = cap.points(n.RUN_CEILING_UTILIZATION.name)
+    assert attrs_of(util)[n.STOP] == "ceiling"
 
 
 def test_no_ceiling_means_no_stop_and_no_ceiling_metric(cap: Capture) -> None:
@@ -135,7 +137,9 @@ def test_an_overflow_is_the_stop_not_the_ceiling(cap: Capture) -> None:
         assert not r.ceiling_reached
         assert r.spent_tokens == 0  # an overflowed request is not sent, so nothing is spent
     (tokens,) = cap.points(n.RUN_TOKENS.name)
-    assert attrs_of(tokens)[n.STOP] == "overflow"
+    assert n.STOP not in attrs_of(tokens)  # the stop is on the ceiling histogram, not here
+    (util,) = cap.points(n.RUN_CEILING_UTILIZATION.name)
+    assert attrs_of(util)[n.STOP] == "overflow"
     assert attrs_of(tokens)[n.RESOLUTION] == "escalated"
 
 
@@ -348,7 +352,6 @@ def test_run_metrics_are_recorded_once_per_run_also_when_the_block_raises(
     assert attrs_of(tokens) == {
         n.TASK_TYPE: n.DEFAULT_TASK_TYPE,
         n.RESOLUTION: expected,
-        n.STOP: "none",
         n.GEN_AI_REQUEST_MODEL: "gpt-4o",
     }
     assert tokens.sum == 15

@@ -22,9 +22,7 @@ UID = alerts.COST_DASHBOARD_UID
 TITLE = "otel-ctx · Cost and resolution"
 
 RESOLUTION = names.prometheus_label(names.RESOLUTION)
-STOP = names.prometheus_label(names.STOP)
 RESOLVED = names.RESOLUTIONS[0]
-CEILING = names.STOPS[2]
 #: Orange from this share of runs stopped by the ceiling, red from twice it.
 CEILING_WARN = alerts.DEFAULT_SETTINGS.ceiling_stop_ratio
 USD = "currencyUSD"

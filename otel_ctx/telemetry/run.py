@@ -276,7 +276,6 @@ class Run:
         labels = {
             names.TASK_TYPE: task,
             names.RESOLUTION: resolution,
-            names.STOP: ledger.stop,
             names.GEN_AI_REQUEST_MODEL: model,
         }
         inst.tokens.record(spent, labels, self._span_context)
