@@ -25,6 +25,8 @@ from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, run_ticket
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.engine.fitter import ContextFitter
+from otel_ctx.engine.result import OUTCOME_COMPACTED
+from otel_ctx.ledger import STOP_CEILING, STOP_OVERFLOW
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE, SUPPORT_DESK_RUN_CEILING
 from otel_ctx.pricing import default_prices
 from otel_ctx.telemetry.run import start_counters
@@ -235,9 +237,9 @@ def _choose(fitter: ContextFitter, inspect: str, seed: int, count: int) -> Ticke
     compacted: Ticket | None = None
     for ticket in tickets(seed, count):
         run = run_ticket(probe, ticket, opener=bare_run)
-        if run.stop == "overflow":
+        if run.stop == STOP_OVERFLOW:
             return ticket
-        if compacted is None and any(r.outcome == "compacted" for r in run.rounds):
+        if compacted is None and any(r.outcome == OUTCOME_COMPACTED for r in run.rounds):
             compacted = ticket
     return compacted or make_ticket(seed, 1)
 
@@ -274,13 +276,13 @@ def _inspect(
         out.print(breakdown_table(result.breakdown, out))
         if number <= len(run.rounds):
             out.print(ceiling_line(run.rounds[number - 1]))
-    if run.stop == "overflow":
+    if run.stop == STOP_OVERFLOW:
         out.print(
             f"\nEscalated to a person at round {len(run.results)}: the pinned floor (original ticket, "
             "constraints, state and the newest turn) does not fit the budget.",
             style="bold red",
         )
-    elif run.stop == "ceiling":
+    elif run.stop == STOP_CEILING:
         out.print(
             f"\nEscalated to a person at round {len(run.results)}: the next request would take the "
             "ticket over its token ceiling; it was not sent.",

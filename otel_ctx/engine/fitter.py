@@ -32,7 +32,7 @@ from otel_ctx.engine.capping import Capper
 from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
 from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError
 from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
-from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
 from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
 from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
 
@@ -376,11 +376,13 @@ class ContextFitter:
             plan = compact(model, ceiling, pins, self.strategy)
         else:
             total = model.total
-            plan = Plan(units(model.turns), [], [], total, "fit" if total <= ceiling else "overflow")
+            plan = Plan(
+                units(model.turns), [], [], total, OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW
+            )
 
         summary: Any = None
         summary_turn: Turn | None = None
-        if self.summarizer is not None and plan.outcome == "compacted":
+        if self.summarizer is not None and plan.outcome == OUTCOME_COMPACTED:
             while True:
                 summary, summary_turn = self._summarize(adapter, reading, plan)
                 if plan.total + summary_turn.cost <= ceiling:
@@ -434,9 +436,7 @@ class ContextFitter:
         exact = self._exact(adapter.provider, reading.body)
         if raw <= 0:
             return learned, True
-        # Rounded up to the next ten-thousandth, so the scaled total never comes in under it.
-        per_request = Calibration(max(learned.scaled, -(-exact * 10_000 // raw)))
-        return per_request, True
+        return max(learned, Calibration.covering(exact, raw)), True
 
     def _summarize(self, adapter: Adapter, reading: Reading, plan: Plan) -> tuple[Any, Turn]:
         assert self.summarizer is not None

@@ -37,7 +37,7 @@ def overflow_search_url(base: str, service: str, tags: dict[str, str] | None = N
     ``${__data.fields.job}``); the window is the dashboard's time range, which Grafana
     gives in milliseconds (``${__from}``) and Jaeger wants in microseconds.
     """
-    span_tags = {names.OUTCOME: names.OUTCOMES[2], **(tags or {})}
+    span_tags = {names.OUTCOME: names.OUTCOME_OVERFLOW, **(tags or {})}
     params = [
         ("service", service),
         ("operation", names.SPAN_FIT),

@@ -20,7 +20,7 @@ TITLE = "otel-ctx · Context budget overview"
 OVERFLOW_WARN = 0.01
 OVERFLOW_BAD = 0.05
 
-OUTCOME_COLORS = {names.OUTCOMES[0]: "green", q.COMPACTED: "orange", q.OVERFLOW: "red"}
+OUTCOME_COLORS = {names.OUTCOME_FIT: "green", q.COMPACTED: "orange", q.OVERFLOW: "red"}
 
 
 def _overflow_panels() -> list[p.PanelBuilder]:

@@ -34,8 +34,8 @@ VAR_JAEGER_URL = "jaeger_url"
 RATE = "$__rate_interval"
 RANGE = "$__range"
 
-OVERFLOW = names.OUTCOMES[2]
-COMPACTED = names.OUTCOMES[1]
+OVERFLOW = names.OUTCOME_OVERFLOW
+COMPACTED = names.OUTCOME_COMPACTED
 
 
 def _quote(value: str) -> str:

@@ -139,7 +139,7 @@ def _rebudget(result: FitResult, policy: BudgetPolicy, task_type: str) -> FitRes
         budget=budget,
         remaining=budget - b.estimated,
     )
-    outcome: Outcome = "fit" if b.estimated <= budget else "overflow"
+    outcome: Outcome = names.OUTCOME_FIT if b.estimated <= budget else names.OUTCOME_OVERFLOW
     return dataclasses.replace(result, breakdown=breakdown, outcome=outcome, task_type=task_type)
 
 
@@ -271,7 +271,7 @@ class Round:
                 attrs[names.GEN_AI_CONVERSATION_ID] = conversation_id
             span.set_attributes(attrs)
             b = result.breakdown
-            if result.outcome == "overflow":
+            if result.outcome == names.OUTCOME_OVERFLOW:
                 span.add_event(
                     names.EVENT_FLOOR_OVERFLOW,
                     {

@@ -41,8 +41,8 @@ try:  # the package may be used from a source tree that was never pip-installed
 except Exception:  # pragma: no cover - depends on how otel-ctx was installed
     _VERSION = "0.0.0"
 
-MODE_FIT = "fit"
-MODE_OBSERVE = "observe"
+MODE_FIT = names.MODE_FIT
+MODE_OBSERVE = names.MODE_OBSERVE
 
 
 def component_values(b: Breakdown) -> tuple[int, ...]:
@@ -293,7 +293,7 @@ class Emitter:
             attrs.update(extra)
         span.set_attributes(attrs)
         b = result.breakdown
-        if result.outcome == "overflow":
+        if result.outcome == names.OUTCOME_OVERFLOW:
             span.add_event(
                 names.EVENT_FLOOR_OVERFLOW,
                 {

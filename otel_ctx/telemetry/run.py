@@ -381,7 +381,7 @@ class Run:
     def _check_round(self, number: int, result: FitResult, span: Span | None) -> CeilingCheck:
         """Count the round in the ledger, check the ceiling, and put both on the round span."""
         b = result.breakdown
-        overflow = result.outcome == "overflow"
+        overflow = result.outcome == names.OUTCOME_OVERFLOW
         had_stop = self.ledger.stop
         check = self.ledger.add_round(
             number, prompt_tokens=b.estimated, reserved_output=b.reserved_output, overflow=overflow
@@ -412,7 +412,7 @@ class Run:
                             names.RUN_CEILING: check.ceiling or 0,
                         },
                     )
-            if crossed and had_stop == "none" and self.ledger.stop == "ceiling":
+            if crossed and had_stop == names.STOP_NONE and self.ledger.stop == names.STOP_CEILING:
                 _instruments(self.emitter).ceiling_stops.add(
                     1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self.model}
                 )
@@ -439,7 +439,9 @@ class Run:
         """True when the last round must not be sent: it would take the run over its ceiling."""
         check = self.last_check
         last = self.last_result
-        return check is not None and check.crossed and (last is None or last.outcome != "overflow")
+        return (
+            check is not None and check.crossed and (last is None or last.outcome != names.OUTCOME_OVERFLOW)
+        )
 
     def raise_for_ceiling(self) -> None:
         """Raise :class:`~otel_ctx.ledger.RunCeilingReached` when :attr:`ceiling_reached`."""
