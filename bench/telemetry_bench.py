@@ -30,7 +30,15 @@ from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
 from otel_ctx import names
-from otel_ctx.telemetry import Emitter, Run, component_values, create_providers, span_attributes, views
+from otel_ctx.telemetry import (
+    Emitter,
+    ExportSettings,
+    Run,
+    component_values,
+    create_providers,
+    span_attributes,
+    views,
+)
 
 SECTION = "Telemetry (issue 3): one observed round"
 SHARE_TARGET = 0.10
@@ -142,13 +150,20 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
     with _sink() as up_port:
         handles = {
             "down": create_providers(
-                "otlp",
-                endpoint=f"http://127.0.0.1:{down_port}",
-                export_interval_millis=500,
-                export_timeout=1.0,
+                ExportSettings(
+                    "otlp",
+                    endpoint=f"http://127.0.0.1:{down_port}",
+                    export_interval_millis=500,
+                    export_timeout=1.0,
+                )
             ),
             "up": create_providers(
-                "otlp", endpoint=f"http://127.0.0.1:{up_port}", export_interval_millis=500, export_timeout=1.0
+                ExportSettings(
+                    "otlp",
+                    endpoint=f"http://127.0.0.1:{up_port}",
+                    export_interval_millis=500,
+                    export_timeout=1.0,
+                )
             ),
         }
         runs: dict[str, Run] = {}

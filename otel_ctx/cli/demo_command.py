@@ -21,7 +21,7 @@ from otel_ctx.cli import telemetry as cli_telemetry
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import CliError
 from otel_ctx.cli.render import breakdown_table, cost_table, outcome_line, sources_table, summary_tables
-from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, run_ticket
+from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, observed_run, run_ticket
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.engine.fitter import ContextFitter
@@ -154,7 +154,7 @@ def _batch(
     with progress:
         task = progress.add_task("tickets", total=count)
         for ticket in tickets(seed, count):
-            summary.add(run_ticket(fitter, ticket, opener=session.opener))
+            summary.add(run_ticket(fitter, ticket, opener=observed_run))
             progress.advance(task)
     if as_json:
         out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=count)))
@@ -255,7 +255,7 @@ def _inspect(
     as_json: bool,
 ) -> None:
     ticket = _choose(fitter, inspect, seed, count)
-    run = run_ticket(fitter, ticket, opener=session.opener, keep_results=True)
+    run = run_ticket(fitter, ticket, opener=observed_run, keep_results=True)
     if as_json:
         out.print_json(json.dumps(inspect_json(run, seed)))
         return
@@ -408,7 +408,7 @@ def _forever(
         index = 1
         next_at = last_status = time.monotonic()
         while not stop.is_set():
-            summary.add(run_ticket(fitter, make_ticket(seed, index), opener=session.opener))
+            summary.add(run_ticket(fitter, make_ticket(seed, index), opener=observed_run))
             index += 1
             now = time.monotonic()
             next_at += interval

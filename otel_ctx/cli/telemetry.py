@@ -1,25 +1,25 @@
-"""The one place the CLI wires the telemetry layer: which exporter, and how a ticket's run is observed.
+"""The one place the CLI wires the telemetry layer: where spans and metrics go.
 
 Embedded by default: spans and metrics are still produced (the code path users run in
 production), but exported nowhere unless ``--otlp``, ``--prometheus-port`` or the
-standard ``OTEL_*`` variables ask for it.
+standard ``OTEL_*`` variables ask for it. The choice is passed to the telemetry layer as
+a value; the process environment is never written.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from otel_ctx.cli.errors import CliError
-from otel_ctx.demo.agent import RoundFitter, RunOpener
-from otel_ctx.demo.workload import Ticket
-from otel_ctx.engine.fitter import ContextFitter
+
+if TYPE_CHECKING:
+    from otel_ctx.telemetry import ExportSettings, TelemetryHandle
 
 DEFAULT_OTLP_ENDPOINT = "http://localhost:4317"
 DEFAULT_SERVICE_NAME = "otel-ctx-demo"
-AGENT_NAME = "sundry-support"
 #: Any of these set means the user configured exporting through the environment.
 _OTEL_EXPORT_VARS = (
     "OTEL_TRACES_EXPORTER",
@@ -32,9 +32,8 @@ _OTEL_EXPORT_VARS = (
 
 @dataclass
 class TelemetrySession:
-    """What the demo runs tickets through, and how to flush it at the end."""
+    """Where telemetry goes, and how to flush it at the end."""
 
-    opener: RunOpener
     #: Human-readable: where telemetry goes ("none", "OTLP to ...", "Prometheus on ...").
     destination: str
     _handle: object | None = None
@@ -64,54 +63,48 @@ def start(
     service_name: str | None,
     task_types: Iterable[str],
 ) -> TelemetrySession:
-    """Configure the global providers for this process and return the run opener to use."""
-    from otel_ctx.telemetry import configure, run
-
-    def opener(fitter: ContextFitter, ticket: Ticket) -> AbstractContextManager[RoundFitter]:
-        return run(
-            fitter,
-            task_type=ticket.task_type,
-            conversation_id=ticket.ticket_id,
-            agent_name=AGENT_NAME,
-            model=fitter.model,
-        )
+    """Configure the global providers for this process."""
+    from otel_ctx.telemetry import ExportSettings, LabelPolicy, install
 
     if service_name is None and not os.environ.get("OTEL_SERVICE_NAME"):
         service_name = DEFAULT_SERVICE_NAME
-    kwargs: dict[str, object] = {"service_name": service_name, "task_types": tuple(task_types)}
     if otlp is not None and prometheus_port is not None:
-        # Metrics are scraped; spans still go over OTLP (configure() sends spans where
-        # OTEL_TRACES_EXPORTER says when metrics go to Prometheus).
-        os.environ["OTEL_TRACES_EXPORTER"] = "otlp"
-        exporter: str | None = "prometheus"
-        kwargs.update(endpoint=otlp, prometheus_port=prometheus_port, prometheus_host=prometheus_host)
+        # Metrics are scraped; spans still go over OTLP.
+        settings = ExportSettings(
+            traces_exporter="otlp",
+            metrics_exporter="prometheus",
+            endpoint=otlp,
+            prometheus_port=prometheus_port,
+            prometheus_host=prometheus_host,
+        )
     elif otlp is not None:
-        exporter = "otlp"
-        kwargs.update(endpoint=otlp)
+        settings = ExportSettings("otlp", endpoint=otlp)
     elif prometheus_port is not None:
-        exporter = "prometheus"
-        kwargs.update(prometheus_port=prometheus_port, prometheus_host=prometheus_host)
+        settings = ExportSettings(
+            "prometheus", prometheus_port=prometheus_port, prometheus_host=prometheus_host
+        )
     elif env_asks_for_export():
-        exporter = None  # the OTEL_* variables decide
+        settings = ExportSettings()  # the OTEL_* variables decide
     else:
-        exporter = "none"
+        settings = ExportSettings("none")
+    settings = replace(settings, service_name=service_name)
     try:
-        handle = configure(exporter, **kwargs)  # type: ignore[arg-type]
+        handle = install(settings, LabelPolicy(task_types=tuple(task_types)))
     except ValueError as exc:  # an exporter name or protocol the SDK does not know
         raise CliError(f"telemetry: {exc}") from exc
-    destination = describe(exporter, otlp, handle)
-    return TelemetrySession(opener=opener, destination=destination, _handle=handle)
+    return TelemetrySession(destination=describe(settings, handle), _handle=handle)
 
 
-def describe(exporter: str | None, otlp: str | None, handle: object) -> str:
-    address = getattr(handle, "prometheus_address", None)
-    parts = []
+def describe(settings: ExportSettings, handle: TelemetryHandle) -> str:
+    """Where telemetry goes, in a few words, for the demo's first line."""
+    exporter, otlp, address = settings.exporter, settings.endpoint, handle.prometheus_address
     if exporter == "none":
         return "none (embedded; --otlp or --prometheus-port to export)"
+    parts = []
     if otlp is not None:
         parts.append(f"OTLP to {otlp}")
     if address is not None:
         parts.append(f"Prometheus metrics on http://{address[0]}:{address[1]}/metrics")
-    if exporter is None:
+    if exporter is None and settings.metrics_exporter is None:
         parts.append("as the OTEL_* variables say")
     return ", ".join(parts) or str(exporter)

@@ -144,6 +144,23 @@ def bare_run(fitter: ContextFitter, ticket: Ticket) -> Iterator[RoundFitter]:
     yield _BareRun(fitter, ticket.task_type)
 
 
+#: The demo agent's name on its run spans.
+AGENT_NAME = "sundry-support"
+
+
+def observed_run(fitter: ContextFitter, ticket: Ticket) -> AbstractContextManager[RoundFitter]:
+    """A run with telemetry: one run span per ticket, a fit span and metrics per round."""
+    from otel_ctx.telemetry import run
+
+    return run(
+        fitter,
+        task_type=ticket.task_type,
+        conversation_id=ticket.ticket_id,
+        agent_name=AGENT_NAME,
+        model=fitter.model,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RoundStats:
     """What the summary keeps of one round (never the text)."""
