@@ -50,7 +50,7 @@ def test_engine_module_imports_no_telemetry_and_no_dialect(module: str) -> None:
     assert not offending, f"otel_ctx/engine/{module}.py imports {sorted(offending)}"
 
 
-@pytest.mark.parametrize("module", ["encodings", "ledger", "names", "presets", "pricing"])
+@pytest.mark.parametrize("module", ["encodings", "ledger", "models", "names", "presets", "pricing", "tables"])
 def test_engine_side_top_level_module_imports_no_telemetry(module: str) -> None:
     imported = _imports(PACKAGE / f"{module}.py")
     offending = {m for m in imported if m.startswith(OUTSIDE)}
@@ -151,6 +151,7 @@ _FORBIDDEN: dict[str, tuple[str, ...]] = {
     "otel_ctx.presets": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
     "otel_ctx.encodings": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
     "otel_ctx.models": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.tables": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
     "otel_ctx.telemetry": _NEVER_BELOW_TELEMETRY,
     # The dashboards and rules are generated from the registry alone: no SDK, no telemetry layer.
     "otel_ctx.grafana": ("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.demo"),
