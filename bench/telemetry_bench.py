@@ -46,7 +46,6 @@ from otel_ctx.telemetry import (
     span_attributes,
     views,
 )
-from otel_ctx.telemetry.emitter import MODE_FIT
 
 SECTION = "Telemetry: one observed round"
 FLEET_SECTION = "Telemetry for a fleet: series per process at full spread"
@@ -124,7 +123,7 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
 
     def telemetry_round() -> Thunk:
         r = tickets.next()
-        return lambda: r.emit(result, mode=MODE_FIT)
+        return lambda: r.emit(result, mode=names.MODE_FIT)
 
     t = interleaved(
         {

@@ -29,7 +29,7 @@ from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.instrumentation._measure import measure
 from otel_ctx.telemetry.content import capture_content, messages_json
-from otel_ctx.telemetry.emitter import MODE_OBSERVE, Emitter, log_failure, span_attributes
+from otel_ctx.telemetry.emitter import Emitter, log_failure, span_attributes
 
 if TYPE_CHECKING:
     from otel_ctx.engine import ContextFitter
@@ -264,7 +264,7 @@ class Round:
         context = trace.set_span_in_context(span)
         if span.is_recording():
             attrs = span_attributes(
-                result, round_number=self.round_number, model=self.model, mode=MODE_OBSERVE
+                result, round_number=self.round_number, model=self.model, mode=names.MODE_OBSERVE
             )
             attrs[names.PROVIDER] = provider
             if conversation_id is not None:

@@ -20,7 +20,7 @@ from otel_ctx import names
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
-from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
+from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 from otel_ctx.telemetry.run import Run, current_run
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def observe(
         result = em.instrument(
             call,
             round_number=active.next_round(),
-            mode=MODE_OBSERVE,
+            mode=names.MODE_OBSERVE,
             model=model,
             known_task_types=fitter.task_types,
             parent=active.parent_context(),
@@ -114,7 +114,7 @@ def observe(
         active.last_result = result
         return result
     return em.instrument(
-        call, round_number=1, mode=MODE_OBSERVE, model=model, known_task_types=fitter.task_types
+        call, round_number=1, mode=names.MODE_OBSERVE, model=model, known_task_types=fitter.task_types
     )
 
 
@@ -253,7 +253,7 @@ class _Watcher:
     def _emit(self, out: object, start_time: int) -> None:
         active = current_run()
         if isinstance(out, FitResult):
-            result, mode = out, MODE_FIT
+            result, mode = out, names.MODE_FIT
             fitter = self.bound_fitter
         else:
             fitter = self._fitter(active)
@@ -268,7 +268,7 @@ class _Watcher:
                 system_prompt=self.system_prompt,
                 task_type=task,
             )
-            mode = MODE_OBSERVE
+            mode = names.MODE_OBSERVE
         known = fitter.task_types if fitter is not None else ()
         model = self.model or (active.model if active is not None else None) or result.model
         em = self.emitter or (active.emitter if active is not None else default_emitter())
@@ -301,4 +301,4 @@ class _Watcher:
 
 
 def _span_name(mode: str) -> str:
-    return names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT
+    return names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT

@@ -33,8 +33,9 @@ from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
 from otel_ctx.pricing import PriceTable, Usage, default_prices
+from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import record_exception
-from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
+from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
     from otel_ctx.engine.fitter import ContextFitter
@@ -52,16 +53,10 @@ class _RunInstruments:
     def __init__(self, emitter: Emitter) -> None:
         meter = emitter.meter
 
-        def histogram(m: names.Metric) -> Any:
-            return meter.create_histogram(
-                m.name, unit=m.unit, description=m.description, explicit_bucket_boundaries_advisory=m.buckets
-            )
-
-        stops = names.CEILING_STOPS
-        self.ceiling_stops = meter.create_counter(stops.name, unit=stops.unit, description=stops.description)
-        self.tokens = histogram(names.RUN_TOKENS)
-        self.cost = histogram(names.RUN_COST)
-        self.ceiling_utilization = histogram(names.RUN_CEILING_UTILIZATION)
+        self.ceiling_stops = instruments.create(meter, names.CEILING_STOPS)
+        self.tokens = instruments.create(meter, names.RUN_TOKENS)
+        self.cost = instruments.create(meter, names.RUN_COST)
+        self.ceiling_utilization = instruments.create(meter, names.RUN_CEILING_UTILIZATION)
         self._started: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
@@ -334,7 +329,7 @@ class Run:
                 pinned=pinned,
             )
 
-        return self._round(call, MODE_FIT)
+        return self._round(call, names.MODE_FIT)
 
     def observe(
         self,
@@ -360,7 +355,7 @@ class Run:
                 task_type=task,
             )
 
-        return self._round(call, MODE_OBSERVE)
+        return self._round(call, names.MODE_OBSERVE)
 
     def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
         number = self.next_round()
@@ -471,11 +466,13 @@ class Run:
         """
         self.ledger.resolve(resolution)
 
-    def emit(self, result: FitResult, *, mode: str = MODE_OBSERVE, start_time: int | None = None) -> None:
+    def emit(
+        self, result: FitResult, *, mode: str = names.MODE_OBSERVE, start_time: int | None = None
+    ) -> None:
         """Record a result computed elsewhere (an observed callable) as the next round."""
         span = None
         try:
-            name = names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT
+            name = names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT
             span = self.emitter.tracer.start_span(name, context=self.parent_context(), start_time=start_time)
         except Exception as exc:
             log_failure("starting the round span", exc)
