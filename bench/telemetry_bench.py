@@ -36,7 +36,8 @@ from bench import inputs, spread
 from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
-from otel_ctx import ContextFitter, alerts, names
+from otel_ctx import ContextFitter, names
+from otel_ctx.grafana import alerts
 from otel_ctx.telemetry import (
     Emitter,
     ExportSettings,

@@ -386,7 +386,7 @@ def recorded(metric: Metric, suffix: str = "") -> str:
     ``level:metric:operation``, as Prometheus names recording rules: the rule keeps every
     label of the metric except the process (``instance``), so a dashboard over a fleet reads
     one series per service instead of one per agent process. The rules are generated with
-    the alert rules (``otel_ctx.alerts``); their window is the alert's window.
+    the alert rules (``otel_ctx.grafana.alerts``); their window is the alert's window.
     """
     return f"job:{metric.series(suffix)}:rate"
 
