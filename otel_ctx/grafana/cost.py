@@ -200,11 +200,7 @@ def _ceiling_panels() -> list[p.PanelBuilder]:
         .fill_opacity(40)
         .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
     )
-    for resolution, color in RESOLUTION_COLORS.items():
-        ends = ends.override_by_name(
-            resolution,
-            [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})],
-        )
+    ends = p.fixed_colors(ends, RESOLUTION_COLORS)
     return [against, tokens, stopped, ends]
 
 

@@ -383,10 +383,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .span(8)
         .height(8)
     )
-    for outcome, color in conventions.OUTCOME_COLORS.items():
-        fits = fits.override_by_name(
-            outcome, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
-        )
+    fits = p.fixed_colors(fits, conventions.OUTCOME_COLORS)
     compactions = (
         timeseries.Panel()
         .title("Compactions and dropped turns per second")

@@ -212,10 +212,7 @@ def _edge() -> list[p.PanelBuilder]:
         .span(12)
         .height(8)
     )
-    for outcome, color in conventions.OUTCOME_COLORS.items():
-        outcomes = outcomes.override_by_name(
-            outcome, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
-        )
+    outcomes = p.fixed_colors(outcomes, conventions.OUTCOME_COLORS)
     per_compaction = (
         timeseries.Panel()
         .title("Turns dropped per compaction")

@@ -356,7 +356,7 @@ class Emitter:
             ctx: Context | None = None
             if span is not None:
                 if span.is_recording():
-                    self._annotate(span, result, round_number, mode, model_name, extra)
+                    self.annotate(span, result, round_number, mode, model_name, extra)
                 # Histogram points recorded in this context carry the span as an exemplar.
                 ctx = trace.set_span_in_context(span)
             self.record_metrics(result, round_number, model_name, known_task_types, ctx)
@@ -369,7 +369,7 @@ class Emitter:
                 except Exception as exc:
                     log_failure("ending the round span", exc)
 
-    def _annotate(
+    def annotate(
         self,
         span: Span,
         result: FitResult,
