@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import support
 import yaml
-from test_e2e_prometheus import Stack, _panel_queries, _stop, _substitute, _value, _wait
+from test_e2e_prometheus import Stack, _value
 
 from otel_ctx import names
 from otel_ctx.grafana import alerts
@@ -127,9 +127,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             with urllib.request.urlopen(f"{stack.base}/-/ready", timeout=2) as response:
                 return response.status == 200
 
-        _wait("Prometheus to be ready", 30, ready)
+        support.wait("Prometheus to be ready", 30, ready)
         # Fits start only after every agent was scraped once: rate() needs the values before them.
-        _wait(f"Prometheus to scrape all {AGENTS} agents", 150, all_scraped)
+        support.wait(f"Prometheus to scrape all {AGENTS} agents", 150, all_scraped)
         start_file.touch()
 
         def report() -> dict[str, Any] | None:
@@ -137,7 +137,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             loaded: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
             return loaded
 
-        stack.report = _wait("the agents to run their workload", 60, report)
+        stack.report = support.wait("the agents to run their workload", 60, report)
         full_spread = int(stack.report["full_spread_fits"])
         total = full_spread + sum(f["count"] for f in stack.report["fits"])
 
@@ -145,7 +145,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             got = stack.query(f'sum({names.FITS.prometheus}{{job="{JOB}"}})')
             return bool(got) and int(_value(got[0])) == total
 
-        _wait("Prometheus to scrape every agent's last fits", 30, final_scrape)
+        support.wait("Prometheus to scrape every agent's last fits", 30, final_scrape)
         # Two rule evaluations later, every recorded rate includes the last scrape.
         time.sleep(2)
         stack.at = time.time()
@@ -153,7 +153,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield stack
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            support.stop(proc)
         for log in logs.values():
             log.close()
 
@@ -202,8 +202,8 @@ def test_the_fleet_series_are_what_a_hundred_processes_make(fleet: Stack) -> Non
 def test_every_dashboard_query_answers_over_the_fleet_and_its_latency_is_reported(fleet: Stack) -> None:
     rows = []
     empty = []
-    for dashboard, title, expr in _panel_queries():
-        query = _substitute(expr)
+    for dashboard, title, expr in support.panel_queries():
+        query = support.substitute(expr)
         started = time.perf_counter()
         result = fleet.query(query)
         elapsed = time.perf_counter() - started
@@ -223,10 +223,10 @@ def test_the_overflow_panels_show_the_fleet_share(fleet: Stack) -> None:
     fits = {(f["task_type"], f["outcome"]): f["count"] for f in fleet.report["fits"]}
     overall = fits[("dispute", "overflow")] / sum(fits.values())
     checked = 0
-    for dashboard, title, expr in _panel_queries():
+    for dashboard, title, expr in support.panel_queries():
         if not title.startswith("Overflow rate"):
             continue
-        result = fleet.query(_substitute(expr))
+        result = fleet.query(support.substitute(expr))
         checked += 1
         if not any(TASK in s["metric"] for s in result):  # the drill-down's one number: all task types
             (only,) = result
@@ -241,11 +241,11 @@ def test_the_overflow_panels_show_the_fleet_share(fleet: Stack) -> None:
 
 
 def test_the_breakdown_still_closes_over_the_fleet(fleet: Stack) -> None:
-    for _dashboard, title, expr in _panel_queries():
+    for _dashboard, title, expr in support.panel_queries():
         if not title.startswith("Mean breakdown by task type"):
             continue
         by_task: dict[str, dict[str, float]] = {}
-        for s in fleet.query(_substitute(expr)):
+        for s in fleet.query(support.substitute(expr)):
             by_task.setdefault(s["metric"][TASK], {})[s["metric"][COMPONENT]] = _value(s)
         assert set(by_task) == {"dispute", "returns", "status"}
         for task, lines in by_task.items():
@@ -270,7 +270,7 @@ def test_the_alerts_fire_per_service_for_the_fleet(fleet: Stack) -> None:
         ]
         return found or None
 
-    active = _wait(f"{alerts.OVERFLOW_RATE} to fire", 15, firing)
+    active = support.wait(f"{alerts.OVERFLOW_RATE} to fire", 15, firing)
     assert [(a["labels"]["job"], a["labels"][TASK]) for a in active] == [(JOB, "dispute")]
     assert "instance" not in active[0]["labels"]  # one alert for the service, not one per process
     every = fleet.get("/api/v1/alerts")["alerts"]
