@@ -101,6 +101,13 @@ ROUNDS = _P + "rounds"
 MODEL = _P + "model"
 #: Ours, not the GenAI conventions': they define no attribute for a compacted history.
 COMPACTED = _P + "compacted"
+#: False when the count is an estimate (Anthropic: no offline tokenizer; a model whose own
+#: encoding is not installed): the encoding attribute then names the stand-in.
+EXACT = _P + "exact"
+#: Observe span: the trimmer dropped the original ticket (the first user message).
+TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
+#: Observe span: tool results sent whose tool call the trimmer dropped.
+TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
 
 #: The four transcript roles, each with its own span attribute and metric component.
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -144,6 +151,7 @@ FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
     DATA_CLASS,
     MODEL,
     COMPACTED,
+    EXACT,
 )
 
 # --- a run: its usage, its ceiling, its cost and how it ended ----------------------------
@@ -235,6 +243,13 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     COMPACTED: "True when compaction dropped history this round.",
     MODE: "`fit` (otel-ctx chose what to send) or `observe` (someone else's trimmer did).",
     ROUNDS: "Run span: rounds fitted in the run.",
+    EXACT: "False when the count is an estimate (no offline tokenizer for the provider).",
+    TRIM_TICKET_DROPPED: (
+        "Observe span of a wrapped trimmer: True when the request went out without the first user message."
+    ),
+    TRIM_ORPHANED_TOOL_RESULTS: (
+        "Observe span of a wrapped trimmer: tool results sent whose tool call was dropped."
+    ),
     OVERFLOW_TOKENS: "Floor-overflow event: tokens over the budget (estimated - budget).",
     ESTIMATE_ACCURACY_RATIO: "Usage event: provider-reported input tokens divided by the estimate.",
     GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",

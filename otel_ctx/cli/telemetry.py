@@ -17,8 +17,10 @@ from otel_ctx.cli.errors import CliError
 
 if TYPE_CHECKING:
     from otel_ctx.telemetry import ExportSettings, TelemetryHandle
+    from otel_ctx.telemetry.exporters import ExporterName
 
 DEFAULT_OTLP_ENDPOINT = "http://localhost:4317"
+DEFAULT_OTLP_HTTP_ENDPOINT = "http://localhost:4318"
 DEFAULT_SERVICE_NAME = "otel-ctx-demo"
 #: Any of these set means the user configured exporting through the environment.
 _OTEL_EXPORT_VARS = (
@@ -68,18 +70,28 @@ def start(
 
     if service_name is None and not os.environ.get("OTEL_SERVICE_NAME"):
         service_name = DEFAULT_SERVICE_NAME
-    if otlp is not None and prometheus_port is not None:
-        # Metrics are scraped; spans still go over OTLP.
+    # Per-signal choices, passed as values: the process environment is never written.
+    traces: ExporterName | None = None
+    metrics: ExporterName | None = None
+    if otlp is not None:
+        # An explicit OTEL_<SIGNAL>_EXPORTER=none still turns that signal off.
+        traces = "none" if _env_off("OTEL_TRACES_EXPORTER") else "otlp"
+        metrics = "none" if _env_off("OTEL_METRICS_EXPORTER") else "otlp"
+    if prometheus_port is not None:
+        metrics = "prometheus"
+    if otlp is not None:
+        # A bare --otlp passes no endpoint: the exporters then use OTEL_EXPORTER_OTLP_ENDPOINT
+        # or their protocol's default port (4317 for gRPC, 4318 for http/protobuf).
         settings = ExportSettings(
-            traces_exporter="otlp",
-            metrics_exporter="prometheus",
-            endpoint=otlp,
+            "otlp",
+            traces_exporter=traces,
+            metrics_exporter=metrics,
+            endpoint=otlp or None,
             prometheus_port=prometheus_port,
             prometheus_host=prometheus_host,
         )
-    elif otlp is not None:
-        settings = ExportSettings("otlp", endpoint=otlp)
     elif prometheus_port is not None:
+        # Spans go where OTEL_TRACES_EXPORTER says, else nowhere.
         settings = ExportSettings(
             "prometheus", prometheus_port=prometheus_port, prometheus_host=prometheus_host
         )
@@ -95,16 +107,31 @@ def start(
     return TelemetrySession(destination=describe(settings, handle), _handle=handle)
 
 
+def _env_off(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() == "none"
+
+
+def default_otlp_endpoint() -> str:
+    """Where a bare ``--otlp`` sends: what the OTLP exporters themselves fall back to."""
+    configured = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if configured:
+        return configured
+    protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
+    return DEFAULT_OTLP_HTTP_ENDPOINT if protocol == "http/protobuf" else DEFAULT_OTLP_ENDPOINT
+
+
 def describe(settings: ExportSettings, handle: TelemetryHandle) -> str:
     """Where telemetry goes, in a few words, for the demo's first line."""
-    exporter, otlp, address = settings.exporter, settings.endpoint, handle.prometheus_address
+    exporter, address = settings.exporter, handle.prometheus_address
     if exporter == "none":
         return "none (embedded; --otlp or --prometheus-port to export)"
     parts = []
-    if otlp is not None:
-        parts.append(f"OTLP to {otlp}")
+    if exporter == "otlp":
+        chosen = (("spans", settings.traces_exporter), ("metrics", settings.metrics_exporter))
+        what = " and ".join(s for s, c in chosen if c == "otlp") or "nothing (OTEL_*_EXPORTER=none)"
+        parts.append(f"OTLP to {settings.endpoint or default_otlp_endpoint()} ({what})")
     if address is not None:
         parts.append(f"Prometheus metrics on http://{address[0]}:{address[1]}/metrics")
-    if exporter is None and settings.metrics_exporter is None:
+    if exporter is None:
         parts.append("as the OTEL_* variables say")
     return ", ".join(parts) or str(exporter)
