@@ -570,7 +570,19 @@ def test_counters_through_the_collector_equal_what_the_workload_did(stack: Colle
 @pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_every_panel_query_answers_through_the_collector(stack: CollectorStack) -> None:
-    support.assert_panel_queries_answer(stack.query)
+    # The over-time panels read recorded rates, which this Prometheus evaluates every 15 s: query
+    # at the first evaluation that saw the workload (well inside the one-minute windows).
+    recorded = f'{{__name__=~"job:.*", job="{SERVICE}"}}'
+    support.wait(
+        "the recording rules' first rates", 45, lambda: stack.prom("/api/v1/query", query=recorded)["result"]
+    )
+    when = f"{max(stack.at, time.time()):.3f}"
+
+    def query(expr: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = stack.prom("/api/v1/query", query=expr, time=when)["result"]
+        return result
+
+    support.assert_panel_queries_answer(query)
 
 
 @pytest.mark.e2e
