@@ -36,9 +36,17 @@ from bench import inputs, spread
 from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
-from otel_ctx import ContextFitter, alerts, names
-from otel_ctx.telemetry import Emitter, Run, component_values, create_providers, span_attributes, views
-from otel_ctx.telemetry.emitter import MODE_FIT
+from otel_ctx import ContextFitter, names
+from otel_ctx.grafana import alerts
+from otel_ctx.telemetry import (
+    Emitter,
+    ExportSettings,
+    Run,
+    component_values,
+    create_providers,
+    span_attributes,
+    views,
+)
 
 SECTION = "Telemetry: one observed round"
 FLEET_SECTION = "Telemetry for a fleet: series per process at full spread"
@@ -116,7 +124,7 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
 
     def telemetry_round() -> Thunk:
         r = tickets.next()
-        return lambda: r.emit(result, mode=MODE_FIT)
+        return lambda: r.emit(result, mode=names.MODE_FIT)
 
     t = interleaved(
         {
@@ -172,13 +180,20 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
     with _sink() as up_port:
         handles = {
             "down": create_providers(
-                "otlp",
-                endpoint=f"http://127.0.0.1:{down_port}",
-                export_interval_millis=500,
-                export_timeout=1.0,
+                ExportSettings(
+                    "otlp",
+                    endpoint=f"http://127.0.0.1:{down_port}",
+                    export_interval_millis=500,
+                    export_timeout=1.0,
+                )
             ),
             "up": create_providers(
-                "otlp", endpoint=f"http://127.0.0.1:{up_port}", export_interval_millis=500, export_timeout=1.0
+                ExportSettings(
+                    "otlp",
+                    endpoint=f"http://127.0.0.1:{up_port}",
+                    export_interval_millis=500,
+                    export_timeout=1.0,
+                )
             ),
         }
         runs: dict[str, Run] = {}
@@ -255,7 +270,7 @@ def _series_figures() -> list[Figure]:
     otlp = spread.otlp_series(reader.get_metrics_data())
     otlp_provider.shutdown()
 
-    handle = create_providers("prometheus", prometheus_port=0, prometheus_host="127.0.0.1")
+    handle = create_providers(ExportSettings("prometheus", prometheus_port=0, prometheus_host="127.0.0.1"))
     try:
         spread.record_full_spread(Emitter(meter_provider=handle.meter_provider), results)
         assert handle.prometheus_address is not None

@@ -22,7 +22,7 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from otel_ctx.engine.errors import InvalidRequestError, OtelCtxError
 from otel_ctx.pricing import PriceTable, Usage
@@ -44,9 +44,9 @@ _RESOLUTION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 # --- why a run stopped -------------------------------------------------------------------
 
-STOP_NONE = "none"
-STOP_OVERFLOW = "overflow"
-STOP_CEILING = "ceiling"
+STOP_NONE: Final = "none"
+STOP_OVERFLOW: Final = "overflow"
+STOP_CEILING: Final = "ceiling"
 STOPS: tuple[str, ...] = (STOP_NONE, STOP_OVERFLOW, STOP_CEILING)
 Stop = Literal["none", "overflow", "ceiling"]
 
@@ -170,7 +170,7 @@ class RunLedger:
         self.price = prices.price_for(model) if prices is not None else None
         self.allowed: tuple[str, ...] = (*BUILTIN_RESOLUTIONS, *check_resolutions(resolutions))
         self._rounds: dict[int, _Round] = {}
-        self._stop: Stop = "none"
+        self._stop: Stop = STOP_NONE
         self._stop_round: int | None = None
         self._resolution: str | None = None
         self._lock = threading.Lock()
@@ -190,7 +190,7 @@ class RunLedger:
         """
         with self._lock:
             check = CeilingCheck(self.ceiling, self._spent_locked(), prompt_tokens + reserved_output)
-            stopped: Stop | None = "overflow" if overflow else ("ceiling" if check.crossed else None)
+            stopped: Stop | None = STOP_OVERFLOW if overflow else (STOP_CEILING if check.crossed else None)
             rnd = _Round(estimate_tokens=check.next_tokens, counted=stopped is None)
             if self.price is not None:
                 rnd.estimate_cost = self.price.cost(

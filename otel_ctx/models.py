@@ -13,16 +13,15 @@ Nothing here imports OpenTelemetry.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from otel_ctx.engine import InvalidPolicyError
+from otel_ctx.tables import dated_models, read_file, read_shipped
 
 #: Environment variable naming a model file whose entries override the shipped table.
 ENV_MODELS = "OTEL_CTX_MODELS"
@@ -107,33 +106,19 @@ class ModelTable:
             raise InvalidPolicyError(source, "a model file must hold a JSON object")
         if "models" not in data:
             return cls({str(m): _limits(str(m), v) for m, v in data.items()}, as_of="", source=source)
-        as_of = data.get("as_of")
-        if not isinstance(as_of, str) or not as_of:
-            raise InvalidPolicyError(
-                f"{source}: as_of", "must be the date the figures were read (YYYY-MM-DD)"
-            )
-        models = data.get("models")
-        if not isinstance(models, Mapping):
-            raise InvalidPolicyError(f"{source}: models", "must map model names to limits")
+        as_of, models = dated_models(data, source, figures="figures", entries="limits")
         return cls({str(m): _limits(str(m), v) for m, v in models.items()}, as_of=as_of, source=source)
 
     @classmethod
     def load(cls, path: str | Path) -> ModelTable:
         """A model file of the shipped shape (see ``otel_ctx/data/models.json``)."""
-        target = Path(path)
-        try:
-            data = json.loads(target.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InvalidPolicyError(str(target), f"cannot read the model file: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise InvalidPolicyError(str(target), f"not JSON: {exc.msg} at line {exc.lineno}") from None
-        return cls.from_dict(data, source=str(target))
+        data, source = read_file(path, "model file")
+        return cls.from_dict(data, source=source)
 
 
 def shipped_models() -> ModelTable:
     """The table that ships with this version of otel-ctx."""
-    text = resources.files("otel_ctx").joinpath("data/models.json").read_text(encoding="utf-8")
-    return ModelTable.from_dict(json.loads(text), source="otel-ctx")
+    return ModelTable.from_dict(read_shipped("models.json"), source="otel-ctx")
 
 
 def default_models() -> ModelTable:

@@ -16,6 +16,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+# Values defined by the engine, which decides them; re-exported here beside their attributes.
+# (``X as X`` marks a re-export.)
+from otel_ctx.engine.breakdown import SKILLS, SYSTEM_PROMPT, TOOL_SCHEMA, TRANSCRIPT
+from otel_ctx.engine.result import MODE_FIT as MODE_FIT
+from otel_ctx.engine.result import MODE_OBSERVE as MODE_OBSERVE
+from otel_ctx.engine.result import MODES as MODES
+from otel_ctx.engine.result import OUTCOME_COMPACTED as OUTCOME_COMPACTED
+from otel_ctx.engine.result import OUTCOME_FIT as OUTCOME_FIT
+from otel_ctx.engine.result import OUTCOME_OVERFLOW as OUTCOME_OVERFLOW
+from otel_ctx.engine.result import OUTCOMES as OUTCOMES
+from otel_ctx.ledger import STOP_CEILING as STOP_CEILING
+from otel_ctx.ledger import STOP_NONE as STOP_NONE
+from otel_ctx.ledger import STOP_OVERFLOW as STOP_OVERFLOW
+from otel_ctx.ledger import STOPS as STOPS
+
 # --- spans and events -------------------------------------------------------------------
 
 SPAN_RUN = "context_budget.run"
@@ -86,6 +101,13 @@ ROUNDS = _P + "rounds"
 MODEL = _P + "model"
 #: Ours, not the GenAI conventions': they define no attribute for a compacted history.
 COMPACTED = _P + "compacted"
+#: False when the count is an estimate (Anthropic: no offline tokenizer; a model whose own
+#: encoding is not installed): the encoding attribute then names the stand-in.
+EXACT = _P + "exact"
+#: Observe span: the trimmer dropped the original ticket (the first user message).
+TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
+#: Observe span: tool results sent whose tool call the trimmer dropped.
+TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
 
 #: The four transcript roles, each with its own span attribute and metric component.
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -129,7 +151,58 @@ FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
     DATA_CLASS,
     MODEL,
     COMPACTED,
+    EXACT,
 )
+
+# --- a run: its usage, its ceiling, its cost and how it ended ----------------------------
+
+#: Run-span event per ``run.record_usage(...)``: the provider's counts against the estimate.
+EVENT_USAGE = "context_budget.usage"
+#: Attribute of ``context_budget.floor_overflow`` and the run's usage event.
+OVERFLOW_TOKENS = _P + "overflow_tokens"
+ESTIMATE_ACCURACY_RATIO = _P + "estimate_accuracy"
+#: GenAI semconv: the request's messages as JSON; only in the opt-in content event.
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+
+#: Span and metric value of ``context_budget.task_type`` when the fit had no task type
+#: (a fitter with a single policy).
+DEFAULT_TASK_TYPE = "default"
+
+#: Fit-span event: sending this request would take the run over its ceiling.
+EVENT_RUN_CEILING = "context_budget.run_ceiling_reached"
+
+RUN_CEILING = _P + "run_ceiling"
+RUN_SPENT_TOKENS = _P + "run.spent_tokens"
+RUN_NEXT_TOKENS = _P + "run.next_tokens"
+RUN_CEILING_CROSSED = _P + "run.ceiling_crossed"
+COST_USD = _P + "cost_usd"
+COST_SOURCE = _P + "cost_source"
+PRICES_AS_OF = _P + "prices_as_of"
+RESOLUTION = _P + "resolution"
+STOP = _P + "stop"
+
+#: Values of ``context_budget.resolution`` every run may have; applications add a few of their own.
+RESOLUTIONS: tuple[str, ...] = ("resolved", "escalated", "abandoned", "unresolved", "error")
+
+# --- the instrumented provider call ----------------------------------------------------
+
+#: Provider-reported counts on otel-ctx's own spans (round span, usage event, run total).
+#: Not ``gen_ai.usage.*``: those belong on the provider call's span alone.
+USAGE_INPUT_TOKENS = _P + "usage.input_tokens"
+USAGE_OUTPUT_TOKENS = _P + "usage.output_tokens"
+USAGE_CACHED_INPUT_TOKENS = _P + "usage.cached_input_tokens"
+USAGE_CACHE_CREATION_INPUT_TOKENS = _P + "usage.cache_creation_input_tokens"
+#: ``openai`` (Chat Completions), ``openai-responses`` or ``anthropic``: the request's dialect.
+PROVIDER = _P + "provider"
+#: Sentry's GenAI conventions for a generation span: set on the provider call's span when
+#: otel-ctx runs inside it (the window, and the share of it the call used).
+GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
+GEN_AI_CONTEXT_UTILIZATION = "gen_ai.context.utilization"
+#: GenAI names defined by a published convention other than OpenTelemetry's (Sentry's).
+OTHER_GEN_AI_CONVENTIONS = frozenset({GEN_AI_CONTEXT_WINDOW_SIZE, GEN_AI_CONTEXT_UTILIZATION})
+#: W3C baggage keys an upstream gateway may set to name the task type and the conversation.
+BAGGAGE_TASK_TYPE = TASK_TYPE
+BAGGAGE_CONVERSATION_ID = GEN_AI_CONVERSATION_ID
 
 ATTRIBUTE_DOCS: dict[str, str] = {
     TASK_TYPE: "Task type the budget was chosen for (span: as given; metrics: bounded, else `other`).",
@@ -166,11 +239,50 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     DATA_CLASS: "Strictest data class among the sources (`none` when none declared).",
     GEN_AI_REQUEST_MODEL: "GenAI semconv: the model the request is for (metrics only).",
     MODEL: "The model the request is for (spans; metrics use `gen_ai.request.model`).",
-    GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run spans; never on metrics).",
     GEN_AI_AGENT_NAME: "GenAI semconv: the agent's name (run spans).",
     COMPACTED: "True when compaction dropped history this round.",
     MODE: "`fit` (otel-ctx chose what to send) or `observe` (someone else's trimmer did).",
     ROUNDS: "Run span: rounds fitted in the run.",
+    EXACT: "False when the count is an estimate (no offline tokenizer for the provider).",
+    TRIM_TICKET_DROPPED: (
+        "Observe span of a wrapped trimmer: True when the request went out without the first user message."
+    ),
+    TRIM_ORPHANED_TOOL_RESULTS: (
+        "Observe span of a wrapped trimmer: tool results sent whose tool call was dropped."
+    ),
+    OVERFLOW_TOKENS: "Floor-overflow event: tokens over the budget (estimated - budget).",
+    ESTIMATE_ACCURACY_RATIO: "Usage event: provider-reported input tokens divided by the estimate.",
+    GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
+    RUN_CEILING: "Tokens a whole run of this task type may spend (fit and run spans; absent: none).",
+    RUN_SPENT_TOKENS: (
+        "Tokens the run had spent before this round (fit span) or in all (run span): prompts and "
+        "answers, from reported usage where recorded, else the estimate."
+    ),
+    RUN_NEXT_TOKENS: "Fit span: estimate plus reserved output: what this request adds to the run.",
+    RUN_CEILING_CROSSED: (
+        "Fit span: True when sending this request would take the run over its ceiling (the caller escalates)."
+    ),
+    COST_USD: (
+        "USD: the round's estimated cost (fit span), a reported round's cost (usage event), the run's "
+        "cost so far (run span)."
+    ),
+    COST_SOURCE: "Where the cost comes from: `usage` (reported counts), `estimate`, `mixed` or `none`.",
+    PRICES_AS_OF: "Run span: the date of the price table the cost was computed with.",
+    RESOLUTION: (
+        "How the run ended: `resolved`, `escalated`, `abandoned`, `unresolved`, `error`, "
+        "or a configured value."
+    ),
+    STOP: "Why the run stopped early: `none`, `overflow` (pinned floor) or `ceiling` (run ceiling).",
+    USAGE_INPUT_TOKENS: "Provider-reported input tokens, cached ones included (round span, usage event; "
+    "run total).",
+    USAGE_OUTPUT_TOKENS: "Provider-reported output tokens (round span, usage event; run total).",
+    USAGE_CACHED_INPUT_TOKENS: "Provider-reported input tokens read from its prompt cache (round span).",
+    USAGE_CACHE_CREATION_INPUT_TOKENS: "Provider-reported input tokens written to its prompt cache "
+    "(round span).",
+    PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses` or `anthropic`.",
+    GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run and round spans; never on metrics).",
+    GEN_AI_CONTEXT_WINDOW_SIZE: "Sentry GenAI: the model's window, on the provider call's span.",
+    GEN_AI_CONTEXT_UTILIZATION: "Sentry GenAI: tokens used ÷ window, on the provider call's span.",
 }
 
 # --- metrics ----------------------------------------------------------------------------
@@ -289,148 +401,10 @@ def recorded(metric: Metric, suffix: str = "") -> str:
     ``level:metric:operation``, as Prometheus names recording rules: the rule keeps every
     label of the metric except the process (``instance``), so a dashboard over a fleet reads
     one series per service instead of one per agent process. The rules are generated with
-    the alert rules (``otel_ctx.alerts``); their window is the alert's window.
+    the alert rules (``otel_ctx.grafana.alerts``); their window is the alert's window.
     """
     return f"job:{metric.series(suffix)}:rate"
 
-
-METRICS: tuple[Metric, ...] = (
-    TOKENS,
-    ROUND_TOKENS,
-    UTILIZATION,
-    FITS,
-    DROPPED_TURNS_METRIC,
-    CAPPED_TOOL_RESULTS_METRIC,
-    ESTIMATE_ACCURACY,
-)
-
-# --- values of context_budget.component -------------------------------------------------
-
-COMPONENT_TRANSCRIPT = "transcript"
-COMPONENT_TOOL_SCHEMA = "tool_schema"
-COMPONENT_SYSTEM_PROMPT = "system_prompt"
-COMPONENT_SKILLS = "skills"
-COMPONENT_ESTIMATED = "estimated"
-COMPONENT_BUDGET = "budget"
-COMPONENT_RESERVED_OUTPUT = "reserved_output"
-COMPONENT_SAFETY_MARGIN = "safety_margin"
-COMPONENT_HEADROOM = "headroom"
-COMPONENT_OVERFLOW = "overflow"
-
-
-def transcript_role_component(role: str) -> str:
-    """``transcript.<role>``: the per-role split of the transcript line."""
-    if role not in ROLES:
-        raise ValueError(f"unknown transcript role {role!r}; expected one of {ROLES}")
-    return f"transcript.{role}"
-
-
-#: The lines that add up to ``estimated`` (the transcript split by role in its place).
-SUMMED_COMPONENTS: tuple[str, ...] = (
-    *(transcript_role_component(r) for r in ROLES),
-    COMPONENT_TOOL_SCHEMA,
-    COMPONENT_SYSTEM_PROMPT,
-    COMPONENT_SKILLS,
-)
-
-#: The lines ``context_budget.round_tokens`` carries: what can grow during a run, and the budget
-#: it grows against (their ratio is the share of the budget, round by round).
-ROUND_COMPONENTS: tuple[str, ...] = (*SUMMED_COMPONENTS, COMPONENT_BUDGET)
-
-COMPONENTS: tuple[str, ...] = (
-    COMPONENT_TRANSCRIPT,
-    *(transcript_role_component(r) for r in ROLES),
-    COMPONENT_TOOL_SCHEMA,
-    COMPONENT_SYSTEM_PROMPT,
-    COMPONENT_SKILLS,
-    COMPONENT_ESTIMATED,
-    COMPONENT_BUDGET,
-    COMPONENT_RESERVED_OUTPUT,
-    COMPONENT_SAFETY_MARGIN,
-    COMPONENT_HEADROOM,
-    COMPONENT_OVERFLOW,
-)
-
-OUTCOMES: tuple[str, ...] = ("fit", "compacted", "overflow")
-
-#: Metric label value for task types outside the configured set.
-OTHER_TASK_TYPE = "other"
-#: Metric label value of ``gen_ai.request.model`` for models outside the bounded set.
-OTHER_MODEL = "other"
-
-
-def prometheus_label(attribute: str) -> str:
-    """The Prometheus label an attribute becomes (dots to underscores)."""
-    return re.sub(r"[^a-zA-Z0-9_]", "_", attribute)
-
-
-# --- added by the telemetry layer (issue 3) ---------------------------------------------
-
-#: Run-span event per ``run.record_usage(...)``: the provider's counts against the estimate.
-EVENT_USAGE = "context_budget.usage"
-#: Attribute of ``context_budget.floor_overflow`` and the run's usage event.
-OVERFLOW_TOKENS = _P + "overflow_tokens"
-ESTIMATE_ACCURACY_RATIO = _P + "estimate_accuracy"
-#: GenAI semconv: the request's messages as JSON; only in the opt-in content event.
-GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
-
-#: Span and metric value of ``context_budget.task_type`` when the fit had no task type
-#: (a fitter with a single policy).
-DEFAULT_TASK_TYPE = "default"
-
-ATTRIBUTE_DOCS.update(
-    {
-        OVERFLOW_TOKENS: "Floor-overflow event: tokens over the budget (estimated - budget).",
-        ESTIMATE_ACCURACY_RATIO: "Usage event: provider-reported input tokens divided by the estimate.",
-        GEN_AI_INPUT_MESSAGES: "GenAI semconv: the request as JSON; only with content capture enabled.",
-    }
-)
-
-# --- the ticket view: a run's ceiling, its cost and how it ended ------------------------
-
-#: Fit-span event: sending this request would take the run over its ceiling.
-EVENT_RUN_CEILING = "context_budget.run_ceiling_reached"
-
-RUN_CEILING = _P + "run_ceiling"
-RUN_SPENT_TOKENS = _P + "run.spent_tokens"
-RUN_NEXT_TOKENS = _P + "run.next_tokens"
-RUN_CEILING_CROSSED = _P + "run.ceiling_crossed"
-COST_USD = _P + "cost_usd"
-COST_SOURCE = _P + "cost_source"
-PRICES_AS_OF = _P + "prices_as_of"
-RESOLUTION = _P + "resolution"
-STOP = _P + "stop"
-
-#: Values of ``context_budget.resolution`` every run may have; applications add a few of their own.
-RESOLUTIONS: tuple[str, ...] = ("resolved", "escalated", "abandoned", "unresolved", "error")
-#: Values of ``context_budget.stop``: why a run stopped before it was done.
-STOPS: tuple[str, ...] = ("none", "overflow", "ceiling")
-
-ATTRIBUTE_DOCS.update(
-    {
-        RUN_CEILING: "Tokens a whole run of this task type may spend (fit and run spans; absent: none).",
-        RUN_SPENT_TOKENS: (
-            "Tokens the run had spent before this round (fit span) or in all (run span): prompts and "
-            "answers, from reported usage where recorded, else the estimate."
-        ),
-        RUN_NEXT_TOKENS: "Fit span: estimate plus reserved output: what this request adds to the run.",
-        RUN_CEILING_CROSSED: (
-            "Fit span: True when sending this request would take the run over its ceiling "
-            "(the caller escalates)."
-        ),
-        COST_USD: (
-            "USD: the round's estimated cost (fit span), a reported round's cost (usage event), the run's "
-            "cost so far (run span)."
-        ),
-        COST_SOURCE: "Where the cost comes from: `usage` (reported counts), `estimate`, `mixed` or `none`.",
-        PRICES_AS_OF: "Run span: the date of the price table the cost was computed with.",
-        RESOLUTION: (
-            "How the run ended: `resolved`, `escalated`, `abandoned`, `unresolved`, `error`, "
-            "or a configured value."
-        ),
-        STOP: "Why the run stopped early: `none`, `overflow` (pinned floor) or `ceiling` (run ceiling).",
-    }
-)
 
 # A ticket's tokens: dense around the common 60,000-token per-ticket ceiling.
 RUN_TOKEN_BUCKETS: tuple[float, ...] = (
@@ -485,66 +459,76 @@ RUN_CEILING_UTILIZATION = Metric(
     buckets=CEILING_UTILIZATION_BUCKETS,
 )
 
-METRICS = (*METRICS, CEILING_STOPS, RUN_TOKENS, RUN_COST, RUN_CEILING_UTILIZATION)
-
-# --- added by the instrumentor ----------------------------------------------------------
-
-#: Provider-reported counts on otel-ctx's own spans (round span, usage event, run total).
-#: Not ``gen_ai.usage.*``: those belong on the provider call's span alone.
-USAGE_INPUT_TOKENS = _P + "usage.input_tokens"
-USAGE_OUTPUT_TOKENS = _P + "usage.output_tokens"
-USAGE_CACHED_INPUT_TOKENS = _P + "usage.cached_input_tokens"
-USAGE_CACHE_CREATION_INPUT_TOKENS = _P + "usage.cache_creation_input_tokens"
-#: ``openai`` (Chat Completions), ``openai-responses`` or ``anthropic``: the request's dialect.
-PROVIDER = _P + "provider"
-#: Sentry's GenAI conventions for a generation span: set on the provider call's span when
-#: otel-ctx runs inside it (the window, and the share of it the call used).
-GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
-GEN_AI_CONTEXT_UTILIZATION = "gen_ai.context.utilization"
-#: GenAI names defined by a published convention other than OpenTelemetry's (Sentry's).
-OTHER_GEN_AI_CONVENTIONS = frozenset({GEN_AI_CONTEXT_WINDOW_SIZE, GEN_AI_CONTEXT_UTILIZATION})
-#: W3C baggage keys an upstream gateway may set to name the task type and the conversation.
-BAGGAGE_TASK_TYPE = TASK_TYPE
-BAGGAGE_CONVERSATION_ID = GEN_AI_CONVERSATION_ID
-
-ATTRIBUTE_DOCS.update(
-    {
-        USAGE_INPUT_TOKENS: "Provider-reported input tokens, cached ones included (round span, usage event; "
-        "run total).",
-        USAGE_OUTPUT_TOKENS: "Provider-reported output tokens (round span, usage event; run total).",
-        USAGE_CACHED_INPUT_TOKENS: "Provider-reported input tokens read from its prompt cache (round span).",
-        USAGE_CACHE_CREATION_INPUT_TOKENS: "Provider-reported input tokens written to its prompt cache "
-        "(round span).",
-        PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses` or `anthropic`.",
-        GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run and round spans; never on metrics).",
-        GEN_AI_CONTEXT_WINDOW_SIZE: "Sentry GenAI: the model's window, on the provider call's span.",
-        GEN_AI_CONTEXT_UTILIZATION: "Sentry GenAI: tokens used ÷ window, on the provider call's span.",
-    }
+#: Every instrument otel-ctx creates; the emitter, dashboards and alerts read this list.
+METRICS: tuple[Metric, ...] = (
+    TOKENS,
+    ROUND_TOKENS,
+    UTILIZATION,
+    FITS,
+    DROPPED_TURNS_METRIC,
+    CAPPED_TOOL_RESULTS_METRIC,
+    ESTIMATE_ACCURACY,
+    CEILING_STOPS,
+    RUN_TOKENS,
+    RUN_COST,
+    RUN_CEILING_UTILIZATION,
 )
 
-# --- counts that are estimates ------------------------------------------------------------
+# --- values of context_budget.component -------------------------------------------------
 
-#: False when the count is an estimate (Anthropic: no offline tokenizer; a model whose own
-#: encoding is not installed): the encoding attribute then names the stand-in.
-EXACT = _P + "exact"
-FIT_SPAN_ATTRIBUTES = (*FIT_SPAN_ATTRIBUTES, EXACT)
-ATTRIBUTE_DOCS[EXACT] = "False when the count is an estimate (no offline tokenizer for the provider)."
+# The four summed lines are the breakdown's own names.
+COMPONENT_TRANSCRIPT = TRANSCRIPT
+COMPONENT_TOOL_SCHEMA = TOOL_SCHEMA
+COMPONENT_SYSTEM_PROMPT = SYSTEM_PROMPT
+COMPONENT_SKILLS = SKILLS
+COMPONENT_ESTIMATED = "estimated"
+COMPONENT_BUDGET = "budget"
+COMPONENT_RESERVED_OUTPUT = "reserved_output"
+COMPONENT_SAFETY_MARGIN = "safety_margin"
+COMPONENT_HEADROOM = "headroom"
+COMPONENT_OVERFLOW = OUTCOME_OVERFLOW
 
-# --- observe-only: what someone else's trimmer dropped -----------------------------------
 
-#: Observe span: the trimmer dropped the original ticket (the first user message).
-TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
-#: Observe span: tool results sent whose tool call the trimmer dropped.
-TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
+def transcript_role_component(role: str) -> str:
+    """``transcript.<role>``: the per-role split of the transcript line."""
+    if role not in ROLES:
+        raise ValueError(f"unknown transcript role {role!r}; expected one of {ROLES}")
+    return f"transcript.{role}"
 
-ATTRIBUTE_DOCS.update(
-    {
-        TRIM_TICKET_DROPPED: (
-            "Observe span of a wrapped trimmer: True when the request went out without the first "
-            "user message."
-        ),
-        TRIM_ORPHANED_TOOL_RESULTS: (
-            "Observe span of a wrapped trimmer: tool results sent whose tool call was dropped."
-        ),
-    }
+
+#: The lines that add up to ``estimated`` (the transcript split by role in its place).
+SUMMED_COMPONENTS: tuple[str, ...] = (
+    *(transcript_role_component(r) for r in ROLES),
+    COMPONENT_TOOL_SCHEMA,
+    COMPONENT_SYSTEM_PROMPT,
+    COMPONENT_SKILLS,
 )
+
+#: The lines ``context_budget.round_tokens`` carries: what can grow during a run, and the budget
+#: it grows against (their ratio is the share of the budget, round by round).
+ROUND_COMPONENTS: tuple[str, ...] = (*SUMMED_COMPONENTS, COMPONENT_BUDGET)
+
+COMPONENTS: tuple[str, ...] = (
+    COMPONENT_TRANSCRIPT,
+    *(transcript_role_component(r) for r in ROLES),
+    COMPONENT_TOOL_SCHEMA,
+    COMPONENT_SYSTEM_PROMPT,
+    COMPONENT_SKILLS,
+    COMPONENT_ESTIMATED,
+    COMPONENT_BUDGET,
+    COMPONENT_RESERVED_OUTPUT,
+    COMPONENT_SAFETY_MARGIN,
+    COMPONENT_HEADROOM,
+    COMPONENT_OVERFLOW,
+)
+
+
+#: Metric label value for task types outside the configured set.
+OTHER_TASK_TYPE = "other"
+#: Metric label value of ``gen_ai.request.model`` for models outside the bounded set.
+OTHER_MODEL = "other"
+
+
+def prometheus_label(attribute: str) -> str:
+    """The Prometheus label an attribute becomes (dots to underscores)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", attribute)

@@ -13,17 +13,16 @@ Like the fit engine, nothing here imports OpenTelemetry.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from otel_ctx.engine.errors import InvalidPolicyError, InvalidRequestError
+from otel_ctx.tables import dated_models, read_file, read_shipped
 
 #: Environment variable naming a price file whose models override the shipped table.
 ENV_PRICES = "OTEL_CTX_PRICES"
@@ -221,31 +220,19 @@ class PriceTable:
         """From the file's shape: ``{"as_of": "YYYY-MM-DD", "models": {name: {input, output, ...}}}``."""
         if not isinstance(data, Mapping):
             raise InvalidPolicyError(source, "a price file must hold a JSON object")
-        as_of = data.get("as_of")
-        if not isinstance(as_of, str) or not as_of:
-            raise InvalidPolicyError(f"{source}: as_of", "must be the date the prices were read (YYYY-MM-DD)")
-        models = data.get("models")
-        if not isinstance(models, Mapping):
-            raise InvalidPolicyError(f"{source}: models", "must map model names to prices")
+        as_of, models = dated_models(data, source, figures="prices", entries="prices")
         return cls({str(m): _price(str(m), p) for m, p in models.items()}, as_of=as_of, source=source)
 
     @classmethod
     def load(cls, path: str | Path) -> PriceTable:
         """A price file of the shipped shape (see ``otel_ctx/data/prices.json``)."""
-        target = Path(path)
-        try:
-            data = json.loads(target.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InvalidPolicyError(str(target), f"cannot read the price file: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise InvalidPolicyError(str(target), f"not JSON: {exc.msg} at line {exc.lineno}") from None
-        return cls.from_dict(data, source=str(target))
+        data, source = read_file(path, "price file")
+        return cls.from_dict(data, source=source)
 
 
 def shipped_prices() -> PriceTable:
     """The table that ships with this version of otel-ctx."""
-    text = resources.files("otel_ctx").joinpath("data/prices.json").read_text(encoding="utf-8")
-    return PriceTable.from_dict(json.loads(text), source="otel-ctx")
+    return PriceTable.from_dict(read_shipped("prices.json"), source="otel-ctx")
 
 
 def default_prices() -> PriceTable:

@@ -24,8 +24,8 @@ from pathlib import Path
 from opentelemetry.trace import format_trace_id, get_current_span
 
 from otel_ctx import SUPPORT_DESK, ContextFitter
-from otel_ctx.alerts import OVERFLOW_OUTCOME
 from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
+from otel_ctx.names import OUTCOME_OVERFLOW
 from otel_ctx.telemetry import configure, run
 from otel_ctx.telemetry.run import start_counters
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ticket": ticket.ticket_id,
                 "task_type": ticket.task_type,
                 "trace_id": trace_ids[ticket.ticket_id],
-                "overflowed": any(stats.outcome == OVERFLOW_OUTCOME for stats in result.rounds),
+                "overflowed": any(stats.outcome == OUTCOME_OVERFLOW for stats in result.rounds),
                 "resolution": result.resolution,
                 "stop": result.stop,
                 "tokens": result.spent_tokens,

@@ -33,9 +33,8 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench import spread
-from otel_ctx import ContextFitter
+from otel_ctx import ContextFitter, names
 from otel_ctx.telemetry import Emitter, run, views
-from otel_ctx.telemetry.emitter import MODE_FIT
 
 #: Rounds each agent records per task type once the test starts.
 ROUNDS_PER_TASK = 40
@@ -72,7 +71,7 @@ def warm_runs(agent: Agent, fitter: ContextFitter, results: spread.Outcomes) -> 
     for task, by_outcome in results.by_task.items():
         for resolution in ("resolved", "escalated"):
             with run(fitter, task_type=task, model=spread.MODELS[0], emitter=agent.emitter) as r:
-                r.emit(by_outcome["fit"], mode=MODE_FIT)
+                r.emit(by_outcome["fit"], mode=names.MODE_FIT)
                 r.record_usage(input_tokens=by_outcome["fit"].breakdown.estimated)
                 r.resolve(resolution)
     return 2 * len(results.by_task)
@@ -88,7 +87,7 @@ def workload(agent: Agent, fitter: ContextFitter, results: spread.Outcomes) -> C
                 for i in range(first, first + ROUNDS_PER_RUN):
                     overflow = task == "dispute" and agent.number % 2 == 0 and i % OVERFLOW_EVERY == 0
                     outcome = "overflow" if overflow else ("compacted" if i % 4 == 3 else "fit")
-                    r.emit(by_outcome[outcome], mode=MODE_FIT)
+                    r.emit(by_outcome[outcome], mode=names.MODE_FIT)
                     fits[(task, outcome)] += 1
                     escalated = escalated or overflow
                 # The provider's usage of the last round: 1% over the estimate.

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from otel_ctx import alerts, names
+from otel_ctx import names
+from otel_ctx.grafana import alerts
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

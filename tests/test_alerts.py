@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -13,7 +14,8 @@ import pytest
 import support
 import yaml
 
-from otel_ctx import alerts, names
+from otel_ctx import names
+from otel_ctx.grafana import alerts, conventions
 
 TICKET_ALERTS = (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH)
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +93,7 @@ def test_every_alert_is_actionable_and_links_the_overview_dashboard() -> None:
         # What it means, where to look, what to do: several sentences, not a restated name.
         assert len(ann["description"]) > 200, rule["alert"]
         # The ticket view's alerts open the cost dashboard, where their panels are.
-        uid = alerts.COST_DASHBOARD_UID if rule["alert"] in TICKET_ALERTS else alerts.DASHBOARD_UID
+        uid = conventions.COST_UID if rule["alert"] in TICKET_ALERTS else conventions.OVERVIEW_UID
         assert f"/d/{uid}" in ann["dashboard"], rule["alert"]
 
 
@@ -114,14 +116,42 @@ def test_expressions_use_only_registry_series_and_labels() -> None:
         assert grouped | matched <= allowed, f"{name} uses labels the metrics do not carry"
 
 
-def test_generator_source_spells_no_metric_or_label_name() -> None:
-    source = Path(alerts.__file__).read_text(encoding="utf-8")
-    for series in REGISTRY_SERIES:
-        assert series not in source
-    for metric in names.METRICS:
-        for attribute in metric.attributes:
-            assert names.prometheus_label(attribute) not in source
-            assert f'"{attribute}"' not in source
+_RENAMED_RULES = """
+import dataclasses, sys
+import otel_ctx.names as n
+
+def renamed(value):
+    for old, new in (("context_budget.", "cb_renamed."), ("gen_ai.", "genai_renamed.")):
+        if value.startswith(old):
+            return new + value[len(old):]
+    return value
+
+# Every attribute and span name first, then the metrics built from them, as if the registry
+# had spelled them so from the start.
+for key, value in list(vars(n).items()):
+    if key.isupper() and isinstance(value, str):
+        setattr(n, key, renamed(value))
+metrics = {}
+for key, value in list(vars(n).items()):
+    if isinstance(value, n.Metric):
+        metrics[value] = dataclasses.replace(
+            value, name=renamed(value.name), attributes=tuple(renamed(a) for a in value.attributes)
+        )
+        setattr(n, key, metrics[value])
+n.METRICS = tuple(metrics[m] for m in n.METRICS)
+from otel_ctx.grafana import alerts
+sys.stdout.write(alerts.render())
+"""
+
+
+def test_a_rename_in_the_registry_moves_every_rule() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _RENAMED_RULES], capture_output=True, text=True, check=True
+    ).stdout
+    assert "cb_renamed_fits_total" in out and "cb_renamed_task_type" in out
+    assert "genai_renamed_request_model" in out
+    # Nothing of the old names is left: the generator spells none of them itself.
+    assert "context_budget" not in out and "gen_ai" not in out
 
 
 def test_settings_reject_meaningless_thresholds() -> None:
@@ -224,7 +254,7 @@ def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path: Path) -> None:
 def test_dashboard_links_use_the_overview_uid_and_its_variables() -> None:
     """The links open the dashboard the generator builds, with variables it defines."""
     for rule in _rules():
-        uid = alerts.COST_DASHBOARD_UID if rule["alert"] in TICKET_ALERTS else alerts.DASHBOARD_UID
+        uid = conventions.COST_UID if rule["alert"] in TICKET_ALERTS else conventions.OVERVIEW_UID
         board = json.loads((ROOT / "dashboards" / f"{uid}.json").read_text(encoding="utf-8"))
         assert board["uid"] == uid
         variables = {v["name"] for v in board["templating"]["list"]}

@@ -24,7 +24,7 @@ import pytest
 import support
 import yaml
 
-from otel_ctx import alerts
+from otel_ctx.grafana import alerts
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"

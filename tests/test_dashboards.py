@@ -16,9 +16,18 @@ import pytest
 from support import require_binary
 from typer.testing import CliRunner
 
-from otel_ctx import alerts, names
+from otel_ctx import names
 from otel_ctx.cli import app
-from otel_ctx.grafana import build_dashboards, check, iter_panels, jaeger, queries, render, variable_queries
+from otel_ctx.grafana import (
+    alerts,
+    build_dashboards,
+    check,
+    iter_panels,
+    jaeger,
+    queries,
+    render,
+    variable_queries,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "dashboards"

@@ -38,8 +38,8 @@ import pytest
 import support
 import yaml
 
-from otel_ctx import alerts, names
-from otel_ctx.grafana import promql
+from otel_ctx import names
+from otel_ctx.grafana import alerts, promql
 
 ROOT = support.ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -472,7 +472,7 @@ def test_the_sampler_keeps_every_overflowed_run_by_the_registrys_names() -> None
     policies = _policies(yaml.safe_load(COLLECTOR_CONFIG.read_text(encoding="utf-8")))
     keep = [p for p in policies if p["type"] == "string_attribute"]
     assert [(p["string_attribute"]["key"], p["string_attribute"]["values"]) for p in keep] == [
-        (names.OUTCOME, [alerts.OVERFLOW_OUTCOME]),
+        (names.OUTCOME, [names.OUTCOME_OVERFLOW]),
         (names.STOP, [CEILING_STOP]),
     ]
     assert not any(p["string_attribute"].get("invert_match") for p in keep)
@@ -589,7 +589,7 @@ def test_every_panel_query_answers_through_the_collector(stack: CollectorStack) 
 @pytest.mark.timeout(300)
 def test_every_alert_evaluates_and_the_overflow_alert_fires(stack: CollectorStack) -> None:
     support.assert_shipped_alerts_evaluate(stack.query)
-    overflowed = {task for (task, outcome) in stack.fits() if outcome == alerts.OVERFLOW_OUTCOME}
+    overflowed = {task for (task, outcome) in stack.fits() if outcome == names.OUTCOME_OVERFLOW}
     assert overflowed
 
     def firing() -> set[str] | None:
@@ -661,7 +661,7 @@ def _all_traces_url(stack: CollectorStack) -> str:
 @pytest.mark.timeout(300)
 def test_the_overflow_alerts_jaeger_link_lists_exactly_the_overflowed_runs(stack: CollectorStack) -> None:
     overflowed = stack.runs(overflowed=True)
-    assert 0 < len(overflowed) <= 20  # the alert's link lists up to 20
+    assert 0 < len(overflowed) <= 20  # fewer than the alert's link lists (jaeger.SEARCH_LIMIT)
 
     def annotations() -> list[str] | None:
         found = [
@@ -729,7 +729,7 @@ def test_the_dashboards_jaeger_links_list_exactly_the_overflowed_runs(stack: Col
             # The link asks for what the dashboard says: overflowed fits (of the row's task type).
             params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(final).query))
             assert (params["service"], params["operation"]) == (SERVICE, names.SPAN_FIT), final
-            tags = {names.OUTCOME: alerts.OVERFLOW_OUTCOME, **({names.TASK_TYPE: task} if task else {})}
+            tags = {names.OUTCOME: names.OUTCOME_OVERFLOW, **({names.TASK_TYPE: task} if task else {})}
             assert json.loads(params["tags"]) == tags, final
             expected = stack.runs(overflowed=True, task_type=task)
             assert stack.jaeger_traces(_api(final)) == expected, (final, task)

@@ -29,7 +29,8 @@ import pytest
 import support
 import yaml
 
-from otel_ctx import alerts, names
+from otel_ctx import names
+from otel_ctx.grafana import alerts, conventions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -384,7 +385,7 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
 def test_the_dashboards_are_committed() -> None:
     assert DASHBOARDS, "no dashboards/*.json: run `otel-ctx dashboards build`"
     assert any(
-        json.loads(p.read_text(encoding="utf-8")).get("uid") == alerts.DASHBOARD_UID for p in DASHBOARDS
+        json.loads(p.read_text(encoding="utf-8")).get("uid") == conventions.OVERVIEW_UID for p in DASHBOARDS
     )
 
 
@@ -533,7 +534,7 @@ def test_the_ticket_alerts_fire_where_the_workload_says(stack: Stack) -> None:
     )
     for alert in stack.get("/api/v1/alerts")["alerts"]:
         if alert["labels"]["alertname"] in (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH):
-            assert f"/d/{alerts.COST_DASHBOARD_UID}" in alert["annotations"]["dashboard"]
+            assert f"/d/{conventions.COST_UID}" in alert["annotations"]["dashboard"]
             assert "{{" not in alert["annotations"]["description"]
 
 

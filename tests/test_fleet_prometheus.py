@@ -27,7 +27,8 @@ import support
 import yaml
 from test_e2e_prometheus import Stack, _value
 
-from otel_ctx import alerts, names
+from otel_ctx import names
+from otel_ctx.grafana import alerts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -50,7 +50,7 @@ def test_engine_module_imports_no_telemetry_and_no_dialect(module: str) -> None:
     assert not offending, f"otel_ctx/engine/{module}.py imports {sorted(offending)}"
 
 
-@pytest.mark.parametrize("module", ["encodings", "ledger", "names", "presets", "pricing"])
+@pytest.mark.parametrize("module", ["encodings", "ledger", "models", "names", "presets", "pricing", "tables"])
 def test_engine_side_top_level_module_imports_no_telemetry(module: str) -> None:
     imported = _imports(PACKAGE / f"{module}.py")
     offending = {m for m in imported if m.startswith(OUTSIDE)}
@@ -136,3 +136,87 @@ def test_the_top_level_still_offers_telemetry_on_first_use() -> None:
         """
     )
     assert "otel_ctx.telemetry" in modules
+
+
+#: What each layer must not load when one of its modules is imported on its own. Outer layers
+#: (the CLI, the instrumentor, the dashboards' generator, the alert rules) may read inner ones,
+#: never the other way round.
+_NEVER_BELOW_TELEMETRY = ("otel_ctx.cli", "otel_ctx.demo", "otel_ctx.instrumentation", "otel_ctx.grafana")
+_FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "otel_ctx.engine": ("opentelemetry", "otel_ctx.telemetry", *DIALECTS, *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.adapters": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.names": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.ledger": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.pricing": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.presets": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.encodings": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.models": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.tables": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.telemetry": _NEVER_BELOW_TELEMETRY,
+    # The dashboards and rules are generated from the registry alone: no SDK, no telemetry layer.
+    "otel_ctx.grafana": ("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.demo"),
+    "otel_ctx.demo": ("otel_ctx.cli", "otel_ctx.grafana", "otel_ctx.instrumentation"),
+}
+
+
+def _module_names() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if any(name == layer or name.startswith(layer + ".") for layer in _FORBIDDEN):
+            found.append(name)
+    return found
+
+
+def _forbidden_for(module: str) -> tuple[str, ...]:
+    layer = max((k for k in _FORBIDDEN if module == k or module.startswith(k + ".")), key=len)
+    return _FORBIDDEN[layer]
+
+
+_FRESH_IMPORTS = """
+import json, os, sys
+# One child per module, forked from an interpreter that has loaded nothing of otel_ctx:
+# each import starts as fresh as a new interpreter, without paying for one per module.
+for name in json.loads(sys.argv[1]):
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.close(read)
+        try:
+            __import__(name)
+            out = sorted(sys.modules)
+        except BaseException as exc:
+            out = {"error": repr(exc)}
+        os.write(write, json.dumps(out).encode())
+        os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    os.wait()
+    print(json.dumps({name: json.loads(b"".join(chunks))}))
+"""
+
+
+def test_each_module_imported_alone_loads_no_outer_layer() -> None:
+    modules = _module_names()
+    assert "otel_ctx.engine.fitter" in modules and "otel_ctx.telemetry.setup" in modules
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH_IMPORTS, json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded: dict[str, object] = {}
+    for line in out.stdout.splitlines():
+        loaded.update(json.loads(line))
+    assert sorted(loaded) == sorted(modules)
+    problems = {}
+    for name, after in loaded.items():
+        assert isinstance(after, list), f"importing {name} failed: {after}"
+        forbidden = _forbidden_for(name)
+        offending = sorted(m for m in after if m.startswith(forbidden) and not name.startswith(forbidden))
+        if offending:
+            problems[name] = offending
+    assert not problems, f"modules that load an outer layer when imported: {problems}"

@@ -21,7 +21,7 @@ from support import free_port
 
 from otel_ctx import SUPPORT_DESK, ContextFitter
 from otel_ctx import names as n
-from otel_ctx.telemetry import Emitter, create_providers, run
+from otel_ctx.telemetry import Emitter, ExportSettings, create_providers, run
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "CANARY-otlp-4411"
@@ -185,7 +185,7 @@ def _fits_while_exporting(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> tup
     """
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "20")  # spans leave as soon as they end
     handle = create_providers(
-        exporter="otlp", endpoint=endpoint, export_timeout=1.0, export_interval_millis=50
+        ExportSettings(exporter="otlp", endpoint=endpoint, export_timeout=1.0, export_interval_millis=50)
     )
     emitter = Emitter(tracer_provider=handle.tracer_provider, meter_provider=handle.meter_provider)
     fitter = ContextFitter(SUPPORT_DESK)

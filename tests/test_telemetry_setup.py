@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from support import free_port
 
 from otel_ctx import names as n
-from otel_ctx.telemetry import create_providers
+from otel_ctx.telemetry import ExportSettings, create_providers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,9 +173,9 @@ def test_standard_otel_variables_choose_exporters_and_service() -> None:
 
 def test_unknown_exporter_or_protocol_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="zipkin"):
-        create_providers(exporter="zipkin")  # type: ignore[arg-type]
+        create_providers(ExportSettings(exporter="zipkin"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="protocol"):
-        create_providers(exporter="otlp", protocol="http/json")  # type: ignore[arg-type]
+        create_providers(ExportSettings(exporter="otlp", protocol="http/json"))  # type: ignore[arg-type]
 
 
 class _Collector(http.server.BaseHTTPRequestHandler):
@@ -214,7 +214,7 @@ def test_otlp_over_http_posts_to_the_signal_paths(
 
     endpoint, received = http_collector
     h = create_providers(
-        exporter="otlp", protocol="http/protobuf", endpoint=endpoint, service_name="http-test"
+        ExportSettings(exporter="otlp", protocol="http/protobuf", endpoint=endpoint, service_name="http-test")
     )
     em = Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)
     with run(ContextFitter(SUPPORT_DESK), task_type="returns", emitter=em) as r:
@@ -308,7 +308,7 @@ def test_sdk_disabled_builds_no_provider_and_no_thread() -> None:
         from opentelemetry import metrics, trace
         before = threading.active_count()
         h = t.configure(exporter="prometheus", prometheus_port={port})
-        h2 = t.create_providers(exporter="otlp")
+        h2 = t.create_providers(t.ExportSettings(exporter="otlp"))
         with t.run(fitter, task_type="status") as r:
             result = r.fit(long_dispute(10))
         print(json.dumps({{

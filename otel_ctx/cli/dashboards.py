@@ -67,7 +67,7 @@ def build(
 
     Both come from the names registry, so they query exactly what the emitter records.
     """
-    from otel_ctx import alerts
+    from otel_ctx.grafana import alerts
 
     if out.exists() and not out.is_dir():
         _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)

@@ -22,10 +22,12 @@ from otel_ctx.cli import telemetry as cli_telemetry
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import CliError
 from otel_ctx.cli.render import breakdown_table, cost_table, outcome_line, sources_table, summary_tables
-from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, run_ticket
+from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, observed_run, run_ticket
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.engine.fitter import ContextFitter
+from otel_ctx.engine.result import OUTCOME_COMPACTED
+from otel_ctx.ledger import STOP_CEILING, STOP_OVERFLOW
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE, SUPPORT_DESK_RUN_CEILING
 from otel_ctx.pricing import default_prices
 from otel_ctx.telemetry.run import start_counters
@@ -157,7 +159,7 @@ def _batch(
     with progress if show else contextlib.nullcontext():
         task = progress.add_task("tickets", total=count)
         for ticket in tickets(seed, count):
-            summary.add(run_ticket(fitter, ticket, opener=session.opener))
+            summary.add(run_ticket(fitter, ticket, opener=observed_run))
             progress.advance(task)
     if as_json:
         out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=count)))
@@ -244,9 +246,9 @@ def _choose(fitter: ContextFitter, inspect: str, seed: int, count: int) -> Ticke
     compacted: Ticket | None = None
     for ticket in tickets(seed, count):
         run = run_ticket(probe, ticket, opener=bare_run)
-        if run.stop == "overflow":
+        if run.stop == STOP_OVERFLOW:
             return ticket
-        if compacted is None and any(r.outcome == "compacted" for r in run.rounds):
+        if compacted is None and any(r.outcome == OUTCOME_COMPACTED for r in run.rounds):
             compacted = ticket
     return compacted or make_ticket(seed, 1)
 
@@ -262,7 +264,7 @@ def _inspect(
     as_json: bool,
 ) -> None:
     ticket = _choose(fitter, inspect, seed, count)
-    run = run_ticket(fitter, ticket, opener=session.opener, keep_results=True)
+    run = run_ticket(fitter, ticket, opener=observed_run, keep_results=True)
     if as_json:
         out.print_json(json.dumps(inspect_json(run, seed)))
         return
@@ -283,13 +285,13 @@ def _inspect(
         out.print(breakdown_table(result.breakdown, out))
         if number <= len(run.rounds):
             out.print(ceiling_line(run.rounds[number - 1]))
-    if run.stop == "overflow":
+    if run.stop == STOP_OVERFLOW:
         out.print(
             f"\nEscalated to a person at round {len(run.results)}: the pinned floor (original ticket, "
             "constraints, state and the newest turn) does not fit the budget.",
             style="bold red",
         )
-    elif run.stop == "ceiling":
+    elif run.stop == STOP_CEILING:
         out.print(
             f"\nEscalated to a person at round {len(run.results)}: the next request would take the "
             "ticket over its token ceiling; it was not sent.",
@@ -415,7 +417,7 @@ def _forever(
         index = 1
         next_at = last_status = time.monotonic()
         while not stop.is_set():
-            summary.add(run_ticket(fitter, make_ticket(seed, index), opener=session.opener))
+            summary.add(run_ticket(fitter, make_ticket(seed, index), opener=observed_run))
             index += 1
             now = time.monotonic()
             next_at += interval

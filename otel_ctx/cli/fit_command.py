@@ -24,7 +24,7 @@ from otel_ctx.engine.errors import (
     UnknownTaskTypeError,
 )
 from otel_ctx.engine.fitter import ContextFitter
-from otel_ctx.engine.result import FitResult
+from otel_ctx.engine.result import OUTCOME_OVERFLOW, FitResult
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
 
 DEFAULT_MODEL = "gpt-4o"
@@ -170,7 +170,7 @@ def fit(
         make_console().print_json(json.dumps(fit_json(result, policy, measure=measure, source=req.source)))
     else:
         _print(result, fitter, measure=measure, source=req.source)
-    if fail_on_overflow and result.outcome == "overflow":
+    if fail_on_overflow and result.outcome == OUTCOME_OVERFLOW:
         raise typer.Exit(EXIT_OVERFLOW)
 
 

@@ -7,9 +7,9 @@ from rich.table import Table
 from rich.text import Text
 
 from otel_ctx.cli.console import table_box
-from otel_ctx.demo.summary import COMPONENT_LINES, WorkloadSummary
-from otel_ctx.engine.breakdown import Breakdown
-from otel_ctx.engine.result import FitResult
+from otel_ctx.demo.summary import WorkloadSummary
+from otel_ctx.engine.breakdown import LINES, SKILLS, SYSTEM_PROMPT, TOOL_SCHEMA, TRANSCRIPT, Breakdown
+from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult
 
 _ROW_STYLES = {
     "limit": "",
@@ -20,10 +20,10 @@ _ROW_STYLES = {
     "remaining": "bold green",
 }
 _COMPONENT_HEADERS = {
-    "transcript": "Transcript",
-    "tool_schema": "Tool schema",
-    "system_prompt": "System prompt",
-    "skills": "Skills",
+    TRANSCRIPT: "Transcript",
+    TOOL_SCHEMA: "Tool schema",
+    SYSTEM_PROMPT: "System prompt",
+    SKILLS: "Skills",
 }
 
 
@@ -81,10 +81,10 @@ def plural(n: int, noun: str) -> str:
 def outcome_line(result: FitResult, *, measured: bool = False) -> Text:
     """One sentence on what the fit did (or, ``measured``, on the request as given)."""
     b = result.breakdown
-    style = {"fit": "green", "compacted": "yellow", "overflow": "bold red"}[result.outcome]
+    style = {OUTCOME_FIT: "green", OUTCOME_COMPACTED: "yellow", OUTCOME_OVERFLOW: "bold red"}[result.outcome]
     text = Text()
     text.append(result.outcome.upper(), style=style)
-    if result.outcome == "overflow":
+    if result.outcome == OUTCOME_OVERFLOW:
         what = "the request as given" if measured else "the pinned floor"
         text.append(f": {what} is {b.overflow:,} tokens over the budget of {b.budget:,}")
     else:
@@ -96,7 +96,7 @@ def outcome_line(result: FitResult, *, measured: bool = False) -> Text:
         )
     if result.capped_tool_results:
         details.append(f"capped {plural(result.capped_tool_results, 'tool result')}")
-    if result.outcome == "overflow" and not measured:
+    if result.outcome == OUTCOME_OVERFLOW and not measured:
         details.append(f"{plural(len(result.messages), 'message')} in the floor, nothing sent")
     else:
         details.append(f"{plural(len(result.messages), 'message')} sent")
@@ -132,12 +132,12 @@ def summary_tables(summary: WorkloadSummary, console: Console, budgets: dict[str
 
     shares = _table(console, "What fills the window (mean share of the estimated prompt)", title_style="bold")
     shares.add_column("Task type", no_wrap=True)
-    for line in COMPONENT_LINES:
+    for line in LINES:
         shares.add_column(_COMPONENT_HEADERS[line], justify="right", no_wrap=True)
     for s in rows:
         shares.add_row(
             s.task_type,
-            *(f"{s.share(line):.0%}" for line in COMPONENT_LINES),
+            *(f"{s.share(line):.0%}" for line in LINES),
             style="bold" if s is total else "",
             end_section=s is not total and s is stats[-1],
         )

@@ -1,26 +1,27 @@
-"""The one place the CLI wires the telemetry layer: which exporter, and how a ticket's run is observed.
+"""The one place the CLI wires the telemetry layer: where spans and metrics go.
 
 Embedded by default: spans and metrics are still produced (the code path users run in
 production), but exported nowhere unless ``--otlp``, ``--prometheus-port`` or the
-standard ``OTEL_*`` variables ask for it.
+standard ``OTEL_*`` variables ask for it. The choice is passed to the telemetry layer as
+a value; the process environment is never written.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from otel_ctx.cli.errors import CliError
-from otel_ctx.demo.agent import RoundFitter, RunOpener
-from otel_ctx.demo.workload import Ticket
-from otel_ctx.engine.fitter import ContextFitter
+
+if TYPE_CHECKING:
+    from otel_ctx.telemetry import ExportSettings, TelemetryHandle
+    from otel_ctx.telemetry.exporters import ExporterName
 
 DEFAULT_OTLP_ENDPOINT = "http://localhost:4317"
 DEFAULT_OTLP_HTTP_ENDPOINT = "http://localhost:4318"
 DEFAULT_SERVICE_NAME = "otel-ctx-demo"
-AGENT_NAME = "sundry-support"
 #: Any of these set means the user configured exporting through the environment.
 _OTEL_EXPORT_VARS = (
     "OTEL_TRACES_EXPORTER",
@@ -33,9 +34,8 @@ _OTEL_EXPORT_VARS = (
 
 @dataclass
 class TelemetrySession:
-    """What the demo runs tickets through, and how to flush it at the end."""
+    """Where telemetry goes, and how to flush it at the end."""
 
-    opener: RunOpener
     #: Human-readable: where telemetry goes ("none", "OTLP to ...", "Prometheus on ...").
     destination: str
     _handle: object | None = None
@@ -65,50 +65,46 @@ def start(
     service_name: str | None,
     task_types: Iterable[str],
 ) -> TelemetrySession:
-    """Configure the global providers for this process and return the run opener to use."""
-    from otel_ctx.telemetry import configure, run
-
-    def opener(fitter: ContextFitter, ticket: Ticket) -> AbstractContextManager[RoundFitter]:
-        return run(
-            fitter,
-            task_type=ticket.task_type,
-            conversation_id=ticket.ticket_id,
-            agent_name=AGENT_NAME,
-            model=fitter.model,
-        )
+    """Configure the global providers for this process."""
+    from otel_ctx.telemetry import ExportSettings, LabelPolicy, install
 
     if service_name is None and not os.environ.get("OTEL_SERVICE_NAME"):
         service_name = DEFAULT_SERVICE_NAME
-    kwargs: dict[str, object] = {"service_name": service_name, "task_types": tuple(task_types)}
-    #: Per-signal choices, passed as values: the process environment is never written.
-    traces: str | None = None
-    metrics: str | None = None
+    # Per-signal choices, passed as values: the process environment is never written.
+    traces: ExporterName | None = None
+    metrics: ExporterName | None = None
     if otlp is not None:
         # An explicit OTEL_<SIGNAL>_EXPORTER=none still turns that signal off.
         traces = "none" if _env_off("OTEL_TRACES_EXPORTER") else "otlp"
         metrics = "none" if _env_off("OTEL_METRICS_EXPORTER") else "otlp"
-        # A bare --otlp passes no endpoint: the exporters then use OTEL_EXPORTER_OTLP_ENDPOINT
-        # or their protocol's default port (4317 for gRPC, 4318 for http/protobuf).
-        kwargs.update(endpoint=otlp or None)
     if prometheus_port is not None:
         metrics = "prometheus"
-        kwargs.update(prometheus_port=prometheus_port, prometheus_host=prometheus_host)
-    exporter: str | None
     if otlp is not None:
-        exporter = "otlp"
-        kwargs.update(traces_exporter=traces, metrics_exporter=metrics)
+        # A bare --otlp passes no endpoint: the exporters then use OTEL_EXPORTER_OTLP_ENDPOINT
+        # or their protocol's default port (4317 for gRPC, 4318 for http/protobuf).
+        settings = ExportSettings(
+            "otlp",
+            traces_exporter=traces,
+            metrics_exporter=metrics,
+            endpoint=otlp or None,
+            prometheus_port=prometheus_port,
+            prometheus_host=prometheus_host,
+        )
     elif prometheus_port is not None:
-        exporter = "prometheus"  # spans go where OTEL_TRACES_EXPORTER says, else nowhere
+        # Spans go where OTEL_TRACES_EXPORTER says, else nowhere.
+        settings = ExportSettings(
+            "prometheus", prometheus_port=prometheus_port, prometheus_host=prometheus_host
+        )
     elif env_asks_for_export():
-        exporter = None  # the OTEL_* variables decide
+        settings = ExportSettings()  # the OTEL_* variables decide
     else:
-        exporter = "none"
+        settings = ExportSettings("none")
+    settings = replace(settings, service_name=service_name)
     try:
-        handle = configure(exporter, **kwargs)  # type: ignore[arg-type]
+        handle = install(settings, LabelPolicy(task_types=tuple(task_types)))
     except ValueError as exc:  # an exporter name or protocol the SDK does not know
         raise CliError(f"telemetry: {exc}") from exc
-    destination = describe(exporter, otlp, handle, traces=traces, metrics=metrics)
-    return TelemetrySession(opener=opener, destination=destination, _handle=handle)
+    return TelemetrySession(destination=describe(settings, handle), _handle=handle)
 
 
 def _env_off(name: str) -> bool:
@@ -124,22 +120,16 @@ def default_otlp_endpoint() -> str:
     return DEFAULT_OTLP_HTTP_ENDPOINT if protocol == "http/protobuf" else DEFAULT_OTLP_ENDPOINT
 
 
-def describe(
-    exporter: str | None,
-    otlp: str | None,
-    handle: object,
-    *,
-    traces: str | None = None,
-    metrics: str | None = None,
-) -> str:
-    address = getattr(handle, "prometheus_address", None)
-    parts = []
+def describe(settings: ExportSettings, handle: TelemetryHandle) -> str:
+    """Where telemetry goes, in a few words, for the demo's first line."""
+    exporter, address = settings.exporter, handle.prometheus_address
     if exporter == "none":
         return "none (embedded; --otlp or --prometheus-port to export)"
-    if otlp is not None:
-        signals = [s for s, c in (("spans", traces), ("metrics", metrics)) if c == "otlp"]
-        what = " and ".join(signals) or "nothing (OTEL_*_EXPORTER=none)"
-        parts.append(f"OTLP to {otlp or default_otlp_endpoint()} ({what})")
+    parts = []
+    if exporter == "otlp":
+        chosen = (("spans", settings.traces_exporter), ("metrics", settings.metrics_exporter))
+        what = " and ".join(s for s, c in chosen if c == "otlp") or "nothing (OTEL_*_EXPORTER=none)"
+        parts.append(f"OTLP to {settings.endpoint or default_otlp_endpoint()} ({what})")
     if address is not None:
         parts.append(f"Prometheus metrics on http://{address[0]}:{address[1]}/metrics")
     if exporter is None:

@@ -4,7 +4,15 @@ Used by ``otel-ctx demo`` (and the compose stack's load service) and by the benc
 It sits outside the fit engine: it only calls the engine's public API.
 """
 
-from otel_ctx.demo.agent import RoundFitter, RoundStats, RunOpener, TicketRun, bare_run, run_ticket
+from otel_ctx.demo.agent import (
+    RoundFitter,
+    RoundStats,
+    RunOpener,
+    TicketRun,
+    bare_run,
+    observed_run,
+    run_ticket,
+)
 from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
 from otel_ctx.demo.summary import TaskStats, WorkloadSummary
 from otel_ctx.demo.workload import TASK_MIX, Round, Ticket, make_ticket, tickets
@@ -23,6 +31,7 @@ __all__ = [
     "WorkloadSummary",
     "bare_run",
     "make_ticket",
+    "observed_run",
     "run_ticket",
     "tickets",
 ]

@@ -25,9 +25,17 @@ from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
 from otel_ctx.demo.workload import Message, Ticket
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.fitter import ContextFitter
-from otel_ctx.engine.result import FitResult, Outcome
+from otel_ctx.engine.result import OUTCOME_OVERFLOW, FitResult, Outcome
 from otel_ctx.engine.sources import Source
-from otel_ctx.ledger import ABANDONED, ESCALATED, RESOLVED, CeilingCheck, RunLedger
+from otel_ctx.ledger import (
+    ABANDONED,
+    ESCALATED,
+    RESOLVED,
+    STOP_CEILING,
+    STOP_OVERFLOW,
+    CeilingCheck,
+    RunLedger,
+)
 from otel_ctx.pricing import Usage, default_prices
 
 #: Providers cache a repeated prompt prefix in 128-token steps once it reaches 1,024 tokens.
@@ -88,7 +96,7 @@ class _BareRun:
             self.last_check is not None
             and self.last_check.crossed
             and last is not None
-            and (last.outcome != "overflow")
+            and (last.outcome != OUTCOME_OVERFLOW)
         )
 
     def resolve(self, resolution: str) -> None:
@@ -120,7 +128,7 @@ class _BareRun:
             self._round,
             prompt_tokens=b.estimated,
             reserved_output=b.reserved_output,
-            overflow=self.last.outcome == "overflow",
+            overflow=self.last.outcome == OUTCOME_OVERFLOW,
         )
         return self.last
 
@@ -134,6 +142,23 @@ class _BareRun:
 @contextmanager
 def bare_run(fitter: ContextFitter, ticket: Ticket) -> Iterator[RoundFitter]:
     yield _BareRun(fitter, ticket.task_type)
+
+
+#: The demo agent's name on its run spans.
+AGENT_NAME = "sundry-support"
+
+
+def observed_run(fitter: ContextFitter, ticket: Ticket) -> AbstractContextManager[RoundFitter]:
+    """A run with telemetry: one run span per ticket, a fit span and metrics per round."""
+    from otel_ctx.telemetry import run
+
+    return run(
+        fitter,
+        task_type=ticket.task_type,
+        conversation_id=ticket.ticket_id,
+        agent_name=AGENT_NAME,
+        model=fitter.model,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +203,7 @@ class RoundStats:
             spent_before=check.spent if check is not None else 0,
             next_tokens=check.next_tokens if check is not None else 0,
             ceiling=check.ceiling if check is not None else None,
-            crossed_ceiling=bool(check is not None and check.crossed and result.outcome != "overflow"),
+            crossed_ceiling=bool(check is not None and check.crossed and result.outcome != OUTCOME_OVERFLOW),
             cost=spend.cost if spend is not None else None,
             cost_source=spend.source if spend is not None else "none",
         )
@@ -242,11 +267,11 @@ def run_ticket(
             )
             if keep_results:
                 out.results.append(result)
-            if result.outcome == "overflow" or run.ceiling_reached:
+            if result.outcome == OUTCOME_OVERFLOW or run.ceiling_reached:
                 # The chapter: hand the ticket to a person with the work so far attached.
                 out.rounds.append(RoundStats.of(number, result, run))
                 out.escalated = True
-                out.stop = "overflow" if result.outcome == "overflow" else "ceiling"
+                out.stop = STOP_OVERFLOW if result.outcome == OUTCOME_OVERFLOW else STOP_CEILING
                 break
             # The provider counts what was sent; the fitter's count is exact for it.
             input_tokens = max(1, result.raw_tokens)

@@ -212,3 +212,84 @@ SOURCES_BY_TASK: dict[str, tuple[tuple[Source, ...], tuple[Source, ...]]] = {
     "returns": ((RETURNS_TONE_SNIPPET,), (REFUND_POLICY_SKILL,)),
     "dispute": ((PII_HANDLING_SNIPPET,), (REFUND_POLICY_SKILL, CARRIER_CLAIMS_SKILL)),
 }
+
+
+# --- the tickets' wording: what buyers, sellers and the agent say -------------------------
+
+STATUS_OPENINGS: tuple[str, ...] = (
+    "Hi, I ordered {item} on {day} (order {oid}) and it still hasn't arrived. The confirmation said "
+    "three to five days. Can you tell me where it is? I need it before the weekend.",
+    "Hello! Where is my order {oid}? Tracking hasn't changed for two days and I'm a bit worried it got "
+    "lost. It's the {item}.",
+    "Order {oid}: the app says 'shipped' since {day} but nothing else. Is it stuck somewhere? Thanks.",
+    "Can you check order {oid} for me? It was supposed to come yesterday. I was home all day and no "
+    "one rang. Did the driver even try? It's {item}, quite big, so I don't want it left outside.",
+)
+RETURN_OPENINGS: tuple[str, ...] = (
+    "Hi, I'd like to return the {item} from order {oid}. It looks nothing like the photos: the colour "
+    "is much darker and the finish feels cheap. How do I send it back and will I get a full refund?",
+    "Hello, order {oid} arrived today but the {item} is the wrong size. I ordered the standard one. "
+    "Can I exchange it, or return it and reorder? I'd rather not pay for shipping twice.",
+    "I changed my mind about the {item} (order {oid}), it's unused and still in the box. What's the "
+    "return process? I bought it on {day}.",
+    "The {item} in order {oid} arrived late, a week after the promised date, and I already bought "
+    "another one locally. I want to return it and get my money back, including shipping.",
+)
+DISPUTE_OPENINGS: tuple[str, ...] = (
+    "I need help with order {oid}. The {item} arrived on {day} with the box crushed and the side panel "
+    "cracked right through. I sent the seller photos the same day. The seller first said it was "
+    "packed perfectly, then offered 20% off if I keep it. I don't want a broken shelf at 80% of the "
+    "price; it cannot even be assembled safely. I want a full refund and for someone to collect it. "
+    "I have photos of the outer box, the inner packaging and the crack. The delivery driver left it "
+    "at the door without ringing, and the tracking says it was signed for, which it wasn't.",
+    "The tracking for order {oid} says delivered and signed, but I never received the {item}. "
+    "Nobody in my building signed for anything that day, I asked all my neighbours. The seller says "
+    "it's not their problem because the carrier confirmed delivery. I paid {amount} EUR and I'm "
+    "being told to just accept it. I want my money back or the item, and I want the carrier to "
+    "show me who signed.",
+)
+THREAD_LINES: tuple[str, ...] = (
+    "Thank you for your message. We have checked with our warehouse and the item left in perfect condition.",
+    "As you can see in the photos I attached, the corner of the box is completely crushed.",
+    "Our packaging is tested for parcel transport and we have not had complaints about this product before.",
+    "I am not asking about your other customers, I am asking about my order, which arrived broken.",
+    "We can offer a partial refund of 20% as a gesture of goodwill if you keep the item.",
+    "A partial refund does not help, the side panel is split and the shelf is not safe to assemble.",
+    "Please contact the carrier directly, the damage must have happened in transit.",
+    "I did contact the carrier, they told me the sender has to open the claim, not the recipient.",
+    "We will open a claim, but we cannot refund before the carrier has assessed the damage.",
+    "It has now been nine days. Nobody from the carrier has come to look at the parcel.",
+    "The marketplace guarantee says I am covered if the item arrives damaged. Why is this taking so long?",
+    "We understand your frustration. The claim reference is pending and we are waiting for an answer.",
+    "I have kept all the packaging as you asked, it is taking up half of my hallway.",
+    "Please do not dispose of anything until the claim is closed, otherwise we cannot claim the damage.",
+    "I am considering a chargeback with my card issuer if this is not resolved this week.",
+)
+CONSTRAINT_LINES: tuple[str, ...] = (
+    "Do not promise a refund before the carrier claim is decided or the 10-day no-scan rule applies.",
+    "The buyer mentioned a chargeback: every statement may be read by the card issuer; stick to facts.",
+    "Do not share the seller's contact details or the buyer's address with either party.",
+    "Any refund above 500 EUR needs a tier-2 approval reference in the note.",
+    "The seller is on a performance plan: log every missed response deadline in the state.",
+    "Photos from the buyer are evidence; reference them by attachment name, never describe faces or homes.",
+    "The buyer asked for German replies in writing; keep amounts in EUR with two decimals.",
+)
+REPLIES: tuple[str, ...] = (
+    "Thanks for waiting. I've checked the order and the carrier's scans; here is what I found and what "
+    "happens next. The parcel left the sorting centre yesterday evening and is on a delivery route today.",
+    "I've looked into this. Your return is eligible and I can create a prepaid label for you now. The "
+    "refund is issued once the carrier scans the parcel, usually within two days of drop-off.",
+    "Thank you for the photos. I've added them to the case and asked the seller to respond within 48 "
+    "hours. I'll keep the case open and update you as soon as there is news.",
+    "I understand. I can't promise the outcome yet, but the carrier has confirmed the damage report and "
+    "the claim is in progress. I'll check again tomorrow morning.",
+)
+FOLLOW_UPS: tuple[str, ...] = (
+    "Thanks. Can you make sure they leave it with a neighbour if I'm not home?",
+    "OK, and when will I actually see the money on my card?",
+    "I've uploaded two more photos of the damage, one of the inside of the box. Is that enough?",
+    "That's not good enough. I've waited over a week already. What exactly happens if the seller "
+    "doesn't answer?",
+    "Can you send the label to my other email address instead? The one on file is my work email.",
+    "The seller just messaged me again saying it's the carrier's fault. Who is responsible here?",
+)

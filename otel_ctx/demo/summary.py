@@ -6,12 +6,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_ctx.demo.agent import TicketRun
+from otel_ctx.engine.breakdown import LINES
+from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_OVERFLOW
+from otel_ctx.ledger import STOP_CEILING
 
 #: Utilization is binned at 0.1% up to 400%; p95 needs no list of every round.
 _BIN = 1000
 _MAX_BIN = 4 * _BIN
 
-COMPONENT_LINES: tuple[str, ...] = ("transcript", "tool_schema", "system_prompt", "skills")
+#: The breakdown lines whose mean share of the estimate the summary reports.
+COMPONENT_LINES = LINES
 
 
 @dataclass(slots=True)
@@ -35,7 +39,7 @@ class TaskStats:
     def add(self, run: TicketRun) -> None:
         self.runs += 1
         self.escalated += run.escalated
-        self.ceiling_stops += run.stop == "ceiling"
+        self.ceiling_stops += run.stop == STOP_CEILING
         self.resolutions[run.resolution] = self.resolutions.get(run.resolution, 0) + 1
         self.tokens += run.spent_tokens
         if run.cost is not None:
@@ -43,8 +47,8 @@ class TaskStats:
             self.priced_runs += 1
         for r in run.rounds:
             self.rounds += 1
-            self.compacted += r.outcome == "compacted"
-            self.overflow += r.outcome == "overflow"
+            self.compacted += r.outcome == OUTCOME_COMPACTED
+            self.overflow += r.outcome == OUTCOME_OVERFLOW
             self.dropped_turns += r.dropped_turns
             self.capped_tool_results += r.capped_tool_results
             total = max(1, r.estimated)

@@ -18,12 +18,21 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from otel_ctx.demo import payloads
-from otel_ctx.demo.content import SOURCES_BY_TASK
+from otel_ctx.demo.content import (
+    CONSTRAINT_LINES,
+    DISPUTE_OPENINGS,
+    FOLLOW_UPS,
+    REPLIES,
+    RETURN_OPENINGS,
+    SOURCES_BY_TASK,
+    STATUS_OPENINGS,
+    THREAD_LINES,
+)
 from otel_ctx.engine.sources import Source
 
 Message = dict[str, Any]
@@ -93,90 +102,11 @@ def _tool_turn(rng: random.Random, calls: list[tuple[str, dict[str, Any], str]])
     return (assistant, *results)
 
 
-def _exchange(rng: random.Random, replies: list[str], follow_ups: list[str]) -> tuple[Message, ...]:
+def _exchange(rng: random.Random, replies: Sequence[str], follow_ups: Sequence[str]) -> tuple[Message, ...]:
     return (
         {"role": "assistant", "content": rng.choice(replies)},
         {"role": "user", "content": rng.choice(follow_ups)},
     )
-
-
-_STATUS_OPENINGS = [
-    "Hi, I ordered {item} on {day} (order {oid}) and it still hasn't arrived. The confirmation said "
-    "three to five days. Can you tell me where it is? I need it before the weekend.",
-    "Hello! Where is my order {oid}? Tracking hasn't changed for two days and I'm a bit worried it got "
-    "lost. It's the {item}.",
-    "Order {oid}: the app says 'shipped' since {day} but nothing else. Is it stuck somewhere? Thanks.",
-    "Can you check order {oid} for me? It was supposed to come yesterday. I was home all day and no "
-    "one rang. Did the driver even try? It's {item}, quite big, so I don't want it left outside.",
-]
-_RETURN_OPENINGS = [
-    "Hi, I'd like to return the {item} from order {oid}. It looks nothing like the photos: the colour "
-    "is much darker and the finish feels cheap. How do I send it back and will I get a full refund?",
-    "Hello, order {oid} arrived today but the {item} is the wrong size. I ordered the standard one. "
-    "Can I exchange it, or return it and reorder? I'd rather not pay for shipping twice.",
-    "I changed my mind about the {item} (order {oid}), it's unused and still in the box. What's the "
-    "return process? I bought it on {day}.",
-    "The {item} in order {oid} arrived late, a week after the promised date, and I already bought "
-    "another one locally. I want to return it and get my money back, including shipping.",
-]
-_DISPUTE_OPENINGS = [
-    "I need help with order {oid}. The {item} arrived on {day} with the box crushed and the side panel "
-    "cracked right through. I sent the seller photos the same day. The seller first said it was "
-    "packed perfectly, then offered 20% off if I keep it. I don't want a broken shelf at 80% of the "
-    "price; it cannot even be assembled safely. I want a full refund and for someone to collect it. "
-    "I have photos of the outer box, the inner packaging and the crack. The delivery driver left it "
-    "at the door without ringing, and the tracking says it was signed for, which it wasn't.",
-    "The tracking for order {oid} says delivered and signed, but I never received the {item}. "
-    "Nobody in my building signed for anything that day, I asked all my neighbours. The seller says "
-    "it's not their problem because the carrier confirmed delivery. I paid {amount} EUR and I'm "
-    "being told to just accept it. I want my money back or the item, and I want the carrier to "
-    "show me who signed.",
-]
-_THREAD_LINES = [
-    "Thank you for your message. We have checked with our warehouse and the item left in perfect condition.",
-    "As you can see in the photos I attached, the corner of the box is completely crushed.",
-    "Our packaging is tested for parcel transport and we have not had complaints about this product before.",
-    "I am not asking about your other customers, I am asking about my order, which arrived broken.",
-    "We can offer a partial refund of 20% as a gesture of goodwill if you keep the item.",
-    "A partial refund does not help, the side panel is split and the shelf is not safe to assemble.",
-    "Please contact the carrier directly, the damage must have happened in transit.",
-    "I did contact the carrier, they told me the sender has to open the claim, not the recipient.",
-    "We will open a claim, but we cannot refund before the carrier has assessed the damage.",
-    "It has now been nine days. Nobody from the carrier has come to look at the parcel.",
-    "The marketplace guarantee says I am covered if the item arrives damaged. Why is this taking so long?",
-    "We understand your frustration. The claim reference is pending and we are waiting for an answer.",
-    "I have kept all the packaging as you asked, it is taking up half of my hallway.",
-    "Please do not dispose of anything until the claim is closed, otherwise we cannot claim the damage.",
-    "I am considering a chargeback with my card issuer if this is not resolved this week.",
-]
-_CONSTRAINT_LINES = [
-    "Do not promise a refund before the carrier claim is decided or the 10-day no-scan rule applies.",
-    "The buyer mentioned a chargeback: every statement may be read by the card issuer; stick to facts.",
-    "Do not share the seller's contact details or the buyer's address with either party.",
-    "Any refund above 500 EUR needs a tier-2 approval reference in the note.",
-    "The seller is on a performance plan: log every missed response deadline in the state.",
-    "Photos from the buyer are evidence; reference them by attachment name, never describe faces or homes.",
-    "The buyer asked for German replies in writing; keep amounts in EUR with two decimals.",
-]
-_REPLIES = [
-    "Thanks for waiting. I've checked the order and the carrier's scans; here is what I found and what "
-    "happens next. The parcel left the sorting centre yesterday evening and is on a delivery route today.",
-    "I've looked into this. Your return is eligible and I can create a prepaid label for you now. The "
-    "refund is issued once the carrier scans the parcel, usually within two days of drop-off.",
-    "Thank you for the photos. I've added them to the case and asked the seller to respond within 48 "
-    "hours. I'll keep the case open and update you as soon as there is news.",
-    "I understand. I can't promise the outcome yet, but the carrier has confirmed the damage report and "
-    "the claim is in progress. I'll check again tomorrow morning.",
-]
-_FOLLOW_UPS = [
-    "Thanks. Can you make sure they leave it with a neighbour if I'm not home?",
-    "OK, and when will I actually see the money on my card?",
-    "I've uploaded two more photos of the damage, one of the inside of the box. Is that enough?",
-    "That's not good enough. I've waited over a week already. What exactly happens if the seller "
-    "doesn't answer?",
-    "Can you send the label to my other email address instead? The one on file is my work email.",
-    "The seller just messaged me again saying it's the carrier's fault. Who is responsible here?",
-]
 
 
 def _fill(rng: random.Random, template: str, oid: str) -> str:
@@ -194,7 +124,7 @@ def _email_thread(rng: random.Random, lines: int) -> str:
     for n in range(lines):
         who = "Seller (Nordhaus Living)" if n % 2 else "Me"
         day = 3 + n // 3
-        body = " ".join(rng.sample(_THREAD_LINES, k=rng.randint(3, 6)))
+        body = " ".join(rng.sample(THREAD_LINES, k=rng.randint(3, 6)))
         parts.append(f"-----Original Message-----\nFrom: {who}\nDate: 2026-02-{day:02d}\n\n{body}\n")
     return "\n".join(parts)
 
@@ -261,7 +191,7 @@ def _finish(
 
 def _status_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
     opening: tuple[Message, ...] = (
-        {"role": "user", "content": _fill(rng, rng.choice(_STATUS_OPENINGS), oid)},
+        {"role": "user", "content": _fill(rng, rng.choice(STATUS_OPENINGS), oid)},
     )
     n_rounds = int(_weighted(rng, (("1", 0.15), ("2", 0.25), ("3", 0.35), ("4", 0.25))))
     carrier = rng.choice(payloads._CARRIERS)
@@ -292,14 +222,14 @@ def _status_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, 
                 ],
             )
         ),
-        Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)),
+        Round(_exchange(rng, REPLIES, FOLLOW_UPS)),
     ]
     rounds = [Round(()), *later[: n_rounds - 1]]
     return _finish(rng, ticket_id, "status", "order-status", opening, rounds)
 
 
 def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
-    template = rng.choice(_RETURN_OPENINGS)
+    template = rng.choice(RETURN_OPENINGS)
     late = "late" in template
     opening: tuple[Message, ...] = ({"role": "user", "content": _fill(rng, template, oid)},)
     items = rng.randint(1, 6)
@@ -349,7 +279,7 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
             )
         )
     )
-    plan.append(Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)))
+    plan.append(Round(_exchange(rng, REPLIES, FOLLOW_UPS)))
     plan.append(
         Round(
             _tool_turn(
@@ -364,7 +294,7 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
             )
         )
     )
-    plan.append(Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)))
+    plan.append(Round(_exchange(rng, REPLIES, FOLLOW_UPS)))
     amount = round(rng.uniform(15, 140), 2)
     plan.append(
         Round(
@@ -380,7 +310,7 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
             )
         )
     )
-    plan.append(Round(_exchange(rng, _REPLIES, _FOLLOW_UPS)))
+    plan.append(Round(_exchange(rng, REPLIES, FOLLOW_UPS)))
     n_rounds = rng.randint(3, min(8, len(plan) + 1))
     rounds = [Round(()), *plan[: n_rounds - 1]]
     return _finish(rng, ticket_id, "returns", "late-delivery" if late else "return", opening, rounds)
@@ -388,11 +318,11 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
 
 def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, customer: str) -> Ticket:
     escalating = rng.random() < ESCALATING_DISPUTE_SHARE
-    text = _fill(rng, rng.choice(_DISPUTE_OPENINGS), oid)
+    text = _fill(rng, rng.choice(DISPUTE_OPENINGS), oid)
     if escalating:
         # The buyer pastes the whole email thread with the seller into the ticket.
         text += "\n\nHere is everything the seller and I wrote so far:\n\n" + _email_thread(rng, 100)
-    constraints = rng.sample(_CONSTRAINT_LINES, k=len(_CONSTRAINT_LINES) if escalating else 3)
+    constraints = rng.sample(CONSTRAINT_LINES, k=len(CONSTRAINT_LINES) if escalating else 3)
     facts = ["buyer reports damage on arrival", "carrier scan shows signature on delivery"]
     actions: list[str] = []
     opening: tuple[Message, ...] = (
@@ -424,14 +354,14 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
         (_tool_turn(rng, [order()]), "looked up the order"),
         (_tool_turn(rng, [parcel()]), "pulled the carrier scan history"),
         (_tool_turn(rng, [seller()]), "read the buyer-seller thread"),
-        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "asked the buyer for photos"),
+        (_exchange(rng, REPLIES, FOLLOW_UPS), "asked the buyer for photos"),
         (
             _tool_turn(
                 rng, [("get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer))]
             ),
             "checked the buyer's refund history",
         ),
-        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "told the buyer the seller has 48 hours"),
+        (_exchange(rng, REPLIES, FOLLOW_UPS), "told the buyer the seller has 48 hours"),
         (
             _tool_turn(
                 rng,
@@ -445,11 +375,11 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
             ),
             "confirmed the damaged line is returnable",
         ),
-        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "explained the carrier claim"),
+        (_exchange(rng, REPLIES, FOLLOW_UPS), "explained the carrier claim"),
         # The re-check: order, scans and thread again, in one parallel turn. On an escalating
         # dispute this newest turn, pinned with everything else, is what overflows the floor.
         (_tool_turn(rng, [order(), parcel(), seller()]), "re-checked order, scans and thread"),
-        (_exchange(rng, _REPLIES, _FOLLOW_UPS), "summarised both sides for the buyer"),
+        (_exchange(rng, REPLIES, FOLLOW_UPS), "summarised both sides for the buyer"),
         (
             _tool_turn(
                 rng,

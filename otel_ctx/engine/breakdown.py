@@ -16,10 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from otel_ctx.engine.budget import request_ceiling
 from otel_ctx.engine.sources import SourceInfo
+
+#: The four lines that add up to ``estimated``; each names the :class:`Breakdown` field
+#: that holds it (telemetry reports them as ``context_budget.component`` values).
+TRANSCRIPT: Final = "transcript"
+TOOL_SCHEMA: Final = "tool_schema"
+SYSTEM_PROMPT: Final = "system_prompt"
+SKILLS: Final = "skills"
+LINES: tuple[str, ...] = (TRANSCRIPT, TOOL_SCHEMA, SYSTEM_PROMPT, SKILLS)
 
 SYSTEM_PROMPT_LABEL = "System prompt (incl. snippets)"
 COUNTED_IN_TRANSCRIPT = "counted in the transcript"

@@ -19,7 +19,7 @@ ALPHA = 0.3
 MAXIMUM = 4.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Calibration:
     """A factor >= 1.0 in ten-thousandths: estimates may err high, never low."""
 
@@ -37,6 +37,15 @@ class Calibration:
         if not math.isfinite(value) or value < 1.0:
             raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}")
         return cls(round(value * SCALE))
+
+    @classmethod
+    def covering(cls, exact: int, raw: int) -> Calibration:
+        """The least factor (>= 1.0) that scales ``raw`` up to at least ``exact``.
+
+        Rounded up to the next ten-thousandth, so the scaled total never comes in under
+        ``exact``. ``raw`` must be positive.
+        """
+        return cls(max(SCALE, -(-exact * SCALE // raw)))
 
     @property
     def factor(self) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from otel_ctx.engine.model import RequestModel, units
-from otel_ctx.engine.result import Outcome
+from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, Outcome
 
 Strategy = Literal["middle", "oldest"]
 
@@ -117,7 +117,7 @@ def compact(model: RequestModel, ceiling: int, pinned_turns: Iterable[int], stra
     spans = units(model.turns)
     total = model.total
     if total <= ceiling:
-        return Plan(spans, [], [], total, "fit")
+        return Plan(spans, [], [], total, OUTCOME_FIT)
     pinned = floor(model, spans, pinned_turns)
     order = drop_order([u for u in range(len(spans)) if not pinned[u]], strategy)
     dropped: list[int] = []
@@ -128,7 +128,7 @@ def compact(model: RequestModel, ceiling: int, pinned_turns: Iterable[int], stra
         dropped.append(u)
         s, e = spans[u]
         total -= turns[s].cost if e - s == 1 else sum(turns[i].cost for i in range(s, e))
-    outcome: Outcome = "compacted" if total <= ceiling else "overflow"
+    outcome: Outcome = OUTCOME_COMPACTED if total <= ceiling else OUTCOME_OVERFLOW
     return Plan(spans, dropped, order[len(dropped) :], total, outcome)
 
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from otel_ctx.adapters import Adapter, Fitted, ReadContext, Reading, adapter_for, adapter_for_items, detect
+# Modules, not names: the adapters read the engine's modules, so either package may be the
+# one imported first; the names are looked up when a request arrives.
+from otel_ctx import adapters
+from otel_ctx.adapters import base as dialect
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.cache import BoundedCache
@@ -32,9 +35,12 @@ from otel_ctx.engine.capping import Capper
 from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
 from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError
 from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
-from otel_ctx.engine.result import FitResult, Message
+from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
 from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
 from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+
+if TYPE_CHECKING:
+    from otel_ctx.adapters.base import Adapter, ReadContext, Reading
 
 Pinned = Iterable[int] | Callable[[int, Any], bool] | None
 #: Receives the dropped messages in order; returns the message (or text) that replaces them.
@@ -166,7 +172,7 @@ class ContextFitter:
         system_prompt: str | None = None,
     ) -> int:
         """Prompt tokens of the request as given, as the provider counts them (uncalibrated)."""
-        adapter, reading = self._read_items(messages, tools, ReadContext(self.counter))
+        adapter, reading = self._read_items(messages, tools, dialect.ReadContext(self.counter))
         self._add_blocks(adapter, reading.model, system_prompt, None, None)
         return reading.model.total
 
@@ -195,7 +201,7 @@ class ContextFitter:
         provider would reject is not an error here: ``problems`` says what is wrong.
         """
         policy = policy if policy is not None else self.policy_for(task_type)
-        ctx = ReadContext(self.counter, strict=False)
+        ctx = dialect.ReadContext(self.counter, strict=False)
         adapter, reading = self._read_items(messages, tools, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, None, squeeze=False
@@ -228,7 +234,7 @@ class ContextFitter:
         answering no call) raises :class:`TranscriptRuleError` naming the message.
         """
         policy = self.policy_for(task_type)
-        ctx = ReadContext(self.counter, cap=self._cap_for(policy))
+        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
         adapter, reading = self._read_items(messages, tools, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, pinned, squeeze=True
@@ -241,7 +247,7 @@ class ContextFitter:
         adapter = self._adapter(body, provider)
         if self.exact_counter is not None:
             return self._exact(adapter.provider, body)
-        reading = adapter.to_model(body, ReadContext(self.counter))
+        reading = adapter.to_model(body, dialect.ReadContext(self.counter))
         return reading.model.total
 
     def fit_request(
@@ -264,7 +270,7 @@ class ContextFitter:
         """
         adapter = self._adapter(body, provider)
         policy = self.policy_for(task_type)
-        ctx = ReadContext(self.counter, cap=self._cap_for(policy))
+        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
         reading = adapter.to_model(body, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, None, snippets, skills, pinned, squeeze=True
@@ -280,7 +286,7 @@ class ContextFitter:
         """
         adapter = self._adapter(body, provider)
         policy = self.policy_for(task_type)
-        ctx = ReadContext(self.counter, strict=False)
+        ctx = dialect.ReadContext(self.counter, strict=False)
         reading = adapter.to_model(body, ctx)
         return self._decide(adapter, reading, ctx, policy, task_type, None, None, None, None, squeeze=False)
 
@@ -310,14 +316,14 @@ class ContextFitter:
         return lambda text: capper(text, cap)
 
     def _adapter(self, body: Any, provider: str | None) -> Adapter:
-        return detect(body) if provider is None else adapter_for(provider)
+        return adapters.detect(body) if provider is None else adapters.adapter_for(provider)
 
     def _read_items(self, messages: Any, tools: Any, ctx: ReadContext) -> tuple[Adapter, Reading]:
         if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
             raise InvalidRequestError(
                 "messages", f"must be a list of message objects, got {type(messages).__name__}"
             )
-        adapter = adapter_for_items(messages)
+        adapter = adapters.adapter_for_items(messages)
         return adapter, adapter.read_items(messages, tools, ctx)
 
     def _exact(self, provider: str, body: Any) -> int:
@@ -376,11 +382,13 @@ class ContextFitter:
             plan = compact(model, ceiling, pins, self.strategy)
         else:
             total = model.total
-            plan = Plan(units(model.turns), [], [], total, "fit" if total <= ceiling else "overflow")
+            plan = Plan(
+                units(model.turns), [], [], total, OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW
+            )
 
         summary: Any = None
         summary_turn: Turn | None = None
-        if self.summarizer is not None and plan.outcome == "compacted":
+        if self.summarizer is not None and plan.outcome == OUTCOME_COMPACTED:
             while True:
                 summary, summary_turn = self._summarize(adapter, reading, plan)
                 if plan.total + summary_turn.cost <= ceiling:
@@ -397,7 +405,7 @@ class ContextFitter:
         if summary is not None:
             first = dropped_items[0] if dropped_items else model.items
             summary_at = sum(len(model.span(k)) for k in kept if model.starts[k] < first)
-        body, items = adapter.from_model(reading, Fitted(kept, summary, summary_at, added))
+        body, items = adapter.from_model(reading, dialect.Fitted(kept, summary, summary_at, added))
         if not squeeze and reading.body is not None:
             body = reading.body  # observe-only: the request goes out exactly as the caller built it
         return self._result(
@@ -434,9 +442,7 @@ class ContextFitter:
         exact = self._exact(adapter.provider, reading.body)
         if raw <= 0:
             return learned, True
-        # Rounded up to the next ten-thousandth, so the scaled total never comes in under it.
-        per_request = Calibration(max(learned.scaled, -(-exact * 10_000 // raw)))
-        return per_request, True
+        return max(learned, Calibration.covering(exact, raw)), True
 
     def _summarize(self, adapter: Adapter, reading: Reading, plan: Plan) -> tuple[Any, Turn]:
         assert self.summarizer is not None

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.errors import OtelCtxError
 
+#: What a fit decided: everything fitted, history was compacted to fit, or the pinned
+#: floor alone exceeds the budget. Read these by name; the type spells the same three.
+OUTCOME_FIT: Final = "fit"
+OUTCOME_COMPACTED: Final = "compacted"
+OUTCOME_OVERFLOW: Final = "overflow"
 Outcome = Literal["fit", "compacted", "overflow"]
+OUTCOMES: tuple[Outcome, ...] = (OUTCOME_FIT, OUTCOME_COMPACTED, OUTCOME_OVERFLOW)
+
+#: Who decided what was sent: otel-ctx fitted the request, or it only measured a request
+#: someone else built (observe-only paths never change the request).
+MODE_FIT: Final = "fit"
+MODE_OBSERVE: Final = "observe"
+Mode = Literal["fit", "observe"]
+MODES: tuple[Mode, ...] = (MODE_FIT, MODE_OBSERVE)
 Message = dict[str, Any]
 
 
@@ -61,7 +74,7 @@ class FitResult:
 
     def raise_for_overflow(self) -> FitResult:
         """Raise :class:`ContextOverflow` when the pinned floor does not fit; else return self."""
-        if self.outcome == "overflow":
+        if self.outcome == OUTCOME_OVERFLOW:
             raise ContextOverflow(self)
         return self
 

@@ -13,12 +13,13 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import table, timeseries
 from grafana_foundation_sdk.models import dashboard as dash_m
 
-from otel_ctx import alerts, names
+from otel_ctx import names
+from otel_ctx.grafana import alerts, conventions
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
 
-UID = alerts.COST_DASHBOARD_UID
+UID = conventions.COST_UID
 TITLE = "otel-ctx · Cost and resolution"
 
 RESOLUTION = names.prometheus_label(names.RESOLUTION)
@@ -197,11 +198,7 @@ def _ceiling_panels() -> list[p.PanelBuilder]:
         .fill_opacity(40)
         .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
     )
-    for resolution, color in RESOLUTION_COLORS.items():
-        ends = ends.override_by_name(
-            resolution,
-            [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})],
-        )
+    ends = p.fixed_colors(ends, RESOLUTION_COLORS)
     return [against, tokens, stopped, ends]
 
 

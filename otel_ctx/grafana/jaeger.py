@@ -2,8 +2,9 @@
 
 Jaeger's UI takes its search form as query parameters: ``service``, ``operation``,
 ``tags`` (a JSON object of span tag → value) and a time window in microseconds.
-Grafana fills in ``${...}`` at click time, so those placeholders must survive the
-percent-encoding of everything else.
+Grafana fills in ``${...}`` at click time, and Alertmanager's templates ``{{ ... }}``
+when an alert is sent, so those placeholders must survive the percent-encoding of
+everything else. The dashboards and the alert rules build their links here.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import re
 from urllib.parse import quote
 
 from otel_ctx import names
+from otel_ctx.grafana import conventions
 
-DEFAULT_JAEGER_URL = "http://localhost:16686"
+DEFAULT_JAEGER_URL = conventions.DEFAULT_JAEGER_URL
 #: How many traces one click lists.
 SEARCH_LIMIT = 50
 
-_PLACEHOLDER = re.compile(r"(\$\{[^}]+\})")
+_PLACEHOLDER = re.compile(r"(\$\{[^}]+\}|\{\{[^}]+\}\})")
 
 
 def _encode(value: str) -> str:
@@ -30,22 +32,28 @@ def _encode(value: str) -> str:
     )
 
 
-def overflow_search_url(base: str, service: str, tags: dict[str, str] | None = None) -> str:
+def overflow_search_url(
+    base: str, service: str, tags: dict[str, str] | None = None, *, lookback: str | None = None
+) -> str:
     """Jaeger search for ``context_budget.fit`` spans whose outcome is overflow.
 
-    ``base`` and ``service`` may be Grafana placeholders (``${jaeger_url}``,
-    ``${__data.fields.job}``); the window is the dashboard's time range, which Grafana
-    gives in milliseconds (``${__from}``) and Jaeger wants in microseconds.
+    ``base`` and ``service`` may be placeholders (``${jaeger_url}``, ``${__data.fields.job}``,
+    ``{{ $labels.job }}``). The window is the dashboard's time range, which Grafana gives in
+    milliseconds (``${__from}``) and Jaeger wants in microseconds; or, for a link sent with
+    an alert, ``lookback`` before now (``1h``).
     """
-    span_tags = {names.OUTCOME: names.OUTCOMES[2], **(tags or {})}
+    span_tags = {names.OUTCOME: names.OUTCOME_OVERFLOW, **(tags or {})}
+    window = (
+        [("lookback", lookback)]
+        if lookback is not None
+        else [("lookback", "custom"), ("start", "${__from}000"), ("end", "${__to}000")]
+    )
     params = [
         ("service", service),
         ("operation", names.SPAN_FIT),
         ("tags", json.dumps(span_tags, sort_keys=True, separators=(",", ":"))),
-        ("lookback", "custom"),
-        ("start", "${__from}000"),
-        ("end", "${__to}000"),
+        *window,
         ("limit", str(SEARCH_LIMIT)),
     ]
     query = "&".join(f"{key}={_encode(value)}" for key, value in params)
-    return f"{base}/search?{query}"
+    return f"{base.rstrip('/')}/search?{query}"

@@ -8,23 +8,19 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from otel_ctx import names
-from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import conventions, jaeger
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
 
-UID = "otel-ctx-overview"
+UID = conventions.OVERVIEW_UID
 TITLE = "otel-ctx · Context budget overview"
 
-#: Overflow share of fits above which a task type turns orange / red.
-OVERFLOW_WARN = 0.01
-OVERFLOW_BAD = 0.05
-
-OUTCOME_COLORS = {names.OUTCOMES[0]: "green", q.COMPACTED: "orange", q.OVERFLOW: "red"}
+OVERFLOW_WARN, OVERFLOW_BAD = conventions.OVERFLOW_WARN, conventions.OVERFLOW_BAD
 
 
 def _overflow_panels() -> list[p.PanelBuilder]:
-    overflow = {q.OUTCOME: q.OVERFLOW}
+    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
     by_task = p.legend(q.TASK_TYPE)
     rate_stat = (
         stat.Panel()
@@ -387,10 +383,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .span(8)
         .height(8)
     )
-    for outcome, color in OUTCOME_COLORS.items():
-        fits = fits.override_by_name(
-            outcome, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
-        )
+    fits = p.fixed_colors(fits, conventions.OUTCOME_COLORS)
     compactions = (
         timeseries.Panel()
         .title("Compactions and dropped turns per second")
@@ -403,7 +396,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.recorded_sum(names.FITS, [q.TASK_TYPE], **{q.OUTCOME: q.COMPACTED}),
+                    q.recorded_sum(names.FITS, [q.TASK_TYPE], **{q.OUTCOME: names.OUTCOME_COMPACTED}),
                     "compactions · " + by_task,
                 ),
                 p.query(

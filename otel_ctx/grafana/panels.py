@@ -7,11 +7,12 @@ source uid, so the same JSON works in any Grafana whatever its Prometheus is cal
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.builders import timeseries
 from grafana_foundation_sdk.cog import variants as cog_variants
 from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.models import dashboard as dash_m
@@ -223,3 +224,12 @@ def dashboard(
         for panel in section:
             board = board.with_panel(panel)
     return board
+
+
+def fixed_colors(panel: timeseries.Panel, colors: Mapping[str, str]) -> timeseries.Panel:
+    """Each named series in its own fixed colour (outcomes, resolutions), on every board alike."""
+    for series, color in colors.items():
+        panel = panel.override_by_name(
+            series, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
+        )
+    return panel

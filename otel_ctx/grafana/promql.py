@@ -10,7 +10,7 @@ fixed window for them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from otel_ctx import names
 
@@ -34,9 +34,6 @@ VAR_JAEGER_URL = "jaeger_url"
 RATE = "$__rate_interval"
 RANGE = "$__range"
 
-OVERFLOW = names.OUTCOMES[2]
-COMPACTED = names.OUTCOMES[1]
-
 
 def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -59,6 +56,35 @@ def selector(metric: str, **matchers: str) -> str:
         else:
             parts.append(f"{label}={_quote(value)}")
     return f"{metric}{{{', '.join(parts)}}}"
+
+
+def matching(series: str, matchers: Mapping[str, str] | None = None) -> str:
+    """``series{label="value", ...}``: exact matchers and no dashboard variables (the alert rules)."""
+    if not matchers:
+        return series
+    return f"{series}{{{', '.join(f'{label}={_quote(value)}' for label, value in matchers.items())}}}"
+
+
+def summed(expr: str, group: Iterable[str] = ()) -> str:
+    """``sum by (group) (expr)``."""
+    return f"sum{by(group)} ({expr})"
+
+
+def number(value: float) -> str:
+    """A PromQL literal without a trailing ``.0`` (``20``, ``0.05``)."""
+    return repr(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
+_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def seconds(duration: str) -> float:
+    """A PromQL duration (``10m``, ``1h30m``) in seconds."""
+    parts = _DURATION.findall(duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ValueError(f"not a PromQL duration: {duration!r}")
+    return sum(int(n) * _SECONDS[u] for n, u in parts)
 
 
 def one_of(values: Iterable[str]) -> str:

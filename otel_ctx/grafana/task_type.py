@@ -9,12 +9,12 @@ from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from otel_ctx import names
+from otel_ctx.grafana import conventions
 from otel_ctx.grafana import options as o
-from otel_ctx.grafana import overview
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
 
-UID = "otel-ctx-task-type"
+UID = conventions.TASK_TYPE_UID
 TITLE = "otel-ctx · Task type drill-down"
 
 
@@ -39,8 +39,8 @@ def _stat(
 
 
 def _glance() -> list[p.PanelBuilder]:
-    overflow = {q.OUTCOME: q.OVERFLOW}
-    compacted = {q.OUTCOME: q.COMPACTED}
+    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
+    compacted = {q.OUTCOME: names.OUTCOME_COMPACTED}
     return [
         _stat(
             "Fits per second",
@@ -53,7 +53,7 @@ def _glance() -> list[p.PanelBuilder]:
             "Share of fits whose pinned floor alone exceeded the budget (time range).",
             q.ratio(names.FITS, [], q.RANGE, overflow),
             "percentunit",
-            ((overview.OVERFLOW_WARN, "orange"), (overview.OVERFLOW_BAD, "red")),
+            ((conventions.OVERFLOW_WARN, "orange"), (conventions.OVERFLOW_BAD, "red")),
         ),
         _stat(
             "Compaction rate",
@@ -212,10 +212,7 @@ def _edge() -> list[p.PanelBuilder]:
         .span(12)
         .height(8)
     )
-    for outcome, color in overview.OUTCOME_COLORS.items():
-        outcomes = outcomes.override_by_name(
-            outcome, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
-        )
+    outcomes = p.fixed_colors(outcomes, conventions.OUTCOME_COLORS)
     per_compaction = (
         timeseries.Panel()
         .title("Turns dropped per compaction")
@@ -229,7 +226,7 @@ def _edge() -> list[p.PanelBuilder]:
             p.targets(
                 p.query(
                     f"{q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus)}\n/\n"
-                    f"({q.rate_sum(names.FITS.prometheus, **{q.OUTCOME: q.COMPACTED})} > 0)",
+                    f"({q.rate_sum(names.FITS.prometheus, **{q.OUTCOME: names.OUTCOME_COMPACTED})} > 0)",
                     "turns per compaction",
                 )
             )

@@ -27,8 +27,7 @@ from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.telemetry.content import capture_content, messages_json
-from otel_ctx.telemetry.emitter import MODE_OBSERVE, Emitter, log_failure, span_attributes
+from otel_ctx.telemetry.emitter import Emitter, log_failure
 
 if TYPE_CHECKING:
     from otel_ctx.engine import ContextFitter
@@ -138,7 +137,7 @@ def _rebudget(result: FitResult, policy: BudgetPolicy, task_type: str) -> FitRes
         budget=budget,
         remaining=budget - b.estimated,
     )
-    outcome: Outcome = "fit" if b.estimated <= budget else "overflow"
+    outcome: Outcome = names.OUTCOME_FIT if b.estimated <= budget else names.OUTCOME_OVERFLOW
     return dataclasses.replace(result, breakdown=breakdown, outcome=outcome, task_type=task_type)
 
 
@@ -262,28 +261,12 @@ class Round:
         span, result = self.span, self.result
         context = trace.set_span_in_context(span)
         if span.is_recording():
-            attrs = span_attributes(
-                result, round_number=self.round_number, model=self.model, mode=MODE_OBSERVE
-            )
-            attrs[names.PROVIDER] = provider
+            extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
             if conversation_id is not None:
-                attrs[names.GEN_AI_CONVERSATION_ID] = conversation_id
-            span.set_attributes(attrs)
-            b = result.breakdown
-            if result.outcome == "overflow":
-                span.add_event(
-                    names.EVENT_FLOOR_OVERFLOW,
-                    {
-                        names.ESTIMATED_TOKENS: b.estimated,
-                        names.BUDGET: b.budget,
-                        names.OVERFLOW_TOKENS: b.overflow,
-                    },
-                )
-            if capture_content():
-                span.add_event(
-                    names.EVENT_CONTENT,
-                    {names.GEN_AI_INPUT_MESSAGES: messages_json(result.request_messages())},
-                )
+                extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
+            self.observer.emitter.annotate(
+                span, result, self.round_number, names.MODE_OBSERVE, self.model, extra
+            )
         call = self.call_span
         if call is not None:
             b = result.breakdown

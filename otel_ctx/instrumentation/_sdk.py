@@ -28,28 +28,25 @@ def _int(value: Any) -> int:
 # --- usage, per dialect -------------------------------------------------------------------------
 
 
-def openai_chat_usage(usage: Any) -> Usage | None:
-    """Chat Completions: ``prompt_tokens`` already includes the cached ones."""
-    if usage is None:
-        return None
-    details = getattr(usage, "prompt_tokens_details", None)
-    return Usage(
-        input_tokens=_int(getattr(usage, "prompt_tokens", 0)),
-        output_tokens=_int(getattr(usage, "completion_tokens", 0)),
-        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
-    )
+def _openai_usage(input_field: str, output_field: str, details_field: str) -> Callable[[Any], Usage | None]:
+    """OpenAI's usage reader for one API: the input count already includes the cached tokens."""
+
+    def usage_of(usage: Any) -> Usage | None:
+        if usage is None:
+            return None
+        details = getattr(usage, details_field, None)
+        return Usage(
+            input_tokens=_int(getattr(usage, input_field, 0)),
+            output_tokens=_int(getattr(usage, output_field, 0)),
+            cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+        )
+
+    return usage_of
 
 
-def openai_responses_usage(usage: Any) -> Usage | None:
-    """Responses: ``input_tokens`` already includes the cached ones."""
-    if usage is None:
-        return None
-    details = getattr(usage, "input_tokens_details", None)
-    return Usage(
-        input_tokens=_int(getattr(usage, "input_tokens", 0)),
-        output_tokens=_int(getattr(usage, "output_tokens", 0)),
-        cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
-    )
+#: Chat Completions and Responses name the same three counts differently.
+openai_chat_usage = _openai_usage("prompt_tokens", "completion_tokens", "prompt_tokens_details")
+openai_responses_usage = _openai_usage("input_tokens", "output_tokens", "input_tokens_details")
 
 
 def anthropic_usage(usage: Any) -> Usage | None:

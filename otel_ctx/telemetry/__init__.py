@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from otel_ctx.telemetry.content import capture_content
 from otel_ctx.telemetry.emitter import Emitter, component_values, span_attributes
+from otel_ctx.telemetry.exporters import ExportSettings, views
 from otel_ctx.telemetry.labels import LabelPolicy
 from otel_ctx.telemetry.observe import observe, observed
 from otel_ctx.telemetry.run import Run, current_run, run
-from otel_ctx.telemetry.setup import TelemetryHandle, configure, create_providers, views
+from otel_ctx.telemetry.setup import TelemetryHandle, configure, create_providers, install
 
 __all__ = [
     "Emitter",
+    "ExportSettings",
     "LabelPolicy",
     "Run",
     "TelemetryHandle",
@@ -23,6 +25,7 @@ __all__ = [
     "configure",
     "create_providers",
     "current_run",
+    "install",
     "observe",
     "observed",
     "run",

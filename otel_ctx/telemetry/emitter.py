@@ -33,6 +33,7 @@ from opentelemetry.util.types import AttributeValue
 from otel_ctx import names
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.result import FitResult
+from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import capture_content, messages_json, record_exception
 from otel_ctx.telemetry.labels import LabelPolicy
 
@@ -44,9 +45,6 @@ try:  # the package may be used from a source tree that was never pip-installed
     _VERSION = _dist_version("otel-ctx")
 except Exception:  # pragma: no cover - depends on how otel-ctx was installed
     _VERSION = "0.0.0"
-
-MODE_FIT = "fit"
-MODE_OBSERVE = "observe"
 
 
 def component_values(b: Breakdown) -> tuple[int, ...]:
@@ -71,7 +69,7 @@ def component_values(b: Breakdown) -> tuple[int, ...]:
 
 
 def span_attributes(
-    result: FitResult, *, round_number: int, model: str | None, mode: str = MODE_FIT
+    result: FitResult, *, round_number: int, model: str | None, mode: str = names.MODE_FIT
 ) -> dict[str, AttributeValue]:
     """Every ``names.FIT_SPAN_ATTRIBUTES`` value of one round (plus the mode). Names, never text."""
     b = result.breakdown
@@ -259,23 +257,9 @@ class Emitter:
         meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
         #: Kept for the per-run instruments (otel_ctx.telemetry.run), created on first use.
         self.meter = meter
-        # The bucket advisory makes an application's own SDK (no otel-ctx Views) use the
-        # registry's buckets too; configure() also installs Views for SDKs that ignore it.
-        self._utilization = meter.create_histogram(
-            names.UTILIZATION.name,
-            unit=names.UTILIZATION.unit,
-            description=names.UTILIZATION.description,
-            explicit_bucket_boundaries_advisory=names.UTILIZATION.buckets,
-        )
-        self._accuracy = meter.create_histogram(
-            names.ESTIMATE_ACCURACY.name,
-            unit=names.ESTIMATE_ACCURACY.unit,
-            description=names.ESTIMATE_ACCURACY.description,
-            explicit_bucket_boundaries_advisory=names.ESTIMATE_ACCURACY.buckets,
-        )
-        self._fits = meter.create_counter(
-            names.FITS.name, unit=names.FITS.unit, description=names.FITS.description
-        )
+        self._utilization = instruments.create(meter, names.UTILIZATION)
+        self._accuracy = instruments.create(meter, names.ESTIMATE_ACCURACY)
+        self._fits = instruments.create(meter, names.FITS)
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -297,9 +281,7 @@ class Emitter:
                 (names.DROPPED_TURNS_METRIC, totals.observe_dropped),
                 (names.CAPPED_TOOL_RESULTS_METRIC, totals.observe_capped),
             ):
-                meter.create_observable_counter(
-                    metric.name, callbacks=[callback], unit=metric.unit, description=metric.description
-                )
+                instruments.create(meter, metric, callbacks=[callback])
             with contextlib.suppress(TypeError):
                 _totals_by_meter[meter] = totals
             return totals
@@ -315,7 +297,7 @@ class Emitter:
         call: Callable[[], FitResult],
         *,
         round_number: int,
-        mode: str = MODE_FIT,
+        mode: str = names.MODE_FIT,
         model: str | None = None,
         known_task_types: Iterable[str] = (),
         parent: Context | None = None,
@@ -329,7 +311,7 @@ class Emitter:
         span: Span | None = None
         token: object | None = None
         try:
-            name = names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT
+            name = names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT
             span = self._tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL)
             # Current during the call so a summariser hook's own LLM span nests under the round.
             token = _attach(span)
@@ -364,7 +346,7 @@ class Emitter:
         *,
         span: Span | None,
         round_number: int,
-        mode: str = MODE_FIT,
+        mode: str = names.MODE_FIT,
         model: str | None = None,
         known_task_types: Iterable[str] = (),
         extra: Mapping[str, AttributeValue] | None = None,
@@ -375,7 +357,7 @@ class Emitter:
             ctx: Context | None = None
             if span is not None:
                 if span.is_recording():
-                    self._annotate(span, result, round_number, mode, model_name, extra)
+                    self.annotate(span, result, round_number, mode, model_name, extra)
                 # Histogram points recorded in this context carry the span as an exemplar.
                 ctx = trace.set_span_in_context(span)
             self.record_metrics(result, round_number, model_name, known_task_types, ctx)
@@ -388,7 +370,7 @@ class Emitter:
                 except Exception as exc:
                     log_failure("ending the round span", exc)
 
-    def _annotate(
+    def annotate(
         self,
         span: Span,
         result: FitResult,
@@ -402,7 +384,7 @@ class Emitter:
             attrs.update(extra)
         span.set_attributes(attrs)
         b = result.breakdown
-        if result.outcome == "overflow":
+        if result.outcome == names.OUTCOME_OVERFLOW:
             span.add_event(
                 names.EVENT_FLOOR_OVERFLOW,
                 {
@@ -513,8 +495,6 @@ def default_emitter() -> Emitter:
 
 
 __all__ = [
-    "MODE_FIT",
-    "MODE_OBSERVE",
     "Emitter",
     "component_values",
     "default_emitter",

@@ -23,7 +23,7 @@ from otel_ctx import names
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
-from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
+from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 from otel_ctx.telemetry.run import Run, current_run
 from otel_ctx.telemetry.trim import compare
 
@@ -109,7 +109,7 @@ def observe(
         result = em.instrument(
             call,
             round_number=active.next_round(),
-            mode=MODE_OBSERVE,
+            mode=names.MODE_OBSERVE,
             model=model,
             known_task_types=fitter.task_types,
             parent=active.parent_context(),
@@ -118,7 +118,7 @@ def observe(
         active.last_result = result
         return result
     return em.instrument(
-        call, round_number=1, mode=MODE_OBSERVE, model=model, known_task_types=fitter.task_types
+        call, round_number=1, mode=names.MODE_OBSERVE, model=model, known_task_types=fitter.task_types
     )
 
 
@@ -264,7 +264,7 @@ class _Watcher:
         active = current_run()
         trim_extra: dict[str, AttributeValue] = {}
         if isinstance(out, FitResult):
-            result, mode = out, MODE_FIT
+            result, mode = out, names.MODE_FIT
             fitter = self.bound_fitter
         else:
             fitter = self._fitter(active)
@@ -279,7 +279,7 @@ class _Watcher:
                 system_prompt=self.system_prompt,
                 task_type=task,
             )
-            mode = MODE_OBSERVE
+            mode = names.MODE_OBSERVE
             if given is not None and isinstance(out, Sequence):
                 try:
                     result, trim_extra = _with_trim_report(result, given, out)
@@ -348,4 +348,4 @@ def _with_trim_report(
 
 
 def _span_name(mode: str) -> str:
-    return names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT
+    return names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT

@@ -33,8 +33,9 @@ from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
 from otel_ctx.pricing import PriceTable, Usage, default_prices
+from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import record_exception
-from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
+from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
     from otel_ctx.engine.fitter import ContextFitter
@@ -52,16 +53,10 @@ class _RunInstruments:
     def __init__(self, emitter: Emitter) -> None:
         meter = emitter.meter
 
-        def histogram(m: names.Metric) -> Any:
-            return meter.create_histogram(
-                m.name, unit=m.unit, description=m.description, explicit_bucket_boundaries_advisory=m.buckets
-            )
-
-        stops = names.CEILING_STOPS
-        self.ceiling_stops = meter.create_counter(stops.name, unit=stops.unit, description=stops.description)
-        self.tokens = histogram(names.RUN_TOKENS)
-        self.cost = histogram(names.RUN_COST)
-        self.ceiling_utilization = histogram(names.RUN_CEILING_UTILIZATION)
+        self.ceiling_stops = instruments.create(meter, names.CEILING_STOPS)
+        self.tokens = instruments.create(meter, names.RUN_TOKENS)
+        self.cost = instruments.create(meter, names.RUN_COST)
+        self.ceiling_utilization = instruments.create(meter, names.RUN_CEILING_UTILIZATION)
         self._started: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
@@ -333,7 +328,7 @@ class Run:
                 pinned=pinned,
             )
 
-        return self._round(call, MODE_FIT)
+        return self._round(call, names.MODE_FIT)
 
     def observe(
         self,
@@ -359,7 +354,7 @@ class Run:
                 task_type=task,
             )
 
-        return self._round(call, MODE_OBSERVE)
+        return self._round(call, names.MODE_OBSERVE)
 
     def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
         number = self.next_round()
@@ -385,7 +380,7 @@ class Run:
     def _check_round(self, number: int, result: FitResult, span: Span | None) -> CeilingCheck:
         """Count the round in the ledger, check the ceiling, and put both on the round span."""
         b = result.breakdown
-        overflow = result.outcome == "overflow"
+        overflow = result.outcome == names.OUTCOME_OVERFLOW
         had_stop = self.ledger.stop
         check = self.ledger.add_round(
             number, prompt_tokens=b.estimated, reserved_output=b.reserved_output, overflow=overflow
@@ -416,7 +411,7 @@ class Run:
                             names.RUN_CEILING: check.ceiling or 0,
                         },
                     )
-            if crossed and had_stop == "none" and self.ledger.stop == "ceiling":
+            if crossed and had_stop == names.STOP_NONE and self.ledger.stop == names.STOP_CEILING:
                 _instruments(self.emitter).ceiling_stops.add(
                     1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self._model_label()}
                 )
@@ -443,7 +438,9 @@ class Run:
         """True when the last round must not be sent: it would take the run over its ceiling."""
         check = self.last_check
         last = self.last_result
-        return check is not None and check.crossed and (last is None or last.outcome != "overflow")
+        return (
+            check is not None and check.crossed and (last is None or last.outcome != names.OUTCOME_OVERFLOW)
+        )
 
     def raise_for_ceiling(self) -> None:
         """Raise :class:`~otel_ctx.ledger.RunCeilingReached` when :attr:`ceiling_reached`."""
@@ -468,11 +465,13 @@ class Run:
         """
         self.ledger.resolve(resolution)
 
-    def emit(self, result: FitResult, *, mode: str = MODE_OBSERVE, start_time: int | None = None) -> None:
+    def emit(
+        self, result: FitResult, *, mode: str = names.MODE_OBSERVE, start_time: int | None = None
+    ) -> None:
         """Record a result computed elsewhere (an observed callable) as the next round."""
         span = None
         try:
-            name = names.SPAN_OBSERVE if mode == MODE_OBSERVE else names.SPAN_FIT
+            name = names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT
             span = self.emitter.tracer.start_span(name, context=self.parent_context(), start_time=start_time)
         except Exception as exc:
             log_failure("starting the round span", exc)

@@ -1,10 +1,11 @@
 """``otel_ctx.configure()``: an SDK setup for applications that have none.
 
 Library code in otel-ctx uses only the global OpenTelemetry API. This module is the
-one place that touches the SDK, and only when asked: it builds a TracerProvider and a
-MeterProvider from the standard ``OTEL_*`` variables and installs each one *only if
-the application has not installed its own* (its own SDK code, or
-``opentelemetry-instrument``), which it never replaces.
+one place that builds and installs SDK providers, and only when asked: a TracerProvider
+and a MeterProvider exporting where an :class:`ExportSettings` value (or the standard
+``OTEL_*`` variables) say, each installed *only if the application has not installed its
+own* (its own SDK code, or ``opentelemetry-instrument``), which it never replaces.
+Choosing the exporters is :mod:`otel_ctx.telemetry.exporters`' job.
 
 Failure is bounded by construction: spans leave through a BatchSpanProcessor (bounded
 queue, background thread), metrics through a PeriodicExportingMetricReader (background
@@ -20,58 +21,35 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
 
-from otel_ctx import names
 from otel_ctx.telemetry.emitter import default_emitter
+from otel_ctx.telemetry.exporters import (
+    DEFAULT_EXPORT_TIMEOUT_S,
+    ExporterName,
+    ExportSettings,
+    OtlpProtocol,
+    push_metric_reader,
+    sdk_disabled,
+    serve_prometheus,
+    span_exporter,
+    span_processor_options,
+    views,
+)
 from otel_ctx.telemetry.labels import DEFAULT_MAX_ROUND, DEFAULT_MAX_TASK_TYPES, LabelPolicy
 
 if TYPE_CHECKING:
-    # The SDK is imported where it is used: `import otel_ctx` stays on the API alone.
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
-    from opentelemetry.sdk.metrics.view import View
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SpanExporter
 
 logger = logging.getLogger("otel_ctx.telemetry")
-
-ExporterName = Literal["otlp", "console", "prometheus", "none"]
-EXPORTERS: tuple[str, ...] = ("otlp", "console", "prometheus", "none")
-
-#: Seconds an OTLP export may take before it is abandoned (unless OTEL_EXPORTER_OTLP_TIMEOUT says).
-DEFAULT_EXPORT_TIMEOUT_S = 5.0
-#: Metric export period (unless OTEL_METRIC_EXPORT_INTERVAL says); short enough for 1m rate windows.
-DEFAULT_EXPORT_INTERVAL_MS = 15_000
-DEFAULT_SPAN_QUEUE = 2048
-DEFAULT_PROMETHEUS_PORT = 9464
-DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
-
-
-def views() -> list[View]:
-    """One View per otel-ctx histogram with the registry's buckets.
-
-    Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
-    advisory the instruments carry.
-    """
-    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-
-    return [
-        View(
-            instrument_name=m.name,
-            meter_name=names.INSTRUMENTATION_SCOPE,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=m.buckets),
-        )
-        for m in names.METRICS
-        if m.kind == "histogram"
-    ]
 
 
 @dataclass
@@ -176,147 +154,12 @@ def _shutdown_within(ms: int) -> Callable[[Any], object]:
     return call
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
-def _exporter_choice(exporter: str | None, signal: Literal["traces", "metrics"]) -> str:
-    env_name = "OTEL_TRACES_EXPORTER" if signal == "traces" else "OTEL_METRICS_EXPORTER"
-    if exporter is None:
-        choice = (_env(env_name) or "otlp").lower()
-    elif exporter == "prometheus" and signal == "traces":
-        # Prometheus takes no spans: traces go where OTEL_TRACES_EXPORTER says, else nowhere.
-        choice = (_env(env_name) or "none").lower()
-    else:
-        choice = exporter
-    if choice not in EXPORTERS or (signal == "traces" and choice == "prometheus"):
-        allowed = [e for e in EXPORTERS if signal == "metrics" or e != "prometheus"]
-        source = "exporter=" if exporter else env_name
-        raise ValueError(f"{signal} exporter {choice!r} (from {source}) is not one of {allowed}")
-    return choice
-
-
-def _protocol(protocol: str | None, signal: Literal["traces", "metrics"]) -> str:
-    value = (
-        protocol
-        or _env(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
-        or _env("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "grpc"
-    )
-    if value not in ("grpc", "http/protobuf"):
-        raise ValueError(f"OTLP protocol {value!r} is not one of ['grpc', 'http/protobuf']")
-    return value
-
-
-def _timeout_s(export_timeout: float | None) -> float | None:
-    if export_timeout is not None:
-        return export_timeout
-    # The exporters read OTEL_EXPORTER_OTLP_TIMEOUT themselves when it is set.
-    return None if _env("OTEL_EXPORTER_OTLP_TIMEOUT") else DEFAULT_EXPORT_TIMEOUT_S
-
-
-def _effective_timeout_s(timeout: float | None) -> float:
-    """The export timeout the exporters will use: given, else OTEL_EXPORTER_OTLP_TIMEOUT
-    (seconds, as the Python exporters read it), else the default."""
-    if timeout is not None:
-        return timeout
-    try:
-        value = float(_env("OTEL_EXPORTER_OTLP_TIMEOUT") or DEFAULT_EXPORT_TIMEOUT_S)
-    except ValueError:
-        return DEFAULT_EXPORT_TIMEOUT_S
-    return value if value > 0 else DEFAULT_EXPORT_TIMEOUT_S
-
-
-def sdk_disabled() -> bool:
-    """True when ``OTEL_SDK_DISABLED`` is ``true`` (the standard switch for every signal)."""
-    return (_env("OTEL_SDK_DISABLED") or "").lower() == "true"
-
-
-def _http_endpoint(endpoint: str | None, path: str) -> str | None:
-    if endpoint is None:
-        return None
-    return endpoint if endpoint.rstrip("/").endswith(path) else endpoint.rstrip("/") + path
-
-
-def _span_exporter(
-    choice: str, endpoint: str | None, protocol: str | None, headers: Mapping[str, str] | None,
-    timeout: float | None,
-) -> SpanExporter | None:  # fmt: skip
-    if choice == "none":
-        return None
-    if choice == "console":
-        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-        return ConsoleSpanExporter()
-    if _protocol(protocol, "traces") == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter(
-            endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout
-        )
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPSpanExporter
-
-    return HTTPSpanExporter(endpoint=_http_endpoint(endpoint, "/v1/traces"), headers=headers, timeout=timeout)
-
-
-def _metric_reader(
-    choice: str,
-    *,
-    endpoint: str | None,
-    protocol: str | None,
-    headers: Mapping[str, str] | None,
-    timeout: float | None,
-    interval_ms: int | None,
-) -> MetricReader | None:
-    if choice == "none":
-        return None
-    exporter: Any
-    if choice == "console":
-        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
-
-        exporter = ConsoleMetricExporter()
-    elif _protocol(protocol, "metrics") == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-        exporter = OTLPMetricExporter(
-            endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout
-        )
-    else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-            OTLPMetricExporter as HTTPMetricExporter,
-        )
-
-        exporter = HTTPMetricExporter(
-            endpoint=_http_endpoint(endpoint, "/v1/metrics"), headers=headers, timeout=timeout
-        )
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-
-    if interval_ms is None and _env("OTEL_METRIC_EXPORT_INTERVAL") is None:
-        interval_ms = DEFAULT_EXPORT_INTERVAL_MS
-    timeout_ms = None if _env("OTEL_METRIC_EXPORT_TIMEOUT") else (timeout or DEFAULT_EXPORT_TIMEOUT_S) * 1000
-    return PeriodicExportingMetricReader(
-        exporter, export_interval_millis=interval_ms, export_timeout_millis=timeout_ms
-    )
-
-
 def create_providers(
-    exporter: ExporterName | None = None,
+    settings: ExportSettings | None = None,
     *,
-    service_name: str | None = None,
-    resource_attributes: Mapping[str, str] | None = None,
-    endpoint: str | None = None,
-    protocol: Literal["grpc", "http/protobuf"] | None = None,
-    headers: Mapping[str, str] | None = None,
-    export_timeout: float | None = None,
-    export_interval_millis: int | None = None,
-    prometheus_port: int | None = None,
-    prometheus_host: str | None = None,
     extra_metric_readers: Iterable[MetricReader] = (),
     traces: bool = True,
     metrics_: bool = True,
-    traces_exporter: ExporterName | None = None,
-    metrics_exporter: ExporterName | None = None,
 ) -> TelemetryHandle:
     """Build (but do not install) the providers :func:`configure` would install.
 
@@ -324,55 +167,41 @@ def create_providers(
     ``Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)``.
     Under ``OTEL_SDK_DISABLED=true`` the handle holds no provider and nothing is started.
     """
-    timeout = _timeout_s(export_timeout)
+    settings = settings or ExportSettings()
     if sdk_disabled():
-        return TelemetryHandle(exporter="disabled", export_timeout=_effective_timeout_s(timeout))
+        return TelemetryHandle(exporter="disabled", export_timeout=settings.effective_timeout)
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    attrs: dict[str, str] = dict(resource_attributes or {})
-    if service_name is not None:
-        attrs[SERVICE_NAME] = service_name
+    attrs: dict[str, str] = dict(settings.resource_attributes or {})
+    if settings.service_name is not None:
+        attrs[SERVICE_NAME] = settings.service_name
     # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME under what is given here.
     resource = Resource.create(attrs)
     handle = TelemetryHandle(
-        exporter=exporter or metrics_exporter or traces_exporter or "env",
-        export_timeout=_effective_timeout_s(timeout),
+        exporter=settings.exporter or settings.metrics_exporter or settings.traces_exporter or "env",
+        export_timeout=settings.effective_timeout,
     )
 
     if traces:
-        span_exporter = _span_exporter(
-            _exporter_choice(traces_exporter or exporter, "traces"), endpoint, protocol, headers, timeout
-        )
+        spans = span_exporter(settings)
         tp = TracerProvider(resource=resource, shutdown_on_exit=False)
-        if span_exporter is not None:
-            tp.add_span_processor(
-                BatchSpanProcessor(
-                    span_exporter,
-                    max_queue_size=None if _env("OTEL_BSP_MAX_QUEUE_SIZE") else DEFAULT_SPAN_QUEUE,
-                    export_timeout_millis=None
-                    if _env("OTEL_BSP_EXPORT_TIMEOUT")
-                    else (timeout or 5.0) * 1000,
-                )
-            )
+        if spans is not None:
+            tp.add_span_processor(BatchSpanProcessor(spans, **span_processor_options(settings)))
         handle.tracer_provider = tp
 
     if metrics_:
-        choice = _exporter_choice(metrics_exporter or exporter, "metrics")
+        choice = settings.choice("metrics")
         readers: list[MetricReader] = list(extra_metric_readers)
         if choice == "prometheus":
-            readers.append(_prometheus(handle, prometheus_port, prometheus_host))
+            endpoint = serve_prometheus(settings)
+            readers.append(endpoint.reader)
+            handle._server, handle._server_thread = endpoint.server, endpoint.thread
+            handle.prometheus_address = endpoint.address
         else:
-            reader = _metric_reader(
-                choice,
-                endpoint=endpoint,
-                protocol=protocol,
-                headers=headers,
-                timeout=timeout,
-                interval_ms=export_interval_millis,
-            )
+            reader = push_metric_reader(settings, choice)
             if reader is not None:
                 readers.append(reader)
         handle.meter_provider = MeterProvider(
@@ -381,32 +210,6 @@ def create_providers(
     if handle.tracer_provider is not None or handle.meter_provider is not None:
         atexit.register(handle._at_exit)
     return handle
-
-
-def _prometheus(handle: TelemetryHandle, port: int | None, host: str | None) -> MetricReader:
-    """A pull reader on its own registry, served by prometheus_client's HTTP server.
-
-    Its own registry keeps the endpoint to otel-ctx's metrics (plus ``target_info``) and
-    lets a test or a second handle in one process serve another port without clashing.
-    """
-    from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import CollectorRegistry, start_http_server
-
-    registry = CollectorRegistry(auto_describe=True)
-    reader = PrometheusMetricReader(registry=registry)
-    port = port if port is not None else int(_env("OTEL_EXPORTER_PROMETHEUS_PORT") or DEFAULT_PROMETHEUS_PORT)
-    host = host or _env("OTEL_EXPORTER_PROMETHEUS_HOST") or DEFAULT_PROMETHEUS_HOST
-    try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
-    except OSError:
-        # A port clash must not take the agent down; the metrics stay readable in-process.
-        logger.warning(
-            "otel-ctx telemetry: cannot serve Prometheus metrics on %s:%s", host, port, exc_info=True
-        )
-    else:
-        handle._server, handle._server_thread = server, thread
-        handle.prometheus_address = (host, int(server.server_address[1]))
-    return reader
 
 
 _lock = threading.Lock()
@@ -418,9 +221,53 @@ def _app_has_tracer_provider() -> bool:
 
 
 def _app_has_meter_provider() -> bool:
-    from opentelemetry.metrics._internal import _ProxyMeterProvider
+    """True when the global meter provider is a real one the application installed.
 
-    return not isinstance(metrics.get_meter_provider(), _ProxyMeterProvider)
+    The API hands out a placeholder until one is set; its class is not public, so the
+    check names what an application installs (the SDK's provider, or the API's no-op
+    one). Anything else is caught after the fact: :func:`install` checks that its
+    provider became the global one.
+    """
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    return isinstance(metrics.get_meter_provider(), (MeterProvider, metrics.NoOpMeterProvider))
+
+
+def install(settings: ExportSettings | None = None, labels: LabelPolicy | None = None) -> TelemetryHandle:
+    """:func:`configure` with its settings as values: the export settings and the label bounds.
+
+    Idempotent: a second call returns the first call's handle. A provider the
+    application already installed is left alone (the handle then holds ``None`` for it).
+    """
+    global _handle
+    with _lock:
+        if _handle is not None:
+            logger.debug("otel-ctx telemetry: configure() called again; keeping the first setup")
+            return _handle
+        default_emitter().labels = labels or LabelPolicy()
+        want_traces = not _app_has_tracer_provider()
+        want_metrics = not _app_has_meter_provider()
+        handle = create_providers(settings, traces=want_traces, metrics_=want_metrics)
+        if handle.tracer_provider is not None:
+            trace.set_tracer_provider(handle.tracer_provider)
+        if handle.meter_provider is not None:
+            metrics.set_meter_provider(handle.meter_provider)
+            if metrics.get_meter_provider() is not handle.meter_provider:
+                # An application's provider of a kind the check above does not know won.
+                handle.meter_provider.shutdown(timeout_millis=0)
+                handle.meter_provider = None
+                want_metrics = False
+        if not (want_traces and want_metrics):
+            logger.info(
+                "otel-ctx telemetry: using the application's own %s",
+                " and ".join(
+                    s
+                    for s, own in (("tracer provider", not want_traces), ("meter provider", not want_metrics))
+                    if own
+                ),
+            )
+        _handle = handle
+        return handle
 
 
 def configure(
@@ -429,19 +276,19 @@ def configure(
     service_name: str | None = None,
     resource_attributes: Mapping[str, str] | None = None,
     endpoint: str | None = None,
-    protocol: Literal["grpc", "http/protobuf"] | None = None,
+    protocol: OtlpProtocol | None = None,
     headers: Mapping[str, str] | None = None,
     export_timeout: float | None = None,
     export_interval_millis: int | None = None,
     prometheus_port: int | None = None,
     prometheus_host: str | None = None,
+    traces_exporter: ExporterName | None = None,
+    metrics_exporter: ExporterName | None = None,
     task_types: Iterable[str] | None = None,
     max_round: int = DEFAULT_MAX_ROUND,
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
     models: Iterable[str] | None = None,
     resolutions: Iterable[str] = (),
-    traces_exporter: ExporterName | None = None,
-    metrics_exporter: ExporterName | None = None,
 ) -> TelemetryHandle:
     """Set up tracing and metrics for otel-ctx where the application has not.
 
@@ -451,7 +298,6 @@ def configure(
     127.0.0.1:9464 or ``OTEL_EXPORTER_PROMETHEUS_HOST/PORT``; spans then go where
     ``OTEL_TRACES_EXPORTER`` says, else nowhere) or ``"none"``. ``None`` reads
     ``OTEL_TRACES_EXPORTER`` and ``OTEL_METRICS_EXPORTER`` (default ``otlp``).
-
     ``traces_exporter`` / ``metrics_exporter`` choose for one signal and win over
     ``exporter`` (e.g. spans over OTLP, metrics for Prometheus to scrape).
 
@@ -464,23 +310,13 @@ def configure(
 
     Idempotent: a second call returns the first call's handle. A provider the
     application already installed is left alone (the handle then holds ``None`` for it).
+    The same as :func:`install` with an :class:`ExportSettings` and a :class:`LabelPolicy`.
     """
-    global _handle
-    with _lock:
-        if _handle is not None:
-            logger.debug("otel-ctx telemetry: configure() called again; keeping the first setup")
-            return _handle
-        default_emitter().labels = LabelPolicy(
-            task_types=task_types,
-            max_round=max_round,
-            max_task_types=max_task_types,
-            models=models,
-            resolutions=resolutions,
-        )
-        want_traces = not _app_has_tracer_provider()
-        want_metrics = not _app_has_meter_provider()
-        handle = create_providers(
+    return install(
+        ExportSettings(
             exporter,
+            traces_exporter=traces_exporter,
+            metrics_exporter=metrics_exporter,
             service_name=service_name,
             resource_attributes=resource_attributes,
             endpoint=endpoint,
@@ -490,23 +326,15 @@ def configure(
             export_interval_millis=export_interval_millis,
             prometheus_port=prometheus_port,
             prometheus_host=prometheus_host,
-            traces=want_traces,
-            metrics_=want_metrics,
-            traces_exporter=traces_exporter,
-            metrics_exporter=metrics_exporter,
-        )
-        if handle.tracer_provider is not None:
-            trace.set_tracer_provider(handle.tracer_provider)
-        if handle.meter_provider is not None:
-            metrics.set_meter_provider(handle.meter_provider)
-        if not (want_traces and want_metrics):
-            logger.info(
-                "otel-ctx telemetry: using the application's own %s",
-                " and ".join(
-                    s
-                    for s, own in (("tracer provider", not want_traces), ("meter provider", not want_metrics))
-                    if own
-                ),
-            )
-        _handle = handle
-        return handle
+        ),
+        LabelPolicy(
+            task_types=task_types,
+            max_round=max_round,
+            max_task_types=max_task_types,
+            models=models,
+            resolutions=resolutions,
+        ),
+    )
+
+
+__all__ = ["ExportSettings", "TelemetryHandle", "configure", "create_providers", "install", "views"]

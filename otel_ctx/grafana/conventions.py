@@ -1,0 +1,28 @@
+"""What the dashboards and the alert rules agree on, defined once.
+
+The dashboards' uids (alerts link to them), where Grafana and Jaeger are by default (the
+compose stack's addresses), the overflow shares at which a task type turns orange and red
+(the alert fires at the red one) and the outcome colours every panel uses.
+"""
+
+from __future__ import annotations
+
+from otel_ctx import names
+
+OVERVIEW_UID = "otel-ctx-overview"
+TASK_TYPE_UID = "otel-ctx-task-type"
+COST_UID = "otel-ctx-cost"
+
+DEFAULT_GRAFANA_URL = "http://127.0.0.1:3000"
+DEFAULT_JAEGER_URL = "http://127.0.0.1:16686"
+
+#: Overflow share of fits above which a task type turns orange / red; the overflow alert's
+#: default threshold is the red line.
+OVERFLOW_WARN = 0.01
+OVERFLOW_BAD = 0.05
+
+OUTCOME_COLORS = {
+    names.OUTCOME_FIT: "green",
+    names.OUTCOME_COMPACTED: "orange",
+    names.OUTCOME_OVERFLOW: "red",
+}
