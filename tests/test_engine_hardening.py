@@ -106,6 +106,22 @@ def test_content_parts_nested_a_thousand_deep_are_a_typed_error() -> None:
     assert exc.value.where == "input[0].content[0]"
 
 
+@pytest.mark.parametrize(
+    ("provider", "key"), [("openai", "messages"), ("openai-responses", "input"), ("anthropic", "messages")]
+)
+def test_a_role_nested_a_thousand_deep_is_quoted_boundedly_in_a_typed_error(provider: str, key: str) -> None:
+    role: Any = "user"
+    for _ in range(5_000):
+        role = [role]
+    fitter = ContextFitter(BudgetPolicy(8_000, 500), model="gpt-4")
+    body: dict[str, Any] = {"model": "gpt-4o", key: [{"role": role, "content": "hi"}]}
+    if provider == "anthropic":
+        body["max_tokens"] = 100
+    with pytest.raises(InvalidRequestError) as exc:
+        fitter.fit_request(body, provider=provider)
+    assert exc.value.where.endswith(".role") and len(str(exc.value)) < 300
+
+
 def test_tool_parameters_nested_a_thousand_deep_are_a_typed_error() -> None:
     schema: Any = {"type": "string"}
     for _ in range(1_000):

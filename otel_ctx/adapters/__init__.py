@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
-from otel_ctx.engine.errors import UnknownProviderError
+from otel_ctx.engine.errors import UnknownProviderError, shown
 
 __all__ = [
     "PROVIDERS",
@@ -75,7 +75,7 @@ def adapter_for(provider: str) -> Adapter:
     adapter = _load(module) if module is not None else None
     if adapter is None:
         raise UnknownProviderError(
-            "provider", f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}"
+            "provider", f"unknown provider {shown(provider)}; expected one of {', '.join(PROVIDERS)}"
         )
     _loaded[provider] = adapter
     return adapter

@@ -40,6 +40,7 @@ from otel_ctx.engine.errors import (
     InvalidToolSchemaError,
     TooDeeplyNestedError,
     TranscriptRuleError,
+    shown,
 )
 from otel_ctx.engine.model import Block, Component, Part, RequestModel, Turn
 from otel_ctx.engine.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL, TokenCounter
@@ -251,7 +252,7 @@ class _Reader:
             )
         elif role not in _ROLES:
             raise InvalidMessageError(
-                f"{where}.role", f"unknown role {role!r}; expected user or assistant", index=i
+                f"{where}.role", f"unknown role {shown(role)}; expected user or assistant", index=i
             )
         line_role = "assistant" if role == "assistant" else "user"
         parts = [Part("user" if line_role == "user" else "assistant", self.framing[line_role])]
@@ -300,7 +301,7 @@ class _Reader:
                         self.ctx.problem(
                             TranscriptRuleError(
                                 f"{here}.id",
-                                f"tool_use id {part.call_id!r} is already used by messages[{first}]",
+                                f"tool_use id {shown(part.call_id)} is already used by messages[{first}]",
                                 index=i,
                             )
                         )
@@ -430,7 +431,7 @@ class AnthropicAdapter(Adapter):
                     elif r in answers:
                         ctx.problem(
                             TranscriptRuleError(
-                                f"messages[{i}].content", f"tool_use {r!r} is answered twice", index=i
+                                f"messages[{i}].content", f"tool_use {shown(r)} is answered twice", index=i
                             )
                         )
                     else:
@@ -593,11 +594,11 @@ def _orphan(index: int, call_id: str, seen: Mapping[str, int]) -> TranscriptRule
     where = f"messages[{index}].content"
     if call_id in seen:
         problem = (
-            f"tool_result answers tool_use {call_id!r} of messages[{seen[call_id]}], but a tool_result "
+            f"tool_result answers tool_use {shown(call_id)} of messages[{seen[call_id]}], but a tool_result "
             "must answer a tool_use of the assistant turn right before it"
         )
     else:
-        problem = f"tool_result answers {call_id!r}, which no assistant tool_use declared"
+        problem = f"tool_result answers {shown(call_id)}, which no assistant tool_use declared"
     return TranscriptRuleError(where, problem, index=index)
 
 

@@ -28,6 +28,7 @@ from otel_ctx.engine.errors import (
     InvalidRequestError,
     TooDeeplyNestedError,
     TranscriptRuleError,
+    shown,
 )
 from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
 from otel_ctx.engine.tokens import (
@@ -285,7 +286,9 @@ class ChatReader:
         line = ROLE_LINES.get(role) if isinstance(role, str) else None
         if line is None:
             raise InvalidMessageError(
-                f"{here}.role", f"unknown role {role!r}; expected one of {', '.join(ROLE_LINES)}", index=i
+                f"{here}.role",
+                f"unknown role {shown(role)}; expected one of {', '.join(ROLE_LINES)}",
+                index=i,
             )
         text = self.counter.text
         content = m.get("content")
@@ -352,7 +355,7 @@ class ChatReader:
                         ctx.problem(
                             TranscriptRuleError(
                                 f"{here}.tool_calls[{k}].id",
-                                f"call id {p.call_id!r} is already used by messages[{first}]",
+                                f"call id {shown(p.call_id)} is already used by messages[{first}]",
                                 index=i,
                             )
                         )
@@ -418,14 +421,14 @@ def _orphan(
     """The error for a tool result that answers no open call of the assistant message before it."""
     where = f"{here}.tool_call_id"
     if duplicate:
-        problem = f"tool call {call_id!r} is already answered by an earlier tool message"
+        problem = f"tool call {shown(call_id)} is already answered by an earlier tool message"
     elif call_id in declared:
         problem = (
-            f"answers tool call {call_id!r} of messages[{declared[call_id]}], but tool results "
+            f"answers tool call {shown(call_id)} of messages[{declared[call_id]}], but tool results "
             "must directly follow the assistant message that made the calls"
         )
     else:
-        problem = f"no earlier assistant message declared tool call {call_id!r}"
+        problem = f"no earlier assistant message declared tool call {shown(call_id)}"
     return TranscriptRuleError(where, problem, index=index)
 
 

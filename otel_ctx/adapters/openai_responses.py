@@ -29,6 +29,7 @@ from otel_ctx.engine.errors import (
     InvalidRequestError,
     InvalidToolSchemaError,
     TranscriptRuleError,
+    shown,
 )
 from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
 from otel_ctx.engine.tokens import (
@@ -147,7 +148,7 @@ class _Reader:
             if line is None:
                 raise InvalidMessageError(
                     f"{where}.role",
-                    f"unknown role {role!r}; expected one of {', '.join(_ROLE_LINES)}",
+                    f"unknown role {shown(role)}; expected one of {', '.join(_ROLE_LINES)}",
                     index=i,
                 )
             return line, self.content(item.get("content"), line, where, i), self.role_cost[str(role)], [], []
@@ -161,7 +162,7 @@ class _Reader:
                 ctx.problem(
                     TranscriptRuleError(
                         f"{where}.call_id",
-                        f"call id {call_id!r} is already used by input[{self.declared[call_id]}]",
+                        f"call id {shown(call_id)} is already used by input[{self.declared[call_id]}]",
                         index=i,
                     )
                 )
@@ -198,14 +199,14 @@ class _Reader:
                 ctx.problem(
                     TranscriptRuleError(
                         f"{where}.call_id",
-                        f"call {call_id!r} is already answered by input[{self.answered[call_id]}]",
+                        f"call {shown(call_id)} is already answered by input[{self.answered[call_id]}]",
                         index=i,
                     )
                 )
             elif call_id not in self.declared:
                 ctx.problem(
                     TranscriptRuleError(
-                        f"{where}.call_id", f"no earlier item declared call {call_id!r}", index=i
+                        f"{where}.call_id", f"no earlier item declared call {shown(call_id)}", index=i
                     )
                 )
             else:
@@ -369,7 +370,7 @@ class OpenAIResponsesAdapter(Adapter):
             ctx.problem(
                 TranscriptRuleError(
                     f"input[{at}].call_id",
-                    f"function call {call_id!r} is never answered by a function_call_output "
+                    f"function call {shown(call_id)} is never answered by a function_call_output "
                     f"(before input[{before}])",
                     index=at,
                 )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from otel_ctx.engine.errors import InvalidPolicyError
+from otel_ctx.engine.errors import InvalidPolicyError, shown
 
 
 def _check_int(field: str, value: object, *, minimum: int) -> None:
     # bool is an int subclass; True tokens is a bug, not a budget.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidPolicyError(field, f"must be an integer number of tokens, got {value!r}")
+        raise InvalidPolicyError(field, f"must be an integer number of tokens, got {shown(value)}")
     if value < minimum:
         raise InvalidPolicyError(field, f"must be >= {minimum}, got {value}")
 

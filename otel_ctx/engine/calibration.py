@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.errors import InvalidRequestError, shown
 
 SCALE = 10_000
 #: Learned as an exponential average of reported/estimated, capped so one garbage
@@ -29,13 +29,13 @@ class Calibration:
     def of(cls, factor: float) -> Calibration:
         """The calibration of ``factor``; ``ValueError`` for NaN, infinities and factors < 1."""
         if isinstance(factor, bool) or not isinstance(factor, (int, float)):
-            raise ValueError(f"calibration must be a number >= 1.0, got {factor!r}")
+            raise ValueError(f"calibration must be a number >= 1.0, got {shown(factor)}")
         try:
             value = float(factor)
         except OverflowError:
-            raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}") from None
+            raise ValueError(f"calibration must be a finite number >= 1.0, got {shown(factor)}") from None
         if not math.isfinite(value) or value < 1.0:
-            raise ValueError(f"calibration must be a finite number >= 1.0, got {factor!r}")
+            raise ValueError(f"calibration must be a finite number >= 1.0, got {shown(factor)}")
         return cls(round(value * SCALE))
 
     @classmethod
@@ -82,7 +82,7 @@ def check_reported_tokens(value: object, where: str = "input_tokens") -> int:
     here rather than surfacing as an ``OverflowError`` deep in float arithmetic.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidRequestError(where, f"must be a positive integer, got {value!r}")
+        raise InvalidRequestError(where, f"must be a positive integer, got {shown(value)}")
     if value > 10**12:
         raise InvalidRequestError(where, "more than 10**12 tokens is not a plausible usage report")
     return value

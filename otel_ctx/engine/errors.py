@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+import reprlib
+
+#: Error messages quote the caller's values through this: a bounded repr, so a value nested a
+#: thousand levels deep (or a megabyte long) cannot turn a typed error into a RecursionError
+#: or a message nobody can read.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 3
+_SHOWN.maxstring = 60
+_SHOWN.maxother = 60
+
+
+def shown(value: object) -> str:
+    """The caller's ``value`` as an error message quotes it: a repr bounded in depth and length."""
+    return _SHOWN.repr(value)
+
 
 class OtelCtxError(Exception):
     """Base class of every error otel-ctx raises on purpose."""
@@ -62,7 +77,7 @@ class UnknownTaskTypeError(OtelCtxError, KeyError):
         self.task_type = task_type
         self.known = known
         super().__init__(
-            f"task_type {task_type!r} has no budget policy and the fitter has no default; "
+            f"task_type {shown(task_type)} has no budget policy and the fitter has no default; "
             f"known task types: {', '.join(known) or '(none)'}"
         )
 

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-# Modules, not names: the adapters read the engine's modules, so either package may be the
-# one imported first; the names are looked up when a request arrives.
 from otel_ctx import adapters
 from otel_ctx.adapters import base as dialect
 from otel_ctx.engine.breakdown import Breakdown
@@ -33,7 +31,10 @@ from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.calibration import UNCALIBRATED, Calibration, check_reported_tokens
 from otel_ctx.engine.capping import Capper
 from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
-from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError
+
+# Modules, not names: the adapters read the engine's modules, so either package may be the
+# one imported first; the names are looked up when a request arrives.
+from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError, shown
 from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
 from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
 from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
@@ -86,7 +87,7 @@ class ContextFitter:
             for key, policy in policies.items():
                 if not isinstance(key, str) or not isinstance(policy, BudgetPolicy):
                     raise InvalidRequestError(
-                        f"policies[{key!r}]", "must map a task-type string to a BudgetPolicy"
+                        f"policies[{shown(key)}]", "must map a task-type string to a BudgetPolicy"
                     )
                 self._policies[key] = policy
             self._default = None
@@ -103,7 +104,7 @@ class ContextFitter:
                 raise InvalidRequestError("default", "must be a BudgetPolicy or a task-type key")
             self._default = default
         if strategy not in ("middle", "oldest"):
-            raise InvalidRequestError("strategy", f"must be 'middle' or 'oldest', got {strategy!r}")
+            raise InvalidRequestError("strategy", f"must be 'middle' or 'oldest', got {shown(strategy)}")
         if exact_counter is not None and not callable(exact_counter):
             raise InvalidRequestError("exact_counter", "must be a callable (provider, body) -> int")
         self.strategy: Strategy = strategy
@@ -553,7 +554,7 @@ def _pinned_turns(pinned: Pinned, items: Sequence[Any], model: RequestModel) -> 
         chosen = []
         for k, i in enumerate(pinned):
             if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
-                raise InvalidRequestError(f"pinned[{k}]", f"{i!r} is not an index into {n} messages")
+                raise InvalidRequestError(f"pinned[{k}]", f"{shown(i)} is not an index into {n} messages")
             chosen.append(i % n)
     starts = model.starts
     return [bisect_right(starts, i) - 1 for i in chosen]

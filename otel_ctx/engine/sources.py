@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.errors import InvalidRequestError, shown
 
 #: The ladder, least to most strict.
 DATA_CLASSES: tuple[str, ...] = ("public", "internal", "confidential", "restricted")
@@ -29,15 +29,15 @@ class Source:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise InvalidRequestError("source.name", f"must be a non-empty string, got {self.name!r}")
+            raise InvalidRequestError("source.name", f"must be a non-empty string, got {shown(self.name)}")
         if not isinstance(self.text, str):
             raise InvalidRequestError(
-                f"source {self.name!r}.text", f"must be a string, got {type(self.text).__name__}"
+                f"source {shown(self.name)}.text", f"must be a string, got {type(self.text).__name__}"
             )
         if self.data_class is not None and self.data_class not in DATA_CLASSES:
             raise InvalidRequestError(
-                f"source {self.name!r}.data_class",
-                f"unknown data class {self.data_class!r}; expected one of {', '.join(DATA_CLASSES)}",
+                f"source {shown(self.name)}.data_class",
+                f"unknown data class {shown(self.data_class)}; expected one of {', '.join(DATA_CLASSES)}",
             )
 
 

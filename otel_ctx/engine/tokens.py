@@ -28,6 +28,7 @@ from otel_ctx.engine.errors import (
     InvalidRequestError,
     InvalidToolSchemaError,
     TooDeeplyNestedError,
+    shown,
 )
 
 log = logging.getLogger("otel_ctx")
@@ -212,7 +213,7 @@ class TokenCounter:
                 continue
             enum = prop.get("enum")
             if enum is not None and not isinstance(enum, (list, tuple)):
-                raise InvalidToolSchemaError(f"{here}.enum", f"must be a list of values, got {enum!r}")
+                raise InvalidToolSchemaError(f"{here}.enum", f"must be a list of values, got {shown(enum)}")
             if enum:
                 n -= 3
                 for item in enum:
