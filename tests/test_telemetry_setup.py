@@ -171,6 +171,18 @@ def test_standard_otel_variables_choose_exporters_and_service() -> None:
     assert '"service.name": "support-desk"' in printed
 
 
+def test_each_process_has_its_own_service_instance_unless_the_deployment_names_it() -> None:
+    """Two processes of one service must not share series through the Collector."""
+    script = """
+        h = t.configure(exporter="none")
+        print(json.dumps({"id": h.tracer_provider.resource.attributes.get("service.instance.id")}))
+        """
+    first, second = run_python(script)["id"], run_python(script)["id"]
+    assert first and second and first != second
+    named = run_python(script, env={"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=pod-7"})["id"]
+    assert named == "pod-7"
+
+
 def test_unknown_exporter_or_protocol_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="zipkin"):
         create_providers(ExportSettings(exporter="zipkin"))  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ import atexit
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -171,7 +172,7 @@ def create_providers(
     if sdk_disabled():
         return TelemetryHandle(exporter="disabled", export_timeout=settings.effective_timeout)
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -180,6 +181,11 @@ def create_providers(
         attrs[SERVICE_NAME] = settings.service_name
     # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME under what is given here.
     resource = Resource.create(attrs)
+    if SERVICE_INSTANCE_ID not in resource.attributes:
+        # Two processes of one service must not write the same series: through the Collector
+        # their counters would overwrite each other. A random id per process, as the resource
+        # conventions recommend, unless the deployment names the instance itself.
+        resource = resource.merge(Resource({SERVICE_INSTANCE_ID: str(uuid.uuid4())}))
     handle = TelemetryHandle(
         exporter=settings.exporter or settings.metrics_exporter or settings.traces_exporter or "env",
         export_timeout=settings.effective_timeout,
