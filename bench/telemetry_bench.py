@@ -1,4 +1,4 @@
-"""Telemetry cost (issue 3): what one observed round adds, and what a dead collector costs.
+"""Telemetry cost: what one observed round adds, and what a dead collector costs.
 
 * per-round telemetry = median(run.fit) − median(fitter.fit) on the same warm round,
   against a cold 100-message fit (target ≤ 10%) and against the SDK's own cost of one span
@@ -32,7 +32,7 @@ from bench.timing import Thunk, fmt_seconds, interleaved
 from otel_ctx import names
 from otel_ctx.telemetry import Emitter, Run, component_values, create_providers, span_attributes, views
 
-SECTION = "Telemetry (issue 3): one observed round"
+SECTION = "Telemetry: one observed round"
 SHARE_TARGET = 0.10
 BY_HAND_TARGET = 2.0
 DOWN_TARGET = 1.1

@@ -335,7 +335,7 @@ def prometheus_label(attribute: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", attribute)
 
 
-# --- added by the telemetry layer (issue 3) ---------------------------------------------
+# --- run-level names: usage, ceiling, cost -------------------------------------------------------
 
 #: Run-span event per ``run.record_usage(...)``: the provider's counts against the estimate.
 EVENT_USAGE = "context_budget.usage"
