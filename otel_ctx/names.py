@@ -1,6 +1,6 @@
 """Every telemetry name otel-ctx emits, defined once.
 
-The emitter, the dashboard generator, the alert rules and the README's table all read
+The emitter, the dashboard generator, the alert rules and the reference page (docs/reference.md) all read
 this module, so a rename here moves every consumer at once; a test fails when any of
 them drifts. It imports nothing from OpenTelemetry: the dashboard generator and the
 docs build must not need an SDK to know what a metric is called.
