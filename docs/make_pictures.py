@@ -32,8 +32,8 @@ END = "```\n"
 
 def inspect_svg() -> str:
     """The terminal output of ``otel-ctx demo --inspect`` as an SVG."""
-    from otel_ctx.cli import main as otel_ctx_main
     from otel_ctx.cli import demo_command
+    from otel_ctx.cli import main as otel_ctx_main
 
     console = Console(
         file=io.StringIO(),

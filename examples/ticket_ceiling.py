@@ -34,9 +34,8 @@ with otel_ctx.run(fitter, task_type="dispute", conversation_id="T-1042") as run:
     for n in range(1, 13):
         result = run.fit(messages, system_prompt=prompt)
         if result.outcome == "overflow" or run.ceiling_reached:
-            print(
-                f"round {n}: escalated, not sent ({result.breakdown.estimated:,} tokens would cross the ceiling)"
-            )
+            spent = run.spent_tokens
+            print(f"round {n}: escalated, not sent ({spent:,} spent; this request would cross 60,000)")
             run.resolve("escalated")  # hand the ticket to a person with the work so far
             break
         reply, usage = ask_the_model(result, n)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from otel_ctx import names, reference
 
@@ -27,9 +29,21 @@ def slug(heading: str) -> str:
 
 
 def test_reference_matches_the_registry() -> None:
-    assert reference.render_page(REFERENCE) == REFERENCE, (
+    assert reference.render_page(REFERENCE, ROOT) == REFERENCE, (
         f"run: python -m otel_ctx.reference {reference.PAGE}"
     )
+
+
+def test_sre_guide_lists_every_panel_and_alert_of_the_committed_dashboards() -> None:
+    guide = (ROOT / reference.SRE_PAGE).read_text()
+    assert reference.render_page(guide, ROOT) == guide, "run: python -m otel_ctx.reference"
+    for board in (ROOT / "dashboards").glob("*.json"):
+        for panel in json.loads(board.read_text())["panels"]:
+            assert " ".join(panel["title"].split()) in guide, f"{board.name}: {panel['title']}"
+    for group in yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text())["groups"]:
+        for rule in group["rules"]:
+            if "alert" in rule:
+                assert f"### `{rule['alert']}`" in guide
 
 
 def test_every_name_is_in_the_reference() -> None:
@@ -96,7 +110,8 @@ SHOWN = [
     (page, match)
     for page in PAGES
     for match in re.finditer(
-        r"```python\n(?P<code>.*?)```\n\nprints \(`python examples/(?P<file>[\w.]+)`[^\n]*(?:\n[^\n`]+)*:\n\n```text\n(?P<out>.*?)```",
+        r"```python\n(?P<code>.*?)```\n\n"
+        r"prints \(`python examples/(?P<file>[\w.]+)`[^\n]*(?:\n[^\n`]+)*:\n\n```text\n(?P<out>.*?)```",
         page.read_text(),
         re.S,
     )
