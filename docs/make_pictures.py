@@ -15,6 +15,7 @@ import io
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 from rich.console import Console
@@ -34,6 +35,7 @@ def inspect_svg() -> str:
     """The terminal output of ``otel-ctx demo --inspect`` as an SVG."""
     from otel_ctx.cli import demo_command
     from otel_ctx.cli import main as otel_ctx_main
+    from otel_ctx.cli.console import make_console
 
     console = Console(
         file=io.StringIO(),
@@ -43,19 +45,17 @@ def inspect_svg() -> str:
         highlight=False,
         color_system="truecolor",
     )
-    original = demo_command.make_console
 
     def recording(*, stderr: bool = False) -> Console:
-        return original(stderr=True) if stderr else console
+        return make_console(stderr=True) if stderr else console
 
-    demo_command.make_console = recording  # type: ignore[assignment]
-    try:
-        otel_ctx_main(INSPECT_ARGS)  # the console script's own entry point; it always exits
-    except SystemExit as exit_:
-        if exit_.code not in (0, None):
-            raise SystemExit(f"otel-ctx {' '.join(INSPECT_ARGS)} exited {exit_.code}") from None
-    finally:
-        demo_command.make_console = original  # type: ignore[assignment]
+    # The command's own code path, with its standard output recorded instead of printed.
+    with mock.patch.object(demo_command, "make_console", recording):
+        try:
+            otel_ctx_main(INSPECT_ARGS)  # the console script's entry point; it always exits
+        except SystemExit as exit_:
+            if exit_.code not in (0, None):
+                raise SystemExit(f"otel-ctx {' '.join(INSPECT_ARGS)} exited {exit_.code}") from None
     title = "otel-ctx " + " ".join(INSPECT_ARGS)
     # A fixed unique id keeps the SVG byte-identical between runs (Rich hashes the content otherwise).
     return console.export_svg(title=title, unique_id="otel-ctx-inspect")
