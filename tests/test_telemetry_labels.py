@@ -83,3 +83,20 @@ def test_spans_keep_the_model_as_given() -> None:
     assert span.attributes is not None and span.attributes[n.MODEL] == "local-llm-7b"
     assert models_on_metrics(cap)[n.FITS.name] == {n.OTHER_MODEL}
     cap.close()
+
+
+@pytest.mark.usefixtures("warned_once")
+def test_run_metrics_bound_the_model_label_too() -> None:
+    from otel_ctx.telemetry import run
+
+    cap = Capture(labels=LabelPolicy(max_models=2))
+    fitter = ContextFitter(SUPPORT_DESK)
+    for i in range(6):
+        with run(fitter, task_type="status", model=f"tenant-{i}-model", emitter=cap.emitter) as r:
+            r.fit(long_dispute(4))
+    run_metrics = [m.name for m in n.METRICS if n.GEN_AI_REQUEST_MODEL in m.attributes]
+    seen = {name: values for name, values in models_on_metrics(cap).items() if name in run_metrics}
+    assert seen and n.RUN_TOKENS.name in seen
+    for values in seen.values():
+        assert values <= {"tenant-0-model", "tenant-1-model", n.OTHER_MODEL}, values
+    cap.close()

@@ -104,7 +104,9 @@ def start_counters(
         em = emitter or default_emitter()
         inst = _instruments(em)
         for task in fitter.task_types:
-            inst.start_task(em.labels.task_label(task, fitter.task_types), model or fitter.model)
+            inst.start_task(
+                em.labels.task_label(task, fitter.task_types), em.labels.model_label(model or fitter.model)
+            )
     except Exception as exc:
         log_failure("starting the ceiling-stop counters", exc)
 
@@ -211,7 +213,7 @@ class Run:
         except Exception as exc:
             log_failure("starting the run span", exc)
         try:
-            _instruments(self.emitter).start_task(self._task_label(), self.model)
+            _instruments(self.emitter).start_task(self._task_label(), self._model_label())
         except Exception as exc:
             log_failure("starting the run's counters", exc)
         self._run_token = _CURRENT_RUN.set(self)
@@ -245,6 +247,9 @@ class Run:
     def _task_label(self) -> str:
         return self.emitter.labels.task_label(self.task_type, self.fitter.task_types)
 
+    def _model_label(self) -> str:
+        return self.emitter.labels.model_label(self.model)
+
     def _finish(self, raised: bool, span: Span | None) -> None:
         """The run's resolution on its span and its one record in the per-run metrics."""
         with self._lock:
@@ -267,7 +272,7 @@ class Run:
                 span.set_attribute(names.COST_USD, cost)
         inst = _instruments(self.emitter)
         task = self._task_label()
-        model = self.model
+        model = self._model_label()
         labels = {
             names.TASK_TYPE: task,
             names.RESOLUTION: resolution,
@@ -414,7 +419,7 @@ class Run:
                     )
             if crossed and had_stop == "none" and self.ledger.stop == "ceiling":
                 _instruments(self.emitter).ceiling_stops.add(
-                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self.model}
+                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self._model_label()}
                 )
             self._update_run_span()
         except Exception as exc:
