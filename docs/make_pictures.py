@@ -12,6 +12,7 @@ pictures cannot drift from the command or the compose file.
 from __future__ import annotations
 
 import io
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,13 @@ def inspect_svg() -> str:
     def recording(*, stderr: bool = False) -> Console:
         return make_console(stderr=True) if stderr else console
 
-    # The command's own code path, with its standard output recorded instead of printed.
-    with mock.patch.object(demo_command, "make_console", recording):
+    # The command's own code path, with its standard output recorded instead of printed. The
+    # entry point sets up process-wide logging for a CLI run; the importer's is put back after.
+    logger = logging.getLogger("otel_ctx")
+    with (
+        mock.patch.object(demo_command, "make_console", recording),
+        mock.patch.object(logger, "filters", list(logger.filters)),
+    ):
         try:
             otel_ctx_main(INSPECT_ARGS)  # the console script's entry point; it always exits
         except SystemExit as exit_:
