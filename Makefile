@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck unit bench dashboards clean
+.PHONY: install demo test lint typecheck servers unit bench dashboards clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/otel-ctx demo
 
-## test: lint, type-check, then the whole suite (unit, properties, OTLP, Prometheus e2e, promtool, compose)
-test: lint typecheck unit
+## test: lint, type-check, then the whole suite (unit, properties, OTLP, Prometheus e2e, promtool, compose,
+## the real Collector and Jaeger)
+test: lint typecheck servers unit
+
+## servers: build the Collector and Jaeger the compose file pins (once; reused from a cache outside
+## the repo, ~/.cache/otel-ctx/servers or OTEL_CTX_SERVER_CACHE)
+servers:
+	bash stack/build-servers.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check otel_ctx tests bench examples

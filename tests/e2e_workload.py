@@ -4,7 +4,9 @@ Run as a subprocess by ``tests/test_e2e_prometheus.py``: it sets up otel-ctx's o
 telemetry (``exporter="prometheus"``), runs demo tickets through ``otel_ctx.run`` for a
 bounded time (disputes whose pinned floor overflows included), writes what it did as
 JSON, then keeps serving the metrics until it is terminated, so Prometheus can take the
-final scrape the test compares against.
+final scrape the test compares against. With ``--otlp`` it exports spans and metrics over
+OTLP/gRPC instead (``tests/test_e2e_collector.py``: through the real Collector), and the report
+lists each run's trace id and whether it overflowed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from opentelemetry.trace import format_trace_id, get_current_span
+
 from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx.alerts import OVERFLOW_OUTCOME
 from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
 from otel_ctx.telemetry import configure, run
 from otel_ctx.telemetry.run import start_counters
@@ -30,7 +35,9 @@ AGENT = "support-desk"
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--port", type=int, help="serve metrics for Prometheus on 127.0.0.1:PORT")
+    where.add_argument("--otlp", help="export spans and metrics over OTLP/gRPC to this endpoint")
     parser.add_argument("--service", required=True)
     parser.add_argument("--tickets", type=int, default=80, help="tickets to run (deterministic counts)")
     parser.add_argument("--seconds", type=float, default=30.0, help="stop early after this long")
@@ -43,16 +50,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    handle = configure(
-        exporter="prometheus",
-        service_name=args.service,
-        prometheus_port=args.port,
-        prometheus_host="127.0.0.1",
-    )
-    if handle.prometheus_address is None:
+    if args.otlp is not None:
+        # Metrics every second, so the Collector's exporter has the last fits soon after the run.
+        handle = configure(
+            exporter="otlp", service_name=args.service, endpoint=args.otlp, export_interval_millis=1000
+        )
+    else:
+        handle = configure(
+            exporter="prometheus",
+            service_name=args.service,
+            prometheus_port=args.port,
+            prometheus_host="127.0.0.1",
+        )
+    if args.port is not None and handle.prometheus_address is None:
         print(f"cannot serve metrics on 127.0.0.1:{args.port}", file=sys.stderr)
         return 2
     fitter = ContextFitter(SUPPORT_DESK, model=MODEL)
+    trace_ids: dict[str, str] = {}
     # The ceiling-stop counters exist (at 0) before the first scrape, so the first stop shows.
     start_counters(fitter, model=MODEL)
 
@@ -65,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             agent_name=AGENT,
             model=MODEL,
         ) as r:
+            trace_ids[ticket.ticket_id] = format_trace_id(get_current_span().get_span_context().trace_id)
             yield r
 
     # Prometheus must have scraped once before the first fit, or it never sees the first increase.
@@ -101,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         runs.append(
             {
+                "ticket": ticket.ticket_id,
                 "task_type": ticket.task_type,
+                "trace_id": trace_ids[ticket.ticket_id],
+                "overflowed": any(stats.outcome == OVERFLOW_OUTCOME for stats in result.rounds),
                 "resolution": result.resolution,
                 "stop": result.stop,
                 "tokens": result.spent_tokens,

@@ -1,12 +1,24 @@
-"""Shared test helpers: prerequisites that skip locally and fail under CI=true."""
+"""Shared test helpers: prerequisites that skip locally and fail under CI=true; the end-to-end
+checks every telemetry path into Prometheus must pass; the servers ``make servers`` builds."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import socket
+import subprocess
+import time
+import urllib.error
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+import yaml
+
+from otel_ctx import alerts, names
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -32,3 +44,155 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# --- the end-to-end checks, shared by every path telemetry takes into Prometheus ----------------
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
+#: The window the dashboards' interval macros stand for in the end-to-end tests.
+E2E_WINDOW = "1m"
+# Dashboard variables and Grafana's interval macros, as the README's conventions define them.
+SUBSTITUTIONS = {
+    "$__rate_interval": E2E_WINDOW,
+    "$__interval": E2E_WINDOW,
+    "$__range": E2E_WINDOW,
+    "$service": ".*",
+    "$task_type": ".*",
+    "$model": ".*",
+}
+# Series Prometheus adds by itself (scrape health, alert state) and the resource metric.
+INFRASTRUCTURE = {
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+    "target_info",
+    "ALERTS",
+    "ALERTS_FOR_STATE",
+}
+
+T = TypeVar("T")
+#: An instant PromQL query: expression in, result vector out.
+Query = Callable[[str], list[dict[str, Any]]]
+
+
+def wait(what: str, timeout: float, probe: Callable[[], T | None]) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` and the last error."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+        except (OSError, urllib.error.URLError, AssertionError, KeyError) as err:
+            last_error, value = err, None
+        if value:
+            return value
+        time.sleep(0.25)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_error})")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate a server or workload the test started, then kill it if it does not exit."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def substitute(expr: str) -> str:
+    """A dashboard expression with its variables and interval macros filled in."""
+    for var, value in SUBSTITUTIONS.items():
+        expr = expr.replace(var, value)
+    assert "$" not in expr, f"unsubstituted variable in {expr}"
+    return expr
+
+
+def panel_queries() -> list[tuple[str, str, str]]:
+    """(dashboard file, panel title, expr) for every target of every committed dashboard."""
+    found = []
+    for path in DASHBOARDS:
+        model = json.loads(path.read_text(encoding="utf-8"))
+        stack = list(model.get("panels") or [])
+        while stack:
+            panel = stack.pop(0)
+            stack[:0] = panel.get("panels") or []
+            for target in panel.get("targets") or []:
+                expr = target.get("expr")
+                if isinstance(expr, str) and expr.strip():
+                    found.append((path.name, str(panel.get("title", "")), expr))
+    return found
+
+
+def registry_series() -> set[str]:
+    """Every series name the names registry defines, as Prometheus stores them."""
+    return {
+        m.series(suffix)
+        for m in names.METRICS
+        for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+    }
+
+
+def _value(sample: dict[str, Any]) -> float:
+    return float(sample["value"][1])
+
+
+def assert_panel_queries_answer(query: Query) -> None:
+    """Every panel query of every committed dashboard returns plausible series."""
+    queries = panel_queries()
+    assert queries
+    empty = []
+    outcome = names.prometheus_label(names.OUTCOME)
+    for dashboard, title, expr in queries:
+        result = query(substitute(expr))
+        if not result:
+            empty.append(f"{dashboard}: {title}\n{expr}")
+            continue
+        values = [_value(s) for s in result]
+        where = f"{dashboard}: {title}"
+        assert all(math.isfinite(v) and v >= 0 for v in values), (where, values)
+        if names.UTILIZATION.prometheus in expr and "histogram_quantile" in expr:
+            assert all(0 < v <= 4 for v in values), (where, values)
+        if f'{outcome}="overflow"' in expr and "/" in expr:
+            assert all(v <= 1 for v in values), (where, values)
+        if names.ESTIMATE_ACCURACY.prometheus in expr and "increase" not in expr:
+            assert all(0.5 < v < 2 for v in values), (where, values)
+    assert not empty, "panel queries with no data on the demo workload:\n" + "\n".join(empty)
+
+
+def assert_shipped_alerts_evaluate(query: Query) -> None:
+    """The committed rules run as written (ten-minute windows: they may not fire on seconds of data)."""
+    shipped = yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text(encoding="utf-8"))
+    for group in shipped["groups"]:
+        for rule in group["rules"]:
+            for sample in query(rule["expr"]):
+                assert math.isfinite(_value(sample)), rule.get("alert", rule.get("record"))
+    # Telemetry is flowing: the absent alert's expression returns nothing.
+    assert query(alerts.expressions()[alerts.TELEMETRY_ABSENT]) == []
+
+
+# --- the servers stack/build-servers.sh builds ------------------------------------------------
+
+
+def built_servers(*wanted: str) -> dict[str, Path]:
+    """The server binaries ``make servers`` built (``otelcol``, ``jaeger``; default both).
+
+    Skips locally, and fails under ``CI=true``, when one of them is not built.
+    """
+    wanted = wanted or ("otelcol", "jaeger")
+    script = ROOT / "stack" / "build-servers.sh"
+    result = subprocess.run(
+        ["bash", str(script), "--paths"], capture_output=True, text=True, timeout=60, check=False
+    )
+    paths = {
+        name: Path(path) for name, _, path in (line.partition("=") for line in result.stdout.splitlines())
+    }
+    absent = [name for name in wanted if name not in paths or not os.access(paths[name], os.X_OK)]
+    if absent:
+        where = ", ".join(str(paths.get(name, name)) for name in absent)
+        missing(f"not built: {where}; run `make servers` (stack/build-servers.sh) {result.stderr.strip()}")
+    return {name: paths[name] for name in wanted}

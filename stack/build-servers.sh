@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Build the stack's two Go servers from their Go modules, at the versions docker-compose.yml
+# pins, so the end-to-end tests run the same Collector and Jaeger an SRE gets from compose:
+#
+#   otelcol  the OpenTelemetry Collector, a custom distribution made by the Collector's own
+#            builder (go.opentelemetry.io/collector/cmd/builder) from stack/otelcol-builder.yaml,
+#            which lists exactly the components stack/otelcol.yaml uses;
+#   jaeger   Jaeger v2 (github.com/jaegertracing/jaeger/cmd/jaeger; the stack runs it with
+#            in-memory storage, stack/jaeger.yaml).
+#
+# Everything comes through the Go module proxy. Builds land in a cache folder outside the
+# work tree (a fresh clone on the same machine finds them) keyed on the version, the
+# manifest and the Go toolchain, so a second run builds nothing. Go's module and build
+# caches live there too. A cold build of both takes tens of minutes on a 2-core machine
+# (measured figures: README, "The stack: docker compose up").
+#
+#   stack/build-servers.sh           build what is missing, then print name=path lines
+#   stack/build-servers.sh --paths   print name=path lines of what is built; build nothing
+#                                    (exit 1 when something is missing)
+#
+# OTEL_CTX_SERVER_CACHE  the cache folder (default ~/.cache/otel-ctx/servers)
+# OTEL_CTX_GOPROXY       the module proxy (default https://proxy.golang.org)
+# Under CI=true a failed build fails; elsewhere it warns, and the tests that need the
+# servers skip.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+# A CI run may start without HOME; the cache must still be the one the last build filled.
+HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+CACHE="${OTEL_CTX_SERVER_CACHE:-$HOME/.cache/otel-ctx/servers}"
+MANIFEST="$ROOT/stack/otelcol-builder.yaml"
+COMPOSE="$ROOT/docker-compose.yml"
+# The jaeger build's module file: Jaeger's own replace directive, which a module that
+# depends on Jaeger must repeat (Go ignores a dependency's replaces).
+JAEGER_REPLACES='replace github.com/Shopify/sarama => github.com/Shopify/sarama v1.33.0'
+
+case "${CI:-}" in 1 | true | TRUE | True | yes) in_ci=1 ;; *) in_ci=0 ;; esac
+
+die() {
+    echo "build-servers: $*" >&2
+    exit 1
+}
+
+pinned() { # the tag docker-compose.yml pins for an image
+    sed -n "s#^ *image: $1:\\([0-9][0-9.]*\\) *\$#\\1#p" "$COMPOSE"
+}
+
+collector_version="$(pinned otel/opentelemetry-collector-contrib)"
+jaeger_version="$(pinned jaegertracing/jaeger)"
+[ -n "$collector_version" ] || die "no otel/opentelemetry-collector-contrib:<version> image in $COMPOSE"
+[ -n "$jaeger_version" ] || die "no jaegertracing/jaeger:<version> image in $COMPOSE"
+grep -q "^  version: $collector_version\$" "$MANIFEST" ||
+    die "$MANIFEST: dist.version must be $collector_version, the Collector version $COMPOSE pins"
+
+# Jaeger tags its v2 server's Go module as v1.<minor + 63>: release 2.13.0 is module v1.76.0.
+case "$jaeger_version" in
+    2.13.0) jaeger_module=v1.76.0 ;;
+    *) die "no Go module version known for Jaeger $jaeger_version: add it to this table" ;;
+esac
+
+find_go() {
+    if command -v go >/dev/null 2>&1; then
+        command -v go
+    elif [ -x /usr/local/go/bin/go ]; then
+        echo /usr/local/go/bin/go
+    fi
+}
+GO="$(find_go)"
+
+key() { # a short hash of the inputs that make a build different
+    { printf '%s\n' "$@"; [ -z "$GO" ] || "$GO" version; } | sha256sum | cut -c1-12
+}
+otelcol_dir="$CACHE/otelcol-$collector_version-$(key "$collector_version" "$(cat "$MANIFEST")")"
+jaeger_dir="$CACHE/jaeger-$jaeger_version-$(key "$jaeger_version" "$jaeger_module" "$JAEGER_REPLACES")"
+OTELCOL="$otelcol_dir/otelcol-otel-ctx"
+JAEGER="$jaeger_dir/jaeger"
+
+print_paths() {
+    echo "otelcol=$OTELCOL"
+    echo "jaeger=$JAEGER"
+}
+
+if [ "${1:-}" = "--paths" ]; then
+    print_paths
+    [ -x "$OTELCOL" ] && [ -x "$JAEGER" ]
+    exit
+fi
+[ $# -eq 0 ] || die "usage: $0 [--paths]"
+
+if [ -x "$OTELCOL" ] && [ -x "$JAEGER" ]; then
+    echo "build-servers: Collector $collector_version and Jaeger $jaeger_version already built in $CACHE" >&2
+    print_paths
+    exit 0
+fi
+
+if [ -z "$GO" ]; then
+    msg="Go is not installed (the servers are built from their Go modules)"
+    [ "$in_ci" = 1 ] && die "$msg"
+    echo "build-servers: WARNING: $msg; the Collector/Jaeger tests will skip" >&2
+    exit 0
+fi
+
+export GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build"
+export GOPROXY="${OTEL_CTX_GOPROXY:-https://proxy.golang.org}" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+mkdir -p "$CACHE"
+
+build_otelcol() {
+    local builder_dir="$CACHE/tools/builder-$collector_version" work
+    if [ ! -x "$builder_dir/builder" ]; then
+        GOBIN="$builder_dir" "$GO" install "go.opentelemetry.io/collector/cmd/builder@v$collector_version"
+    fi
+    work="$(mktemp -d "$CACHE/.otelcol-build.XXXXXX")"
+    # The manifest as committed, writing its sources and binary into the scratch folder.
+    sed "s#^\\(  output_path:\\).*#\\1 $work/src#" "$MANIFEST" >"$work/manifest.yaml"
+    "$builder_dir/builder" --config "$work/manifest.yaml"
+    mkdir -p "$otelcol_dir"
+    mv "$work/src/otelcol-otel-ctx" "$OTELCOL.tmp" && mv "$OTELCOL.tmp" "$OTELCOL"
+    rm -rf "$work"
+}
+
+build_jaeger() {
+    local work
+    work="$(mktemp -d "$CACHE/.jaeger-build.XXXXXX")"
+    cat >"$work/go.mod" <<EOF
+module otel-ctx.local/jaeger-build
+
+go 1.24
+
+require github.com/jaegertracing/jaeger $jaeger_module
+
+$JAEGER_REPLACES
+EOF
+    local version_pkg=github.com/jaegertracing/jaeger/internal/version
+    (
+        cd "$work"
+        "$GO" get "github.com/jaegertracing/jaeger/cmd/jaeger@$jaeger_module"
+        "$GO" build -trimpath -ldflags "-s -w -X $version_pkg.latestVersion=v$jaeger_version" \
+            -o "$work/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger
+    )
+    mkdir -p "$jaeger_dir"
+    mv "$work/jaeger" "$JAEGER.tmp" && mv "$JAEGER.tmp" "$JAEGER"
+    rm -rf "$work"
+}
+
+timed() { # name, function: run it, say how long it took
+    local started=$SECONDS
+    echo "build-servers: building $1 (first time: tens of minutes on 2 cores)..." >&2
+    # A bash of its own, so `set -e` holds: bash ignores it in a function called as a condition.
+    if ! bash -euo pipefail -c "$(declare -f "$2"); $2" >"$CACHE/$1.log" 2>&1; then
+        tail -n 40 "$CACHE/$1.log" >&2
+        return 1
+    fi
+    echo "build-servers: built $1 in $((SECONDS - started)) s (log: $CACHE/$1.log)" >&2
+}
+
+# What the build functions read, for the bash each runs in.
+export CACHE MANIFEST GO collector_version otelcol_dir OTELCOL
+export jaeger_version jaeger_module JAEGER_REPLACES jaeger_dir JAEGER
+
+# One build at a time per cache: make and a CI run on the same machine may both start one.
+exec 9>"$CACHE/.lock"
+flock 9
+failed=0
+[ -x "$OTELCOL" ] || timed "otelcol-$collector_version" build_otelcol || failed=1
+[ -x "$JAEGER" ] || timed "jaeger-$jaeger_version" build_jaeger || failed=1
+if [ "$failed" = 1 ]; then
+    [ "$in_ci" = 1 ] && die "a server build failed (CI=true: the end-to-end tests need both)"
+    echo "build-servers: WARNING: a server build failed; the Collector/Jaeger tests will skip" >&2
+    exit 0
+fi
+print_paths
