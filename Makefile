@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck servers unit bench dashboards clean
+.PHONY: install demo test test-lowest lint typecheck servers unit bench dashboards clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,14 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest
 
+## test-lowest: the suite against the lowest versions pyproject allows, so its lower bounds stay true
+LOWEST ?= .venv-lowest
+test-lowest: $(STAMP)
+	rm -rf $(LOWEST)
+	$(BIN)/uv venv --quiet --python $(PYTHON) $(LOWEST)
+	$(BIN)/uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -e '.[dashboards,test]'
+	$(LOWEST)/bin/python -m pytest -q
+
 ## bench: every performance figure, as ratios measured in one run (see BENCHMARKS.md)
 bench: $(STAMP)
 	$(BIN)/python -m bench
@@ -46,4 +54,4 @@ dashboards: $(STAMP)
 	$(BIN)/otel-ctx dashboards build
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LOWEST) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -254,6 +254,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
         notes.append(
             "langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured."
         )
+    figures += anthropic_langchain_figures(conv, trials=trials)
     noisy = [x for x in (*t.values(), *(x for pair in warm.values() for x in pair)) if x.spread > 0.5]
     if noisy:
         notes.append(
@@ -327,3 +328,67 @@ def _warm_figure(warm: Timing, two: Timing, kind: str) -> Figure:
         r <= WARM_TARGET,
         f"round {fmt_seconds(warm.median)}, 2 messages {fmt_seconds(two.median)}",
     )
+
+
+def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> list[Figure]:
+    """The same measure as :func:`_conversion` for an Anthropic Messages body and for LangChain
+    messages: the adapter's own work (texts already counted) against a cold 100-message fit."""
+    from otel_ctx.adapters import Fitted, ReadContext, adapter_for
+
+    anthropic_body = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": conv}
+    cases: list[tuple[str, Callable[[ContextFitter], Any], Callable[[ContextFitter], Any]]] = []
+    anthropic = adapter_for("anthropic")
+
+    def anthropic_convert(f: ContextFitter) -> None:
+        reading = anthropic.to_model(anthropic_body, ReadContext(f.counter))
+        anthropic.from_model(reading, Fitted(list(range(len(reading.model.turns)))))
+
+    cases.append(
+        ("anthropic", anthropic_convert, lambda f: f.fit_request(anthropic_body, provider="anthropic"))
+    )
+    try:
+        from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+    except ImportError:
+        pass
+    else:
+        from otel_ctx.adapters.langchain import ADAPTER as LANGCHAIN
+
+        lc: list[BaseMessage] = [
+            HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"]) for m in conv
+        ]
+
+        def langchain_convert(f: ContextFitter) -> None:
+            reading = LANGCHAIN.read_items(lc, None, ReadContext(f.counter))
+            LANGCHAIN.from_model(reading, Fitted(list(range(len(reading.model.turns)))))
+
+        cases.append(("langchain", langchain_convert, lambda f: f.fit(lc)))
+    figures = []
+    for name, convert_once, cold_fit in cases:
+        warm_fitter = new_fitter()
+        cold_fit(warm_fitter)
+
+        def convert(f: ContextFitter = warm_fitter, c: Any = convert_once) -> Thunk:
+            def go() -> None:
+                f.counter.dialect_state.clear()  # turns built afresh; only the texts' counts are known
+                c(f)
+
+            return go
+
+        def cold(c: Any = cold_fit) -> Thunk:
+            f = new_fitter()
+            return lambda: c(f)
+
+        r = interleaved({"convert": convert, "cold": cold}, trials=trials)
+        ratio = r["convert"].median / r["cold"].median
+        figures.append(
+            Figure(
+                SECTION,
+                f"{name}: conversion ÷ cold 100-message fit",
+                f"{ratio:.1%}",
+                f"≤ {CONVERSION_TARGET:.0%}",
+                ratio <= CONVERSION_TARGET,
+                f"read + write back {fmt_seconds(r['convert'].median)}, "
+                f"cold fit {fmt_seconds(r['cold'].median)}",
+            )
+        )
+    return figures

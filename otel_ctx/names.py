@@ -490,3 +490,30 @@ ATTRIBUTE_DOCS.update(
         GEN_AI_CONTEXT_UTILIZATION: "Sentry GenAI: tokens used ÷ window, on the provider call's span.",
     }
 )
+
+# --- counts that are estimates ------------------------------------------------------------
+
+#: False when the count is an estimate (Anthropic: no offline tokenizer; a model whose own
+#: encoding is not installed): the encoding attribute then names the stand-in.
+EXACT = _P + "exact"
+FIT_SPAN_ATTRIBUTES = (*FIT_SPAN_ATTRIBUTES, EXACT)
+ATTRIBUTE_DOCS[EXACT] = "False when the count is an estimate (no offline tokenizer for the provider)."
+
+# --- observe-only: what someone else's trimmer dropped -----------------------------------
+
+#: Observe span: the trimmer dropped the original ticket (the first user message).
+TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
+#: Observe span: tool results sent whose tool call the trimmer dropped.
+TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
+
+ATTRIBUTE_DOCS.update(
+    {
+        TRIM_TICKET_DROPPED: (
+            "Observe span of a wrapped trimmer: True when the request went out without the first "
+            "user message."
+        ),
+        TRIM_ORPHANED_TOOL_RESULTS: (
+            "Observe span of a wrapped trimmer: tool results sent whose tool call was dropped."
+        ),
+    }
+)

@@ -3,14 +3,18 @@
 It answers the calls grafana-client makes (``/api/health``, ``/api/datasources/...``,
 ``/api/folders``, ``/api/dashboards/db``) the way Grafana 11 does, records every request
 (method, path, headers, JSON body) for the tests to assert on, and can be told to answer
-everything with one status (401, 403, ...) to exercise the error paths. It listens on
-127.0.0.1 only, on a port the OS picks, in a daemon thread.
+everything with one status (401, 403, ...) to exercise the error paths. Hostile modes: it
+can echo the request's Authorization header in its error messages (``echo_auth``), answer
+a path with any status, content type and raw body (``overrides``), and trickle every body
+one byte at a time (``drip_seconds``). It listens on 127.0.0.1 only, on a port the OS
+picks, in a daemon thread.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +45,12 @@ class FakeGrafana:
     fail_status: int | None = None
     #: When set, /api/health answers with this status too.
     fail_health: bool = False
+    #: Error messages quote the request's Authorization header, as a careless proxy might.
+    echo_auth: bool = False
+    #: ``(method, path) -> (status, content type, raw body)``: answered as given.
+    overrides: dict[tuple[str, str], tuple[int, str, bytes]] = field(default_factory=dict)
+    #: When set, bodies are sent one byte at a time with this many seconds between bytes.
+    drip_seconds: float | None = None
     requests: list[Recorded] = field(default_factory=list)
     dashboards: dict[str, dict[str, Any]] = field(default_factory=dict)
     url: str = ""
@@ -54,7 +64,10 @@ class FakeGrafana:
         if path == "/api/health" and not self.fail_health:
             return 200, {"commit": "fake", "database": "ok", "version": "11.6.0"}
         if self.fail_status is not None:
-            return self.fail_status, {"message": _STATUS_MESSAGES.get(self.fail_status, "error")}
+            message = _STATUS_MESSAGES.get(self.fail_status, "error")
+            if self.echo_auth and self.requests:
+                message += f" (Authorization: {self.requests[-1].headers.get('authorization')})"
+            return self.fail_status, {"message": message}
         if method == "GET" and path == "/api/datasources":
             return 200, self.datasources
         for key in ("name", "uid"):
@@ -110,13 +123,26 @@ def _handler(fake: FakeGrafana) -> type[BaseHTTPRequestHandler]:
                     body,
                 )
             )
-            status, payload = fake.handle(self.command, parts.path, body)
-            data = json.dumps(payload).encode()
+            override = fake.overrides.get((self.command, parts.path))
+            if override is not None:
+                status, content_type, data = override
+            else:
+                status, payload = fake.handle(self.command, parts.path, body)
+                content_type, data = "application/json", json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if fake.drip_seconds is None:
+                self.wfile.write(data)
+                return
+            try:
+                for i in range(len(data)):
+                    self.wfile.write(data[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(fake.drip_seconds)
+            except OSError:  # the client gave up
+                pass
 
         do_GET = do_POST = do_PUT = do_DELETE = _serve  # http.server's naming
 

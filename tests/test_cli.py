@@ -168,6 +168,8 @@ def test_demo_inspect_text_has_the_inspector_rows() -> None:
         (["--forever", "--inspect"], "do not go together"),
         (["--tickets", "0"], "--tickets"),
         (["--otlp", "collector:4317"], "not a URL"),
+        (["--otlp", "http://[::1"], "--otlp: 'http://[::1' is not a URL"),
+        (["--otlp", "http://localhost:99999"], "not a URL"),
     ],
 )
 def test_demo_usage_errors(args: list[str], fragment: str) -> None:
@@ -230,6 +232,7 @@ def test_demo_forever_stops_cleanly_on_sigterm_and_flushes(tmp_path: Path) -> No
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
+        err = banner + err
         assert proc.returncode == 0, err
         assert "stopping; flushing telemetry" in err
         assert "Traceback" not in err
@@ -411,3 +414,148 @@ def test_no_color_is_respected_on_a_terminal(dispute_request: Path) -> None:
     assert ESC in coloured  # the check can fail: a terminal does get styles
     assert "= Budget" in plain
     assert ESC not in plain
+
+
+# --- hostile input ------------------------------------------------------------------------
+
+
+def _capped_memory() -> None:
+    # Reading without a bound would hit MemoryError here instead of swapping the machine.
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def test_deeply_nested_json_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "n.json"
+    path.write_text('{"messages":' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert_one_line_error(cli("fit", str(path)), str(path), "nested too deeply")
+
+
+def test_hostile_tool_schema_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "enum.json"
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": {"enum": 5}}}}}
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}], "tools": [tool]}))
+    assert_one_line_error(cli("fit", str(path)))
+
+
+def test_an_endless_stdin_is_cut_at_the_input_limit() -> None:
+    with open("/dev/zero", "rb") as zeros:
+        proc = subprocess.run(
+            [*CLI, "fit", "-"],
+            stdin=zeros,
+            capture_output=True,
+            text=True,
+            env=clean_env(),
+            timeout=60,
+            preexec_fn=_capped_memory,
+        )
+    assert_one_line_error(proc, "<stdin>", "larger than the 16M input limit", "--max-input-size")
+
+
+def test_devices_and_fifos_are_refused_without_reading(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # No writer ever opens the FIFO: opening it for reading would block forever.
+    assert_one_line_error(cli("fit", str(fifo), timeout=20), str(fifo), "named pipe", "not a regular file")
+    proc = subprocess.run(
+        [*CLI, "fit", "/dev/zero"], capture_output=True, text=True, env=clean_env(), timeout=60,
+        preexec_fn=_capped_memory,
+    )  # fmt: skip
+    assert_one_line_error(proc, "/dev/zero", "character device")
+
+
+def test_the_input_limit_is_a_flag(tmp_path: Path, dispute_request: Path) -> None:
+    size = dispute_request.stat().st_size
+    assert_one_line_error(
+        cli("fit", str(dispute_request), "--max-input-size", str(size - 1)), "input limit", "--max-input-size"
+    )
+    small = cli("fit", "-", "--max-input-size", "1k", stdin=dispute_request.read_text())
+    assert_one_line_error(small, "<stdin>", "larger than the 1k input limit")
+    assert cli("fit", str(dispute_request), "--max-input-size", str(size)).returncode == 0
+    assert cli("fit", "-", "--max-input-size", "1M", stdin=dispute_request.read_text()).returncode == 0
+    assert_one_line_error(cli("fit", str(dispute_request), "--max-input-size", "lots"), "--max-input-size")
+
+
+def test_an_unwritable_fitted_request_leaves_the_old_file_and_names_the_problem(tmp_path: Path) -> None:
+    path = tmp_path / "surrogate.json"
+    # A lone surrogate is valid JSON (an escape) but no UTF-8 encoder can write it back.
+    path.write_text('{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}')
+    out = tmp_path / "fitted.json"
+    out.write_text("previous\n")
+    proc = cli("fit", str(path), "-o", str(out))
+    assert_one_line_error(proc, str(out), "message 0", "not valid Unicode", "nothing was written")
+    assert out.read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fitted.json", "surrogate.json"]
+    assert_one_line_error(cli("fit", str(path), "-o", str(tmp_path)), str(tmp_path), "is a directory")
+
+
+# --- --otlp and the OTEL_* variables --------------------------------------------------------
+
+
+class _OtlpHttpSink:
+    """Records the paths OTLP/HTTP exporters POST to, on the http/protobuf default port."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.paths: list[str] = []
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                sink.paths.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        try:
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 4318), Handler)
+        except OSError as exc:
+            pytest.fail(f"port 4318 (the OTLP/HTTP default this test checks) is taken: {exc}")
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def otlp_http_sink() -> Any:
+    sink = _OtlpHttpSink()
+    yield sink
+    sink.close()
+
+
+def test_bare_otlp_with_http_protobuf_uses_the_http_port(otlp_http_sink: _OtlpHttpSink) -> None:
+    env = clean_env(OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf")
+    proc = cli("demo", "--tickets", "2", "--seed", "2", "--otlp", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "OTLP to http://localhost:4318" in proc.stdout
+    assert "/v1/traces" in otlp_http_sink.paths
+    assert "/v1/metrics" in otlp_http_sink.paths
+
+
+def test_otlp_keeps_a_signal_the_environment_turned_off(otlp_http_sink: _OtlpHttpSink) -> None:
+    env = clean_env(OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRICS_EXPORTER="none")
+    proc = cli("demo", "--tickets", "2", "--seed", "2", "--otlp", "http://127.0.0.1:4318", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "/v1/traces" in otlp_http_sink.paths
+    assert "/v1/metrics" not in otlp_http_sink.paths
+
+
+def test_otlp_with_prometheus_sends_spans_only_over_otlp(otlp_http_sink: _OtlpHttpSink) -> None:
+    env = clean_env(OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", COLUMNS="300")
+    args = ["--otlp", "http://127.0.0.1:4318", "--prometheus-port", "0"]
+    proc = cli("demo", "--tickets", "2", "--seed", "2", *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "/v1/traces" in otlp_http_sink.paths
+    assert "/v1/metrics" not in otlp_http_sink.paths  # metrics are for Prometheus to scrape
+    assert "OTLP to http://127.0.0.1:4318 (spans), Prometheus metrics on http://127.0.0.1:" in proc.stdout

@@ -11,7 +11,9 @@ themselves run the stack's configs in tests/test_e2e_collector.py.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -139,10 +141,25 @@ def test_images_are_pinned(config: dict[str, Any]) -> None:
 
 @pytest.mark.e2e
 def test_grafana_has_a_required_password_and_no_anonymous_access(config: dict[str, Any]) -> None:
-    env = config["services"]["grafana"]["environment"]
-    assert env["GF_SECURITY_ADMIN_PASSWORD"] == PASSWORD
+    grafana = config["services"]["grafana"]
+    env = grafana["environment"]
     assert env["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
     assert env.get("GF_USERS_ALLOW_SIGN_UP") == "false"
+    # The password reaches Grafana as a secret file, filled from GRAFANA_ADMIN_PASSWORD.
+    (mounted,) = [s for s in grafana["secrets"] if s["source"] == "grafana_admin_password"]
+    assert env["GF_SECURITY_ADMIN_PASSWORD__FILE"] == mounted["target"]
+    assert config["secrets"]["grafana_admin_password"] == {
+        "name": "otel-ctx_grafana_admin_password",
+        "environment": "GRAFANA_ADMIN_PASSWORD",
+    }
+
+
+@pytest.mark.e2e
+def test_the_password_is_in_no_containers_settings(config: dict[str, Any]) -> None:
+    """What a container is given (environment, labels, command) is what `docker inspect` shows."""
+    for name, service in config["services"].items():
+        assert "GF_SECURITY_ADMIN_PASSWORD" not in (service.get("environment") or {}), name
+        assert PASSWORD not in json.dumps(service), f"{name}'s settings hold the Grafana password"
 
 
 @pytest.mark.e2e
@@ -161,7 +178,8 @@ def test_load_service_runs_the_demo_forever_against_the_collector(config: dict[s
 def test_dockerfile_copies_only_what_exists() -> None:
     lines = (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()
     base = next(line for line in lines if line.startswith("FROM"))
-    assert base.startswith("FROM python:3.11-slim")
+    # An exact Python release and Debian suite (or a digest), never a moving tag.
+    assert re.fullmatch(r"FROM python:3\.11\.\d+-slim-[a-z]+(@sha256:[0-9a-f]{64})?", base), base
     for line in lines:
         if line.startswith("COPY "):
             for source in line.split()[1:-1]:
@@ -299,3 +317,58 @@ def test_grafana_provisions_the_repositorys_dashboards_folder(config: dict[str, 
     for provider in providers:
         assert provider["type"] == "file"
         assert mounts[provider["options"]["path"]] == ROOT / "dashboards"
+
+
+# --- the image's dependency lock ---------------------------------------------------------
+
+
+def _lock() -> dict[str, tuple[str, list[str]]]:
+    """``name -> (version, hashes)`` of requirements.lock (pip's hash-checking format)."""
+    from packaging.utils import canonicalize_name
+
+    text = (ROOT / "requirements.lock").read_text(encoding="utf-8").replace("\\\n", " ")
+    pins: dict[str, tuple[str, list[str]]] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        requirement, _, _marker = line.partition(";")
+        name, sep, rest = requirement.partition("==")
+        assert sep, f"requirements.lock: {line!r} is not pinned with =="
+        version = rest.split()[0]
+        pins[canonicalize_name(name)] = (version, re.findall(r"--hash=sha256:([0-9a-f]{64})", line))
+    return pins
+
+
+def test_the_image_installs_from_a_lock_with_hashes() -> None:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert "COPY requirements.lock" in text
+    assert re.search(r"pip install --require-hashes .*-r requirements\.lock", text)
+    # The package itself adds nothing unpinned: no dependency resolution, no index.
+    assert re.search(r"pip install --no-deps --no-build-isolation --no-index \.", text)
+    for name, (_, hashes) in _lock().items():
+        assert hashes, f"requirements.lock pins {name} without a hash"
+
+
+def test_the_lock_agrees_with_pyprojects_dependencies() -> None:
+    """Every dependency (and the build backend) pinned at a version pyproject allows.
+
+    Regenerate with the command at the top of requirements.lock after changing them.
+    """
+    import tomllib
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = [Requirement(r) for r in project["project"]["dependencies"]]
+    wanted += [Requirement(r) for r in project["build-system"]["requires"]]
+    pins = _lock()
+    for req in wanted:
+        if req.marker is not None and not req.marker.evaluate({"python_version": "3.11"}):
+            continue
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req} is in pyproject.toml but not in requirements.lock"
+        version = pins[name][0]
+        assert req.specifier.contains(version, prereleases=True), (
+            f"requirements.lock pins {name}=={version}, outside pyproject's {req}"
+        )

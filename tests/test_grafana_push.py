@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -207,3 +209,96 @@ def test_usage_errors_exit_2(args: tuple[str, ...], env: dict[str, str], phrase:
     assert code == 2, err
     assert err.count("\n") == 1 and phrase in err
     assert_no_secret(out, err)
+
+
+# --- hostile servers: echoed credentials, odd shapes, a trickle ----------------------------
+
+
+def test_every_form_of_the_credentials_is_scrubbed_before_the_message_is_cut(grafana: FakeGrafana) -> None:
+    from urllib.parse import quote
+
+    password = "p@ss/w:rd%41-" + PASSWORD
+    userinfo = f"admin:{password}"
+    basic = base64.b64encode(userinfo.encode()).decode()
+    forms = [
+        password,
+        quote(password, safe=""),
+        basic,
+        f"Basic {basic}",
+        f"http://{quote('admin')}:{quote(password, safe='')}@grafana.internal/",
+        userinfo,
+    ]
+    echoed = "bad auth: " + " | ".join(forms)
+    grafana.overrides[("GET", "/api/health")] = (
+        500,
+        "application/json",
+        json.dumps({"message": echoed}).encode(),
+    )
+    with pytest.raises(PushError) as caught:
+        push(GrafanaTarget(grafana.url, basic_auth=("admin", password)), build_dashboards())
+    text = str(caught.value)
+    for form in (*forms, password[:12], basic[:12]):
+        assert form not in text, (form, text)
+    assert "***" in text and "(500)" in text
+
+
+def test_an_echoed_basic_header_is_scrubbed(grafana: FakeGrafana) -> None:
+    grafana.fail_status = 500
+    grafana.echo_auth = True
+    basic = base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
+    code, out, err = cli("--url", grafana.url, "--user", f"admin:{PASSWORD}")
+    assert code == 1 and err.count("\n") == 1
+    assert grafana.requests[-1].headers["authorization"] == f"Basic {basic}"  # it was echoed
+    assert basic not in err and basic[:8] not in err
+    assert_no_secret(out, err)
+
+
+def test_a_token_straddling_the_cut_leaves_no_prefix(grafana: FakeGrafana) -> None:
+    token = "glsa_" + "k7Qz" * 75  # long enough to cross the 200-character cut
+    grafana.fail_status = 500
+    grafana.echo_auth = True
+    code, out, err = cli("--url", grafana.url, "--token", token)
+    assert code == 1 and err.count("\n") == 1
+    assert "glsa_k7Qz" not in err and "k7Qzk7Qz" not in err, err
+    assert token not in out
+
+
+_FOLDER = ("GET", "/api/folders")
+_DS = ("GET", "/api/datasources/name/Prometheus")
+
+
+@pytest.mark.parametrize(
+    ("where", "content_type", "body", "phrase"),
+    [
+        (_DS, "application/json", b"[]", "a JSON array"),
+        (_DS, "text/plain", b"datasource ok", "text"),
+        (_DS, "application/json", b"{}", "an empty JSON object"),
+        (_FOLDER, "application/json", b'{"folders": []}', "a JSON object"),
+        (_FOLDER, "application/json", b'["otel-ctx"]', "non-objects"),
+        (_FOLDER, "application/json", b'[{"title": "otel-ctx"}]', "without 'uid'"),
+        (("POST", "/api/folders"), "application/json", b"{}", "without 'uid'"),
+        (("POST", "/api/dashboards/db"), "text/plain", b"saved", "text"),
+    ],
+)
+def test_unexpected_response_shapes_are_one_typed_line(
+    grafana: FakeGrafana, where: tuple[str, str], content_type: str, body: bytes, phrase: str
+) -> None:
+    grafana.overrides[where] = (200, content_type, body)
+    with pytest.raises(PushError) as caught:
+        push(GrafanaTarget(grafana.url, token=TOKEN), build_dashboards())
+    assert caught.value.kind == "response"
+    assert phrase in str(caught.value)
+    code, out, err = cli("--url", grafana.url, "--token", TOKEN)
+    assert code == 2, err
+    assert err.count("\n") == 1 and phrase in err and grafana.url in err
+    assert_no_secret(out, err)
+
+
+def test_timeout_is_a_deadline_for_the_whole_push(grafana: FakeGrafana) -> None:
+    grafana.drip_seconds = 1.0  # every answer arrives one byte a second: no single read times out
+    started = time.monotonic()
+    code, _, err = cli("--url", grafana.url, "--token", TOKEN, "--timeout", "3")
+    elapsed = time.monotonic() - started
+    assert code == 1, err
+    assert "did not finish within 3s" in err and err.count("\n") == 1
+    assert elapsed < 3 + 7, elapsed  # the bound, with slack for a loaded machine

@@ -91,7 +91,9 @@ def test_observed_wrapper_returns_the_callables_own_value(cap: Capture) -> None:
     a = dict(span.attributes or {})
     expected = ContextFitter(POLICY).measure(out, task_type="status").breakdown
     assert a[n.ESTIMATED_TOKENS] == expected.estimated
-    assert a[n.TASK_TYPE] == "status" and a[n.OUTCOME] == "fit"
+    # The trimmer dropped history, the ticket with it (messages[0] is the system prompt).
+    assert a[n.TASK_TYPE] == "status" and a[n.OUTCOME] == "compacted"
+    assert a[n.DROPPED_MESSAGES] == len(msgs) - len(out) and a[n.TRIM_TICKET_DROPPED] is True
 
 
 def test_observed_as_a_decorator_and_on_a_coroutine(cap: Capture) -> None:
@@ -140,7 +142,7 @@ def test_observed_langchain_trim_messages() -> None:
     a = dict(span.attributes or {})
     assert a[n.ESTIMATED_TOKENS] == fitter.measure(lc.convert_to_openai_messages(out)).breakdown.estimated
     assert a[n.ESTIMATED_TOKENS] <= 3_000 + 3  # trim_messages' count plus reply priming
-    assert a[n.OUTCOME] == "fit"
+    assert a[n.OUTCOME] == "compacted" and a[n.DROPPED_MESSAGES] == len(history) - len(out)
     cap.close()
 
 

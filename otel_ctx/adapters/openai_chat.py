@@ -16,6 +16,7 @@ provider would reject the request anyway); observe-only paths record the problem
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -571,7 +572,18 @@ def _tool_dicts(tools: Any) -> Any:
         return tools  # the counter names the problem
     if all(t.__class__ is dict for t in tools):
         return tools
+    if any(_langchain_tool(t) for t in tools):
+        from otel_ctx.adapters.langchain import tool_dicts
+
+        return tool_dicts(tools)
     return [as_message(t) or t for t in tools]
+
+
+def _langchain_tool(tool: Any) -> bool:
+    """A ``@tool``/``BaseTool``, a pydantic model class or a function: LangChain describes it."""
+    if isinstance(tool, type) or inspect.isfunction(tool):
+        return True
+    return any(c.__module__.startswith("langchain_core.") for c in type(tool).__mro__)
 
 
 ADAPTER = OpenAIChatAdapter()

@@ -10,11 +10,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-from typer.exceptions import Abort
 
 from otel_ctx import __version__
 from otel_ctx.cli import advise, dashboards, demo_command, fit_command
@@ -41,7 +39,9 @@ app.command("advise", help=advise.HELP)(advise.advise)
 #: Options whose value is optional: given bare, they take this value.
 OPTIONAL_VALUES: dict[str, str] = {
     "--inspect": demo_command.INSPECT_AUTO,
-    "--otlp": "",  # resolved below: OTEL_EXPORTER_OTLP_ENDPOINT or the default
+    # Empty: no endpoint is passed on, so the exporters use OTEL_EXPORTER_OTLP_ENDPOINT or
+    # the default port of the protocol (gRPC 4317, http/protobuf 4318).
+    "--otlp": "",
 }
 
 
@@ -77,16 +77,8 @@ def expand_optional_values(args: Sequence[str]) -> list[str]:
         if arg in OPTIONAL_VALUES:
             following = args[i + 1] if i + 1 < len(args) else None
             if following is None or following.startswith("-"):
-                out.append(_default_for(arg))
+                out.append(OPTIONAL_VALUES[arg])
     return out
-
-
-def _default_for(option: str) -> str:
-    if option == "--otlp":
-        from otel_ctx.cli.telemetry import DEFAULT_OTLP_ENDPOINT
-
-        return os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or DEFAULT_OTLP_ENDPOINT
-    return OPTIONAL_VALUES[option]
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -105,26 +97,45 @@ def _setup_output() -> None:
     logging.getLogger("otel_ctx").addFilter(EncodingFallbackFilter())
 
 
+def _is_parser_error(exc: BaseException) -> bool:
+    """A command-line parsing error (click's ClickException and its subclasses).
+
+    Typer raises its parser's exceptions: the ``click`` package's in the releases that
+    depend on it, a copy of click inside typer in the newer ones. The two have no public
+    module in common, so the exception is recognised by the public interface every
+    release gives it (``format_message()`` and ``exit_code``), not by its module path.
+    """
+    return callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int)
+
+
+def _parser_error(exc: Any) -> None:
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        sys.stdout.write(ctx.get_help() + "\n")
+        sys.exit(EXIT_USAGE)
+    message = exc.format_message()
+    if hasattr(exc, "cmd"):  # a usage error: say where the help is
+        where = ctx.command_path if ctx is not None else PROG
+        message = f"{message} (see '{where} --help')"
+    _fail(message, exc.exit_code)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: parse, run, and turn user errors into one line and an exit code."""
     _setup_output()
     args = expand_optional_values(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
+    if not args:
+        # Help, and the usage exit code: typer releases differ on what no arguments return.
+        sys.stdout.write(command.get_help(typer.Context(command, info_name=PROG)) + "\n")
+        sys.exit(EXIT_USAGE)
     try:
         rc = command.main(args=args, prog_name=PROG, standalone_mode=False)
-    except NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n")
-        sys.exit(EXIT_USAGE)
-    except UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx is not None else PROG
-        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
-    except ClickException as exc:
-        _fail(exc.format_message(), exc.exit_code)
     except CliError as exc:
         _fail(str(exc), exc.exit_code)
     except (OtelCtxError, ValueError) as exc:
         _fail(str(exc))
-    except Abort:
+    except typer.Abort:
         _fail("aborted", 130)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -132,4 +143,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         # `otel-ctx demo | head`: the reader left; not an error of ours.
         sys.stderr.close()
         sys.exit(0)
+    except RecursionError:
+        _fail("the input is nested too deeply to process")
+    except MemoryError:
+        _fail("out of memory reading or processing the input")
+    except Exception as exc:
+        if _is_parser_error(exc):
+            _parser_error(exc)
+        # Hostile input can still reach a path nobody foresaw; the user gets one line and
+        # exit 2, never a traceback (OTEL_CTX_DEBUG=1 shows it, for a bug report).
+        if os.environ.get("OTEL_CTX_DEBUG"):
+            raise
+        _fail(f"unexpected {type(exc).__name__}: {exc} (set OTEL_CTX_DEBUG=1 for the traceback)")
     sys.exit(rc if isinstance(rc, int) else 0)

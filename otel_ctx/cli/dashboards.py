@@ -4,7 +4,7 @@ The generator and the push need the ``dashboards`` extra; they are imported insi
 commands so ``otel-ctx --help`` works without it.
 
 Exit codes: 0 done, 1 the dashboards are out of date (``build --check``) or Grafana
-refused/failed, 2 a usage or input error.
+refused/failed, 2 a usage or input error, or an answer that is not shaped like Grafana's.
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ def push(
         bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")
     ] = False,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for each API call.", min=0.1)
+        float,
+        typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
     ] = 10.0,
 ) -> None:
     """Upload every dashboard to a Grafana, into a folder, overwriting earlier versions."""
@@ -196,7 +197,7 @@ def push(
             datasource_uid=datasource_uid,
         )
     except pusher.PushError as exc:
-        _fail("push", str(exc), EXIT_USAGE if exc.kind == "usage" else EXIT_FAILED)
+        _fail("push", str(exc), EXIT_USAGE if exc.kind in ("usage", "response") else EXIT_FAILED)
     console = Console()
     console.print(
         f"Grafana {result.grafana_version or '(version unknown)'} at {target.display_url}: "

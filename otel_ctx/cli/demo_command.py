@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -72,8 +73,9 @@ def demo(
         typer.Option(
             "--otlp",
             metavar="[URL]",
-            help=f"Export spans and metrics over OTLP (default URL {cli_telemetry.DEFAULT_OTLP_ENDPOINT}, "
-            "or OTEL_EXPORTER_OTLP_ENDPOINT).",
+            help="Export spans and metrics over OTLP (default: OTEL_EXPORTER_OTLP_ENDPOINT, else "
+            f"{cli_telemetry.DEFAULT_OTLP_ENDPOINT} for gRPC or {cli_telemetry.DEFAULT_OTLP_HTTP_ENDPOINT} "
+            "with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf).",
         ),
     ] = None,
     prometheus_port: Annotated[
@@ -98,7 +100,7 @@ def demo(
         raise CliError("--rate only applies with --forever")
     if forever and inspect is not None:
         raise CliError("--inspect and --forever do not go together: inspect one run, or run forever")
-    if otlp is not None:
+    if otlp:  # empty: a bare --otlp, the exporters' own default
         check_url(otlp)
     out = make_console()
     err = make_console(stderr=True)
@@ -140,6 +142,7 @@ def _batch(
     as_json: bool,
 ) -> None:
     summary = WorkloadSummary(tuple(SUPPORT_DESK))
+    show = err.is_terminal and not as_json
     progress = Progress(
         TextColumn("tickets"),
         BarColumn(),
@@ -147,9 +150,11 @@ def _batch(
         TimeElapsedColumn(),
         console=err,
         transient=True,
-        disable=not err.is_terminal or as_json,
+        disable=not show,
     )
-    with progress:
+    # Not started at all when hidden: some rich releases print a newline when a disabled
+    # progress display stops, which would break "nothing on stderr" when piped.
+    with progress if show else contextlib.nullcontext():
         task = progress.add_task("tickets", total=count)
         for ticket in tickets(seed, count):
             summary.add(run_ticket(fitter, ticket, opener=session.opener))
@@ -210,8 +215,12 @@ def _footer(
 
 
 def check_url(url: str) -> None:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # e.g. an unclosed IPv6 bracket, or a port out of range
+        valid = False
+    if not valid:
         raise CliError(f"--otlp: {url!r} is not a URL like http://localhost:4317")
 
 

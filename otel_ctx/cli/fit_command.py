@@ -12,6 +12,8 @@ from otel_ctx.adapters import adapter_for, detect
 from otel_ctx.cli import notes
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
+from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, describe_size, parse_size
+from otel_ctx.cli.output import first_unencodable, write_atomically
 from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
 from otel_ctx.cli.request_file import ChatRequest, load_request
 from otel_ctx.engine.budget import BudgetPolicy
@@ -112,14 +114,25 @@ def fit(
     fail_on_overflow: Annotated[
         bool, typer.Option("--fail-on-overflow", help="Exit 1 when the request overflows its budget.")
     ] = False,
+    max_input_size: Annotated[
+        str,
+        typer.Option(
+            "--max-input-size",
+            metavar="SIZE",
+            help="Refuse a request body larger than this (bytes, or with k/M/G); guards against "
+            "reading an endless stream.",
+        ),
+    ] = describe_size(DEFAULT_MAX_INPUT_BYTES),
 ) -> None:
+    if not request:  # some typer releases let a missing argument through as None
+        raise CliError("missing argument 'REQUEST.json|-' (a file, or - for stdin)")
     if budget is not None and request_limit is not None:
         raise CliError("give --budget or --request-limit, not both (--budget sets the request limit)")
     if provider is not None and provider not in PROVIDERS:
         raise CliError(f"--provider: {provider!r} is not one of {', '.join(PROVIDERS)}")
     if strategy not in ("middle", "oldest"):
         raise CliError(f"--strategy: {strategy!r} is not one of middle, oldest")
-    req = load_request(request)
+    req = load_request(request, parse_size(max_input_size))
     policy = build_policy(
         req,
         task_type=task_type,
@@ -249,7 +262,6 @@ def _print(result: FitResult, fitter: ContextFitter, *, measure: bool, source: s
 
 def _write_request(path: Path, req: ChatRequest, result: FitResult) -> None:
     body = result.request if result.request is not None else req.body
-    try:
-        path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"{path}: cannot write the fitted request ({exc.strerror or exc})") from None
+    bad = first_unencodable(result.messages)
+    what = "the fitted request" + (f" (message {bad} of the fitted messages)" if bad is not None else "")
+    write_atomically(path, json.dumps(body, indent=2, ensure_ascii=False) + "\n", what=what)

@@ -8,12 +8,11 @@ that could be more than one.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from otel_ctx.cli.errors import CliError
+from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, read_input
 
 #: The body keys that hold the room reserved for the answer, per dialect.
 OUTPUT_LIMIT_KEYS = ("max_completion_tokens", "max_tokens", "max_output_tokens")
@@ -31,21 +30,9 @@ class ChatRequest:
     max_output_tokens: int | None
 
 
-def read_text(path: str) -> tuple[str, str]:
-    """``(label, text)`` of a path, or of stdin for ``-``."""
-    if path == "-":
-        data = sys.stdin.buffer.read()
-        label = "<stdin>"
-    else:
-        label = path
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise CliError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise CliError(f"{path}: is a directory, expected a JSON file") from None
-        except OSError as exc:
-            raise CliError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+def read_text(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> tuple[str, str]:
+    """``(label, text)`` of a path, or of stdin for ``-``; at most ``max_bytes`` are read."""
+    label, data = read_input(path, max_bytes)
     try:
         return label, data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -93,8 +80,8 @@ def parse_request(label: str, text: str) -> ChatRequest:
     return ChatRequest(label, body, messages, tools, model, max_out)
 
 
-def load_request(path: str) -> ChatRequest:
-    label, text = read_text(path)
+def load_request(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> ChatRequest:
+    label, text = read_text(path, max_bytes)
     return parse_request(label, text)
 
 

@@ -18,6 +18,7 @@ from otel_ctx.demo.workload import Ticket
 from otel_ctx.engine.fitter import ContextFitter
 
 DEFAULT_OTLP_ENDPOINT = "http://localhost:4317"
+DEFAULT_OTLP_HTTP_ENDPOINT = "http://localhost:4318"
 DEFAULT_SERVICE_NAME = "otel-ctx-demo"
 AGENT_NAME = "sundry-support"
 #: Any of these set means the user configured exporting through the environment.
@@ -79,18 +80,25 @@ def start(
     if service_name is None and not os.environ.get("OTEL_SERVICE_NAME"):
         service_name = DEFAULT_SERVICE_NAME
     kwargs: dict[str, object] = {"service_name": service_name, "task_types": tuple(task_types)}
-    if otlp is not None and prometheus_port is not None:
-        # Metrics are scraped; spans still go over OTLP (configure() sends spans where
-        # OTEL_TRACES_EXPORTER says when metrics go to Prometheus).
-        os.environ["OTEL_TRACES_EXPORTER"] = "otlp"
-        exporter: str | None = "prometheus"
-        kwargs.update(endpoint=otlp, prometheus_port=prometheus_port, prometheus_host=prometheus_host)
-    elif otlp is not None:
-        exporter = "otlp"
-        kwargs.update(endpoint=otlp)
-    elif prometheus_port is not None:
-        exporter = "prometheus"
+    #: Per-signal choices, passed as values: the process environment is never written.
+    traces: str | None = None
+    metrics: str | None = None
+    if otlp is not None:
+        # An explicit OTEL_<SIGNAL>_EXPORTER=none still turns that signal off.
+        traces = "none" if _env_off("OTEL_TRACES_EXPORTER") else "otlp"
+        metrics = "none" if _env_off("OTEL_METRICS_EXPORTER") else "otlp"
+        # A bare --otlp passes no endpoint: the exporters then use OTEL_EXPORTER_OTLP_ENDPOINT
+        # or their protocol's default port (4317 for gRPC, 4318 for http/protobuf).
+        kwargs.update(endpoint=otlp or None)
+    if prometheus_port is not None:
+        metrics = "prometheus"
         kwargs.update(prometheus_port=prometheus_port, prometheus_host=prometheus_host)
+    exporter: str | None
+    if otlp is not None:
+        exporter = "otlp"
+        kwargs.update(traces_exporter=traces, metrics_exporter=metrics)
+    elif prometheus_port is not None:
+        exporter = "prometheus"  # spans go where OTEL_TRACES_EXPORTER says, else nowhere
     elif env_asks_for_export():
         exporter = None  # the OTEL_* variables decide
     else:
@@ -99,17 +107,39 @@ def start(
         handle = configure(exporter, **kwargs)  # type: ignore[arg-type]
     except ValueError as exc:  # an exporter name or protocol the SDK does not know
         raise CliError(f"telemetry: {exc}") from exc
-    destination = describe(exporter, otlp, handle)
+    destination = describe(exporter, otlp, handle, traces=traces, metrics=metrics)
     return TelemetrySession(opener=opener, destination=destination, _handle=handle)
 
 
-def describe(exporter: str | None, otlp: str | None, handle: object) -> str:
+def _env_off(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() == "none"
+
+
+def default_otlp_endpoint() -> str:
+    """Where a bare ``--otlp`` sends: what the OTLP exporters themselves fall back to."""
+    configured = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if configured:
+        return configured
+    protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
+    return DEFAULT_OTLP_HTTP_ENDPOINT if protocol == "http/protobuf" else DEFAULT_OTLP_ENDPOINT
+
+
+def describe(
+    exporter: str | None,
+    otlp: str | None,
+    handle: object,
+    *,
+    traces: str | None = None,
+    metrics: str | None = None,
+) -> str:
     address = getattr(handle, "prometheus_address", None)
     parts = []
     if exporter == "none":
         return "none (embedded; --otlp or --prometheus-port to export)"
     if otlp is not None:
-        parts.append(f"OTLP to {otlp}")
+        signals = [s for s, c in (("spans", traces), ("metrics", metrics)) if c == "otlp"]
+        what = " and ".join(signals) or "nothing (OTEL_*_EXPORTER=none)"
+        parts.append(f"OTLP to {otlp or default_otlp_endpoint()} ({what})")
     if address is not None:
         parts.append(f"Prometheus metrics on http://{address[0]}:{address[1]}/metrics")
     if exporter is None:

@@ -82,8 +82,13 @@ def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None
     native = encodings.encoding_name_for_model(model)
     if native is not None and native in available:
         return ResolvedEncoding(encodings.get_encoding(native), native, native, False)
-    level = logging.DEBUG if _fallback_warned else logging.WARNING
-    _fallback_warned = True
+    # Anthropic publishes no offline tokenizer: cl100k_base is the closest there is, every
+    # count is an estimate (``exact=False``) by design, and a warning would say nothing new.
+    if model.startswith("claude"):
+        level = logging.DEBUG
+    else:
+        level = logging.DEBUG if _fallback_warned else logging.WARNING
+        _fallback_warned = True
     log.log(
         level,
         "otel-ctx: %s for model %r is not installed offline; counting with %s "

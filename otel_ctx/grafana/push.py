@@ -9,13 +9,15 @@ messages or reprs, however the underlying library words its errors.
 
 from __future__ import annotations
 
+import base64
 import copy
 import errno
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
 
 import niquests
 import niquests.exceptions
@@ -32,7 +34,8 @@ DEFAULT_TIMEOUT = 10.0
 
 class PushError(OtelCtxError):
     """Pushing failed; ``kind`` says why (``unauthorized``, ``forbidden``, ``not_found``,
-    ``refused``, ``tls``, ``timeout``, ``connection``, ``datasource``, ``server``, ``usage``)."""
+    ``refused``, ``tls``, ``timeout``, ``connection``, ``datasource``, ``server``,
+    ``response`` (an answer not shaped like Grafana's), ``usage``)."""
 
     def __init__(self, kind: str, message: str) -> None:
         self.kind = kind
@@ -76,10 +79,25 @@ class GrafanaTarget:
         return f"{parts.scheme}://{netloc}"
 
     def secrets(self) -> list[str]:
-        found = [s for s in (self.token, *(self.basic_auth or ())) if s]
+        """Every form a credential can take in an error text: raw, URL-encoded, and the
+        base64 ``user:password`` of a Basic header. Longest first, so a form that contains
+        another is replaced whole."""
         parts = urlsplit(self.url)
-        found += [s for s in (parts.password,) if s]
-        return found
+        pairs = [p for p in (self.basic_auth,) if p is not None]
+        if parts.username is not None and parts.password:
+            pairs.append((unquote(parts.username), unquote(parts.password)))
+        raw = [s for s in (self.token, *(pw for _, pw in pairs)) if s]
+        if parts.password:
+            raw.append(parts.password)  # as written in the URL, maybe percent-encoded
+        forms: set[str] = set()
+        for secret in raw:
+            forms.update({secret, quote(secret, safe=""), quote_plus(secret, safe="")})
+        for user, password in pairs:
+            userinfo = f"{user}:{password}"
+            encoded = base64.b64encode(userinfo.encode()).decode()
+            forms.update({userinfo, encoded, encoded.rstrip("=")})
+            forms.update({quote(userinfo, safe=""), quote(userinfo, safe=":")})
+        return sorted((f for f in forms if f), key=len, reverse=True)
 
 
 @dataclass(frozen=True)
@@ -126,10 +144,26 @@ def _one_line(text: object) -> str:
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
+#: Whatever a server echoes back: an Authorization header's value, a userinfo in a URL.
+_AUTH_HEADER = re.compile(r"\b(Bearer|Basic)(\s+|%20|\+)[A-Za-z0-9._~+/=%-]+", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
+#: How much of a server's own words a message quotes.
+_DETAIL_CHARS = 200
+
+
 def _scrub(message: str, target: GrafanaTarget) -> str:
+    """Remove every form of the credentials; done before any cutting, so a secret that
+    straddles the cut cannot leave its prefix behind."""
     for secret in target.secrets():
         message = message.replace(secret, "***")
-    return message
+    message = _AUTH_HEADER.sub(lambda m: f"{m.group(1)} ***", message)
+    return _URL_USERINFO.sub(r"\1***@", message)
+
+
+def _detail(exc: BaseException, target: GrafanaTarget) -> str:
+    """The exception's text, scrubbed, on one line, then cut to a readable length."""
+    text = _scrub(_one_line(exc), target)
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
 
 
 def _is_refused(exc: BaseException) -> bool:
@@ -153,7 +187,7 @@ def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushErro
     url = target.display_url
     err: PushError
     if isinstance(exc, niquests.exceptions.SSLError):
-        found = re.search(r"\] ([^\[\]]+?) \(_ssl\.c:\d+\)", _one_line(exc))
+        found = re.search(r"\] ([^\[\]]+?) \(_ssl\.c:\d+\)", _scrub(_one_line(exc), target))
         reason = found.group(1) if found else "handshake failed"
         err = PushError(
             "tls",
@@ -172,7 +206,7 @@ def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushErro
                 "refused", f"cannot connect to Grafana at {url}: connection refused (is it running?)"
             )
         else:
-            err = PushError("connection", f"cannot connect to Grafana at {url}: {_one_line(exc)[:200]}")
+            err = PushError("connection", f"cannot connect to Grafana at {url}: {_detail(exc, target)}")
     elif isinstance(exc, GrafanaException):
         status = exc.status_code
         if status == 401:
@@ -195,17 +229,54 @@ def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushErro
             )
         elif isinstance(exc, GrafanaClientError):
             err = PushError(
-                "server", f"Grafana at {url} rejected {action} ({status}): {_one_line(exc)[:200]}"
+                "server", f"Grafana at {url} rejected {action} ({status}): {_detail(exc, target)}"
             )
         else:
             err = PushError(
-                "server", f"Grafana at {url} failed while {action} ({status}): {_one_line(exc)[:200]}"
+                "server", f"Grafana at {url} failed while {action} ({status}): {_detail(exc, target)}"
             )
     else:
         err = PushError(
-            "connection", f"talking to Grafana at {url} failed while {action}: {_one_line(exc)[:200]}"
+            "connection", f"talking to Grafana at {url} failed while {action}: {_detail(exc, target)}"
         )
     return PushError(err.kind, _scrub(str(err), target))
+
+
+def _shape(value: object) -> str:
+    if isinstance(value, str):
+        return "text" if value.strip() else "an empty body"
+    if isinstance(value, dict):
+        return "an empty JSON object" if not value else "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    return "null" if value is None else f"JSON {type(value).__name__}"
+
+
+def _unexpected(target: GrafanaTarget, action: str, got: str, wanted: str) -> PushError:
+    return PushError(
+        "response",
+        f"Grafana at {target.display_url} answered {action} with {got}, not {wanted}; "
+        "is the URL Grafana's root, and nothing (a proxy, a login page) in between?",
+    )
+
+
+def _object(value: object, target: GrafanaTarget, action: str, *keys: str) -> dict[str, Any]:
+    """``value`` as a JSON object holding ``keys``, else a ``response`` PushError."""
+    wanted = "a JSON object" + (f" with {', '.join(repr(k) for k in keys)}" if keys else "")
+    if not isinstance(value, dict):
+        raise _unexpected(target, action, _shape(value), wanted)
+    missing = [k for k in keys if value.get(k) in (None, "")]
+    if missing:
+        raise _unexpected(target, action, f"{_shape(value)} without {', '.join(map(repr, missing))}", wanted)
+    return value
+
+
+def _objects(value: object, target: GrafanaTarget, action: str) -> list[dict[str, Any]]:
+    """``value`` as a JSON array of objects, else a ``response`` PushError."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        got = "a JSON array holding non-objects" if isinstance(value, list) else _shape(value)
+        raise _unexpected(target, action, got, "a JSON array of objects")
+    return value
 
 
 def _status(exc: BaseException) -> int | None:
@@ -235,6 +306,7 @@ def _datasource(api: Any, target: GrafanaTarget, name: str | None, uid: str | No
             f"Grafana at {target.display_url} has no data source with {wanted}; {hint}. "
             "Pass --datasource NAME or --datasource-uid UID (or add the data source first)",
         ) from None
+    found = _object(found, target, "the data source lookup", "type")
     kind = str(found.get("type", ""))
     if kind != "prometheus":
         raise PushError(
@@ -246,10 +318,14 @@ def _datasource(api: Any, target: GrafanaTarget, name: str | None, uid: str | No
 
 
 def _prometheus_datasources(api: Any) -> list[str]:
+    """Names for a hint only: anything unexpected gives no hint rather than an error."""
     try:
         listed = api.datasource.list_datasources()
     except _CALL_ERRORS:
         return []
+    if not isinstance(listed, list):
+        return []
+    listed = [d for d in listed if isinstance(d, dict)]
     return sorted(f"{d.get('name')} (uid {d.get('uid')})" for d in listed if d.get("type") == "prometheus")
 
 
@@ -258,14 +334,14 @@ def _folder(api: Any, target: GrafanaTarget, title: str) -> tuple[str, bool]:
         folders = api.folder.get_all_folders()
     except _CALL_ERRORS as exc:
         raise _explain(exc, "listing folders", target) from None
-    for folder in folders:
+    for folder in _objects(folders, target, "listing folders"):
         if folder.get("title") == title:
-            return str(folder["uid"]), False
+            return str(_object(folder, target, "listing folders", "uid")["uid"]), False
     try:
         created = api.folder.create_folder(title, uid=_slug(title))
     except _CALL_ERRORS as exc:
         raise _explain(exc, f"creating folder {title!r}", target) from None
-    return str(created["uid"]), True
+    return str(_object(created, target, f"creating folder {title!r}", "uid")["uid"]), True
 
 
 def _slug(title: str) -> str:
@@ -304,6 +380,52 @@ def push(
             "usage", "name the Prometheus data source (--datasource NAME or --datasource-uid UID)"
         )
     api = _client(target)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = _push_all(
+                api, target, dashboards, folder, datasource, datasource_uid, message
+            )
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    # The client's timeout bounds each socket read, so a server that trickles one byte at a
+    # time never trips it; the whole push gets one deadline instead, kept by this thread.
+    worker = threading.Thread(target=run, name="otel-ctx-grafana-push", daemon=True)
+    worker.start()
+    worker.join(target.timeout)
+    if worker.is_alive():
+        _close(api)
+        raise PushError(
+            "timeout",
+            f"Grafana at {target.display_url} did not finish within {target.timeout:g}s (--timeout)",
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    result: PushResult = outcome["result"]
+    return result
+
+
+def _close(api: Any) -> None:
+    """Drop the client's connections so the abandoned worker stops at its next read."""
+    session = getattr(getattr(api, "client", None), "s", None)
+    try:
+        if session is not None:
+            session.close()
+    except Exception:  # best effort: the worker is a daemon and the deadline has passed anyway
+        pass
+
+
+def _push_all(
+    api: Any,
+    target: GrafanaTarget,
+    dashboards: Mapping[str, Mapping[str, Any]],
+    folder: str,
+    datasource: str | None,
+    datasource_uid: str | None,
+    message: str,
+) -> PushResult:
     try:
         # /api/health answers without credentials: it tells "not a Grafana" (404) and
         # "unreachable" apart from "wrong credentials", which the next call finds out.
@@ -323,6 +445,7 @@ def push(
             )
         except _CALL_ERRORS as exc:
             raise _explain(exc, f"saving dashboard {title!r}", target) from None
+        saved = _object(saved, target, f"saving dashboard {title!r}")
         pushed.append(
             PushedDashboard(
                 title=title,

@@ -99,6 +99,7 @@ def span_attributes(
     attrs[names.CAPPED_TOOL_RESULTS] = result.capped_tool_results
     attrs[names.CALIBRATION] = float(result.calibration)
     attrs[names.ENCODING] = result.encoding
+    attrs[names.EXACT] = result.exact
     attrs[names.SOURCES] = [s.name for s in b.sources]
     attrs[names.SOURCE_CLASSES] = [s.data_class or "none" for s in b.sources]
     attrs[names.DATA_CLASS] = b.data_class or "none"

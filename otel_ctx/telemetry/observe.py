@@ -8,6 +8,7 @@ so every call is measured and emitted.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -16,12 +17,15 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from opentelemetry.util.types import AttributeValue
+
 from otel_ctx import names
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.telemetry.emitter import MODE_FIT, MODE_OBSERVE, Emitter, default_emitter, log_failure
 from otel_ctx.telemetry.run import Run, current_run
+from otel_ctx.telemetry.trim import compare
 
 if TYPE_CHECKING:
     from otel_ctx.engine.fitter import ContextFitter
@@ -205,7 +209,7 @@ def observed(
         async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
             start = time.time_ns()
             out = await afn(*args, **kwargs)
-            watcher.emit(out, start)
+            watcher.emit(out, start, args, kwargs)
             return out
 
         return async_wrapper  # type: ignore[return-value]
@@ -214,7 +218,7 @@ def observed(
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         start = time.time_ns()
         out = fn(*args, **kwargs)
-        watcher.emit(out, start)
+        watcher.emit(out, start, args, kwargs)
         return out
 
     return wrapper
@@ -244,14 +248,21 @@ class _Watcher:
         self.system_prompt = system_prompt
         self.emitter = emitter
 
-    def emit(self, out: object, start_time: int) -> None:
+    def emit(
+        self,
+        out: object,
+        start_time: int,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
         try:
-            self._emit(out, start_time)
+            self._emit(out, start_time, _given_messages(args, kwargs or {}))
         except Exception as exc:
             log_failure("observing a wrapped fit callable", exc)
 
-    def _emit(self, out: object, start_time: int) -> None:
+    def _emit(self, out: object, start_time: int, given: Sequence[Any] | None = None) -> None:
         active = current_run()
+        trim_extra: dict[str, AttributeValue] = {}
         if isinstance(out, FitResult):
             result, mode = out, MODE_FIT
             fitter = self.bound_fitter
@@ -269,6 +280,11 @@ class _Watcher:
                 task_type=task,
             )
             mode = MODE_OBSERVE
+            if given is not None and isinstance(out, Sequence):
+                try:
+                    result, trim_extra = _with_trim_report(result, given, out)
+                except Exception as exc:  # the round is still worth emitting without the comparison
+                    log_failure("comparing a trimmer's input and output", exc)
         known = fitter.task_types if fitter is not None else ()
         model = self.model or (active.model if active is not None else None) or result.model
         em = self.emitter or (active.emitter if active is not None else default_emitter())
@@ -279,6 +295,8 @@ class _Watcher:
             active.last_result = result
         else:
             round_number, parent, extra = 1, None, None
+        if trim_extra:
+            extra = {**(extra or {}), **trim_extra}
         name = _span_name(mode)
         span = em.tracer.start_span(name, context=parent, start_time=start_time)
         em.emit(
@@ -298,6 +316,35 @@ class _Watcher:
         if self.bound_fitter is not None:
             return self.bound_fitter
         return active.fitter if active is not None else None
+
+
+def _given_messages(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
+    """The message list a trimmer was called with (``messages=`` or its first argument)."""
+    given = kwargs.get("messages", args[0] if args else None)
+    if isinstance(given, Sequence) and not isinstance(given, (str, bytes)):
+        return given
+    return None
+
+
+def _with_trim_report(
+    result: FitResult, given: Sequence[Any], returned: Sequence[Any]
+) -> tuple[FitResult, dict[str, AttributeValue]]:
+    """The measured result with what the trimmer dropped, and the span attributes that flag
+    a request sent without its ticket or with a tool result whose call was dropped."""
+    report = compare(given, returned)
+    outcome = result.outcome
+    if report.dropped_messages and outcome == "fit":
+        outcome = "compacted"
+    result = dataclasses.replace(
+        result,
+        outcome=outcome,
+        dropped_turns=report.dropped_turns,
+        dropped_messages=report.dropped_messages,
+    )
+    return result, {
+        names.TRIM_TICKET_DROPPED: report.ticket_dropped,
+        names.TRIM_ORPHANED_TOOL_RESULTS: report.orphaned_tool_results,
+    }
 
 
 def _span_name(mode: str) -> str:

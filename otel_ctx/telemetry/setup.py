@@ -315,6 +315,8 @@ def create_providers(
     extra_metric_readers: Iterable[MetricReader] = (),
     traces: bool = True,
     metrics_: bool = True,
+    traces_exporter: ExporterName | None = None,
+    metrics_exporter: ExporterName | None = None,
 ) -> TelemetryHandle:
     """Build (but do not install) the providers :func:`configure` would install.
 
@@ -335,11 +337,14 @@ def create_providers(
         attrs[SERVICE_NAME] = service_name
     # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME under what is given here.
     resource = Resource.create(attrs)
-    handle = TelemetryHandle(exporter=exporter or "env", export_timeout=_effective_timeout_s(timeout))
+    handle = TelemetryHandle(
+        exporter=exporter or metrics_exporter or traces_exporter or "env",
+        export_timeout=_effective_timeout_s(timeout),
+    )
 
     if traces:
         span_exporter = _span_exporter(
-            _exporter_choice(exporter, "traces"), endpoint, protocol, headers, timeout
+            _exporter_choice(traces_exporter or exporter, "traces"), endpoint, protocol, headers, timeout
         )
         tp = TracerProvider(resource=resource, shutdown_on_exit=False)
         if span_exporter is not None:
@@ -355,7 +360,7 @@ def create_providers(
         handle.tracer_provider = tp
 
     if metrics_:
-        choice = _exporter_choice(exporter, "metrics")
+        choice = _exporter_choice(metrics_exporter or exporter, "metrics")
         readers: list[MetricReader] = list(extra_metric_readers)
         if choice == "prometheus":
             readers.append(_prometheus(handle, prometheus_port, prometheus_host))
@@ -435,6 +440,8 @@ def configure(
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
     models: Iterable[str] | None = None,
     resolutions: Iterable[str] = (),
+    traces_exporter: ExporterName | None = None,
+    metrics_exporter: ExporterName | None = None,
 ) -> TelemetryHandle:
     """Set up tracing and metrics for otel-ctx where the application has not.
 
@@ -444,6 +451,9 @@ def configure(
     127.0.0.1:9464 or ``OTEL_EXPORTER_PROMETHEUS_HOST/PORT``; spans then go where
     ``OTEL_TRACES_EXPORTER`` says, else nowhere) or ``"none"``. ``None`` reads
     ``OTEL_TRACES_EXPORTER`` and ``OTEL_METRICS_EXPORTER`` (default ``otlp``).
+
+    ``traces_exporter`` / ``metrics_exporter`` choose for one signal and win over
+    ``exporter`` (e.g. spans over OTLP, metrics for Prometheus to scrape).
 
     ``task_types`` adds to the fitters' task types in the set that metric labels keep
     (others become ``other``); ``max_round`` is the last round with its own label;
@@ -482,6 +492,8 @@ def configure(
             prometheus_host=prometheus_host,
             traces=want_traces,
             metrics_=want_metrics,
+            traces_exporter=traces_exporter,
+            metrics_exporter=metrics_exporter,
         )
         if handle.tracer_provider is not None:
             trace.set_tracer_provider(handle.tracer_provider)
