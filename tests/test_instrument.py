@@ -35,6 +35,7 @@ from opentelemetry import context as otel_context
 import otel_ctx
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
+from otel_ctx.engine import ContextFitter
 from otel_ctx.instrumentation import _core
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
@@ -221,7 +222,7 @@ def test_a_failure_inside_otel_ctx_never_reaches_the_agent(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("injected failure inside otel-ctx")
 
-    monkeypatch.setattr(_core, "measure", broken)
+    monkeypatch.setattr(ContextFitter, "measure_request", broken)
     oc = openai_client(fake_provider)
     with caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"):
         first = oc.chat.completions.create(model="gpt-4o", messages=CHAT)

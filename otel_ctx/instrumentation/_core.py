@@ -27,7 +27,6 @@ from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.instrumentation._measure import measure
 from otel_ctx.telemetry.content import capture_content, messages_json
 from otel_ctx.telemetry.emitter import MODE_OBSERVE, Emitter, log_failure, span_attributes
 
@@ -216,7 +215,7 @@ class Observer:
         task_type = info.task_type or self.config.default_task_type
         policy = self.config.policy(task_type, model, _requested_output(body))
         fitter = self.fitter(model)
-        result = _rebudget(measure(fitter, body, provider), policy, task_type)
+        result = _rebudget(fitter.measure_request(body, provider=provider), policy, task_type)
         if info.conversation_id is not None:
             round_number = self.conversations.next_round(info.conversation_id)
         else:
