@@ -13,6 +13,7 @@ waiting ten minutes for an alert.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -77,6 +78,8 @@ class AlertSettings:
     drift_for: str = "30m"
     absent_window: str = "10m"
     absent_for: str = "5m"
+    #: Window of the rates only the dashboards read (the breakdown lines, per round too).
+    recording_window: str = "5m"
     grafana_url: str = "http://127.0.0.1:3000"
     jaeger_url: str = "http://127.0.0.1:16686"
     #: Share of finished runs the ceiling stopped, per task type, above which to warn.
@@ -120,6 +123,7 @@ class AlertSettings:
             drift_for="0s",
             absent_window=window,
             absent_for="0s",
+            recording_window=window,
             ceiling_window=window,
             ceiling_for="0s",
             cost_window=window,
@@ -150,36 +154,105 @@ def _num(value: float) -> str:
     return repr(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
+_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def _seconds(duration: str) -> float:
+    """A PromQL duration (``10m``, ``1h30m``) in seconds."""
+    parts = _DURATION.findall(duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ValueError(f"not a PromQL duration: {duration!r}")
+    return sum(int(n) * _SECONDS[u] for n, u in parts)
+
+
+# --- recording rules -----------------------------------------------------------------------
+
+
+def _labels(metric: names.Metric, *extra: str) -> tuple[str, ...]:
+    return (JOB, *(names.prometheus_label(a) for a in metric.attributes), *extra)
+
+
+def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
+    """The rates the alerts and the dashboards' over-time panels read, summed over processes.
+
+    Each keeps every label of its metric but the process (``instance``): a fleet of a hundred
+    agents of one service is one series per label set, and an alert or a dashboard step reads
+    a precomputed value instead of rate() over every process's raw samples. A rate an alert
+    reads has that alert's window; the rates only dashboards read have ``recording_window``.
+    """
+    fits, util, acc = names.FITS, names.UTILIZATION, names.ESTIMATE_ACCURACY
+    rules = [
+        (names.recorded(fits), f"rate({fits.prometheus}[{s.overflow_window}])", _labels(fits)),
+        (
+            names.recorded(util, "_bucket"),
+            f"rate({util.series('_bucket')}[{s.utilization_window}])",
+            _labels(util, "le"),
+        ),
+        (
+            names.recorded(names.TOKENS),
+            f"rate({names.TOKENS.prometheus}[{s.recording_window}])",
+            _labels(names.TOKENS),
+        ),
+        (
+            names.recorded(names.ROUND_TOKENS),
+            f"rate({names.ROUND_TOKENS.prometheus}[{s.recording_window}])",
+            _labels(names.ROUND_TOKENS),
+        ),
+        (
+            names.recorded(acc, "_sum"),
+            f"rate({acc.series('_sum')}[{s.drift_window}])",
+            _labels(acc),
+        ),
+        (
+            names.recorded(acc, "_count"),
+            f"rate({acc.series('_count')}[{s.drift_window}])",
+            _labels(acc),
+        ),
+        # The ticket view's alerts: runs the ceiling stopped among finished runs, cost per ticket.
+        (
+            names.recorded(names.CEILING_STOPS),
+            f"rate({names.CEILING_STOPS.prometheus}[{s.ceiling_window}])",
+            _labels(names.CEILING_STOPS),
+        ),
+        (
+            names.recorded(names.RUN_TOKENS, "_count"),
+            f"rate({names.RUN_TOKENS.series('_count')}[{s.ceiling_window}])",
+            _labels(names.RUN_TOKENS),
+        ),
+        (
+            names.recorded(names.RUN_COST, "_bucket"),
+            f"rate({names.RUN_COST.series('_bucket')}[{s.cost_window}])",
+            _labels(names.RUN_COST, "le"),
+        ),
+    ]
+    return [{"record": record, "expr": f"sum {_by(*by)} ({expr})"} for record, expr, by in rules]
+
+
+# --- the alerts' signals, on the recorded rates ---------------------------------------------
+
+
 def overflow_signal(s: AlertSettings) -> str:
     """Share of fits that overflowed, per service and task type (0-1)."""
-    fits = names.FITS.prometheus
+    fits = names.recorded(names.FITS)
     by = _by(JOB, TASK)
-    w = s.overflow_window
-    return (
-        f"(\n"
-        f"  sum {by} (rate({_selector(fits, {OUTCOME: OVERFLOW_OUTCOME})}[{w}]))\n"
-        f"/\n"
-        f"  sum {by} (rate({fits}[{w}]))\n"
-        f")"
-    )
+    return f"(\n  sum {by} ({_selector(fits, {OUTCOME: OVERFLOW_OUTCOME})})\n/\n  sum {by} ({fits})\n)"
 
 
 def overflow_expr(s: AlertSettings) -> str:
     expr = f"{overflow_signal(s)} > {_num(s.overflow_ratio)}"
     if s.overflow_min_fits > 0:
-        fits, by, w = names.FITS.prometheus, _by(JOB, TASK), s.overflow_window
-        expr += f"\nand on ({JOB}, {TASK})\n  sum {by} (increase({fits}[{w}])) >= {_num(s.overflow_min_fits)}"
+        # Fits in the window = the recorded per-second rate times the window's seconds.
+        fits, by = names.recorded(names.FITS), _by(JOB, TASK)
+        seconds = _num(_seconds(s.overflow_window))
+        expr += f"\nand on ({JOB}, {TASK})\n  sum {by} ({fits}) * {seconds} >= {_num(s.overflow_min_fits)}"
     return expr
 
 
 def utilization_signal(s: AlertSettings) -> str:
     """The utilization quantile (estimated ÷ budget), per service and task type."""
-    bucket = names.UTILIZATION.series("_bucket")
-    return (
-        f"histogram_quantile({_num(s.utilization_quantile)},\n"
-        f"  sum {_by(JOB, TASK, 'le')} (rate({bucket}[{s.utilization_window}]))\n"
-        f")"
-    )
+    bucket = names.recorded(names.UTILIZATION, "_bucket")
+    return f"histogram_quantile({_num(s.utilization_quantile)},\n  sum {_by(JOB, TASK, 'le')} ({bucket})\n)"
 
 
 def utilization_expr(s: AlertSettings) -> str:
@@ -189,12 +262,11 @@ def utilization_expr(s: AlertSettings) -> str:
 def drift_signal(s: AlertSettings) -> str:
     """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     by = _by(JOB, TASK, MODEL)
-    w = s.drift_window
     return (
         f"(\n"
-        f"  sum {by} (rate({names.ESTIMATE_ACCURACY.series('_sum')}[{w}]))\n"
+        f"  sum {by} ({names.recorded(names.ESTIMATE_ACCURACY, '_sum')})\n"
         f"/\n"
-        f"  sum {by} (rate({names.ESTIMATE_ACCURACY.series('_count')}[{w}]))\n"
+        f"  sum {by} ({names.recorded(names.ESTIMATE_ACCURACY, '_count')})\n"
         f")"
     )
 
@@ -213,12 +285,11 @@ def ceiling_stop_signal(s: AlertSettings) -> str:
     The stop counter starts at 0 for every task type that runs, so the first stop shows.
     """
     by = _by(JOB, TASK)
-    w = s.ceiling_window
     return (
         f"(\n"
-        f"  sum {by} (rate({names.CEILING_STOPS.prometheus}[{w}]))\n"
+        f"  sum {by} ({names.recorded(names.CEILING_STOPS)})\n"
         f"/\n"
-        f"  (sum {by} (rate({names.RUN_TOKENS.series('_count')}[{w}])) > 0)\n"
+        f"  (sum {by} ({names.recorded(names.RUN_TOKENS, '_count')}) > 0)\n"
         f")"
     )
 
@@ -229,12 +300,8 @@ def ceiling_stop_expr(s: AlertSettings) -> str:
 
 def cost_signal(s: AlertSettings) -> str:
     """The cost-per-ticket quantile in USD, per service and task type."""
-    bucket = names.RUN_COST.series("_bucket")
-    return (
-        f"histogram_quantile({_num(s.cost_quantile)},\n"
-        f"  sum {_by(JOB, TASK, 'le')} (rate({bucket}[{s.cost_window}]))\n"
-        f")"
-    )
+    bucket = names.recorded(names.RUN_COST, "_bucket")
+    return f"histogram_quantile({_num(s.cost_quantile)},\n  sum {_by(JOB, TASK, 'le')} ({bucket})\n)"
 
 
 def cost_expr(s: AlertSettings) -> str:
@@ -358,8 +425,8 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
                     f"for {task} requests of {job} has been above {s.utilization_threshold:.0%}: most "
                     "requests run at the budget line, compaction drops history on most rounds and a "
                     "little growth in the pinned floor will overflow.\n"
-                    f"Look: on {overview}, filter task type {task}: the utilization-by-round panel "
-                    "shows how fast a run fills the window and 'Which component fills the window' "
+                    f"Look: on {overview}, filter task type {task}: the share-of-the-budget-by-round "
+                    "panel shows how fast a run fills the window and 'Which component fills the window' "
                     "which line fills it "
                     "(tool results usually: check the tool-result cap and capped results).\nFix: lower "
                     "the tool_result_cap, trim the system prompt or skills, or raise the request_limit "
@@ -477,8 +544,14 @@ def _ticket_rules(s: AlertSettings) -> list[dict[str, Any]]:
 
 
 def build(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
-    """The Prometheus rule file as a dict (``groups: [{name, rules}]``)."""
-    return {"groups": [{"name": GROUP_NAME, "rules": _rules(settings) + _ticket_rules(settings)}]}
+    """The Prometheus rule file as a dict: one group, the recording rules first.
+
+    Prometheus evaluates a group's rules in order, so each alert reads the rates recorded
+    in the same evaluation (a separate group would be evaluated on its own schedule and the
+    alerts would lag a cycle behind).
+    """
+    rules: list[dict[str, Any]] = [*recording_rules(settings), *_rules(settings), *_ticket_rules(settings)]
+    return {"groups": [{"name": GROUP_NAME, "rules": rules}]}
 
 
 class _RuleDumper(yaml.SafeDumper):

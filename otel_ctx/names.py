@@ -133,9 +133,12 @@ FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
 
 ATTRIBUTE_DOCS: dict[str, str] = {
     TASK_TYPE: "Task type the budget was chosen for (span: as given; metrics: bounded, else `other`).",
-    ROUND: "Round number within the run, from 1 (metrics: exact up to a maximum, then `N+`).",
+    ROUND: (
+        "Round number within the run, from 1 (metrics: only on `context_budget.round_tokens`, exact up "
+        "to a maximum, then `N+`)."
+    ),
     OUTCOME: "`fit`, `compacted` or `overflow` (the pinned floor alone exceeds the budget).",
-    COMPONENT: "Metric only: which breakdown line a `context_budget.tokens` point is.",
+    COMPONENT: "Metric only: which breakdown line a `context_budget.tokens` total counts.",
     CONTEXT_LENGTH: "The model's context window in tokens.",
     REQUEST_LIMIT: "The per-task request limit, when smaller than the window is wanted (0: none).",
     RESERVED_OUTPUT: "Tokens reserved for the answer.",
@@ -171,14 +174,6 @@ ATTRIBUTE_DOCS: dict[str, str] = {
 }
 
 # --- metrics ----------------------------------------------------------------------------
-
-# Histogram buckets for token counts: dense enough to tell 4k/8k/16k budgets and
-# 128k from 200k windows apart (the GenAI spec's powers of four cannot).
-TOKEN_BUCKETS: tuple[float, ...] = (
-    0, 16, 32, 64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192,
-    12288, 16384, 24576, 32768, 49152, 65536, 98304, 131072, 163840, 204800,
-    262144, 524288, 1048576,
-)  # fmt: skip
 
 # Utilization: fine around the budget line, where alerting thresholds live.
 UTILIZATION_BUCKETS: tuple[float, ...] = (
@@ -224,20 +219,37 @@ class Metric:
         return self.prometheus + suffix
 
 
+# Series per process are the product of every label's values, so the round label (13 values)
+# sits on one small counter only, the breakdown lines are totals (a mean is a total divided by
+# context_budget.fits) and the one bucketed per-round histogram is the utilization: at full
+# spread (3 task types x 2 models x every round and outcome) the per-round metrics of a process
+# stay near 1,400 series.
 TOKENS = Metric(
     name=_P + "tokens",
-    kind="histogram",
+    kind="counter",
     unit="{token}",
-    description="Tokens per breakdown line per fitted request; the line is in context_budget.component.",
-    attributes=(COMPONENT, TASK_TYPE, ROUND, GEN_AI_REQUEST_MODEL),
-    buckets=TOKEN_BUCKETS,
+    description=(
+        "Tokens per breakdown line, summed over fitted requests (the line is in "
+        "context_budget.component); divided by context_budget.fits it is the mean per request."
+    ),
+    attributes=(COMPONENT, TASK_TYPE, OUTCOME, GEN_AI_REQUEST_MODEL),
+)
+ROUND_TOKENS = Metric(
+    name=_P + "round_tokens",
+    kind="counter",
+    unit="{token}",
+    description=(
+        "Tokens per summed breakdown line and the budget, summed by round of a run: a line "
+        "divided by the budget is its mean share of the budget in that round."
+    ),
+    attributes=(COMPONENT, ROUND, TASK_TYPE, GEN_AI_REQUEST_MODEL),
 )
 UTILIZATION = Metric(
     name=_P + "utilization",
     kind="histogram",
     unit="1",
     description="Estimated request tokens divided by the budget (above 1.0: overflow).",
-    attributes=(TASK_TYPE, ROUND, OUTCOME, GEN_AI_REQUEST_MODEL),
+    attributes=(TASK_TYPE, OUTCOME, GEN_AI_REQUEST_MODEL),
     buckets=UTILIZATION_BUCKETS,
 )
 FITS = Metric(
@@ -270,8 +282,21 @@ ESTIMATE_ACCURACY = Metric(
     buckets=ACCURACY_BUCKETS,
 )
 
+
+def recorded(metric: Metric, suffix: str = "") -> str:
+    """The recording rule holding a series' per-second rate summed to the service (``job``) level.
+
+    ``level:metric:operation``, as Prometheus names recording rules: the rule keeps every
+    label of the metric except the process (``instance``), so a dashboard over a fleet reads
+    one series per service instead of one per agent process. The rules are generated with
+    the alert rules (``otel_ctx.alerts``); their window is the alert's window.
+    """
+    return f"job:{metric.series(suffix)}:rate"
+
+
 METRICS: tuple[Metric, ...] = (
     TOKENS,
+    ROUND_TOKENS,
     UTILIZATION,
     FITS,
     DROPPED_TURNS_METRIC,
@@ -307,6 +332,10 @@ SUMMED_COMPONENTS: tuple[str, ...] = (
     COMPONENT_SYSTEM_PROMPT,
     COMPONENT_SKILLS,
 )
+
+#: The lines ``context_budget.round_tokens`` carries: what can grow during a run, and the budget
+#: it grows against (their ratio is the share of the budget, round by round).
+ROUND_COMPONENTS: tuple[str, ...] = (*SUMMED_COMPONENTS, COMPONENT_BUDGET)
 
 COMPONENTS: tuple[str, ...] = (
     COMPONENT_TRANSCRIPT,

@@ -26,13 +26,29 @@ REGISTRY_SERIES = {
     for m in names.METRICS
     for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
 }
+# ... and the recording rule that can hold each one's rate, summed to the service.
+METRIC_OF = {
+    series: m
+    for m in names.METRICS
+    for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+    for series in (m.series(suffix), names.recorded(m, suffix))
+}
 
 
-def _rules() -> list[dict[str, Any]]:
+def _group() -> list[dict[str, Any]]:
     groups = alerts.build()["groups"]
     assert [g["name"] for g in groups] == [alerts.GROUP_NAME]
     rules: list[dict[str, Any]] = groups[0]["rules"]
     return rules
+
+
+def _rules() -> list[dict[str, Any]]:
+    """The alerting rules (the group starts with the recording rules they read)."""
+    return [r for r in _group() if "alert" in r]
+
+
+def _recording() -> list[dict[str, Any]]:
+    return [r for r in _group() if "record" in r]
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
@@ -80,15 +96,12 @@ def test_every_alert_is_actionable_and_links_the_overview_dashboard() -> None:
 
 
 def test_expressions_use_only_registry_series_and_labels() -> None:
-    metric_of = {
-        m.series(suffix): m
-        for m in names.METRICS
-        for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
-    }
-    for name, expr in alerts.expressions().items():
-        used = set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[{\[]", expr))
+    metric_of = METRIC_OF
+    exprs = {**alerts.expressions(), **{r["record"]: r["expr"] for r in _recording()}}
+    for name, expr in exprs.items():
+        used = set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:[{\[]|\)|$)", expr)) & set(METRIC_OF)
         assert used, name
-        assert used <= REGISTRY_SERIES, f"{name} uses series outside the registry: {used - REGISTRY_SERIES}"
+        assert used <= set(METRIC_OF), f"{name} uses series outside the registry: {used - set(METRIC_OF)}"
         allowed = {"job", "le"} | {
             names.prometheus_label(a) for series in used for a in metric_of[series].attributes
         }
@@ -123,9 +136,41 @@ def test_settings_reject_meaningless_thresholds() -> None:
 def test_fast_settings_keep_the_expressions_but_not_the_waiting() -> None:
     fast = alerts.build(alerts.AlertSettings.fast("30s"))["groups"][0]["rules"]
     slow = _rules()
-    assert [r["alert"] for r in fast] == [r["alert"] for r in slow]
-    assert all(r["for"] == "0s" for r in fast)
-    assert all("[30s]" in r["expr"] for r in fast)
+    assert [r["alert"] for r in fast if "alert" in r] == [r["alert"] for r in slow]
+    assert all(r["for"] == "0s" for r in fast if "alert" in r)
+    # The alerts read the recorded rates; the recording rules carry the (fast) windows.
+    assert all("[30s]" in r["expr"] for r in fast if "record" in r)
+    assert [r["record"] for r in fast if "record" in r] == [r["record"] for r in _recording()]
+
+
+def test_every_alert_reads_recorded_rates_that_the_group_records_before_it() -> None:
+    """The heavy part of each alert is precomputed, in the same group and earlier in it.
+
+    Prometheus evaluates a group's rules in order, so an alert sees the rates recorded in
+    the same evaluation, not the previous one.
+    """
+    group = _group()
+    position = {r.get("record") or r["alert"]: i for i, r in enumerate(group)}
+    for rule in _rules():
+        read = set(re.findall(r"\bjob:[a-zA-Z0-9_]+:rate\b", rule["expr"]))
+        if rule["alert"] == alerts.TELEMETRY_ABSENT:
+            assert not read  # absence is about the raw series: a recorded rate of nothing is nothing
+            continue
+        assert read, rule["alert"]
+        assert "rate(" not in rule["expr"], rule["alert"]
+        for record in read:
+            assert position[record] < position[rule["alert"]], (record, rule["alert"])
+
+
+def test_recording_rules_sum_away_only_the_process() -> None:
+    """Every recorded rate keeps its metric's labels (and job, le) and drops instance."""
+    for rule in _recording():
+        metric = METRIC_OF[rule["record"]]
+        kept = set(re.fullmatch(r"sum by \(([^)]*)\) \(rate\(.*\)\)", rule["expr"]).group(1).split(", "))  # type: ignore[union-attr]
+        expected = {"job"} | {names.prometheus_label(a) for a in metric.attributes}
+        if rule["record"].endswith("_bucket:rate"):
+            expected.add("le")
+        assert kept == expected, rule["record"]
 
 
 def test_unit_tests_cover_a_firing_and_a_silent_case_for_every_alert() -> None:
@@ -133,18 +178,23 @@ def test_unit_tests_cover_a_firing_and_a_silent_case_for_every_alert() -> None:
     assert spec["rule_files"] == [RULES.name]
     fires: set[str] = set()
     silent: set[str] = set()
+    recorded: set[str] = set()
     for group in spec["tests"]:
-        for case in group["alert_rule_test"]:
+        for case in group.get("alert_rule_test") or ():
             (fires if case.get("exp_alerts") else silent).add(case["alertname"])
+        for case in group.get("promql_expr_test") or ():
+            recorded |= set(re.findall(r"\bjob:[a-zA-Z0-9_]+:rate\b", case["expr"]))
     assert fires == set(alerts.ALERT_NAMES)
     assert silent == set(alerts.ALERT_NAMES)
+    # Every recording rule's value is checked on its own, with two processes to sum.
+    assert recorded == {r["record"] for r in _recording()}
 
 
 @pytest.mark.e2e
 def test_promtool_accepts_the_committed_rules() -> None:
     result = _promtool("check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"SUCCESS: {len(alerts.ALERT_NAMES)} rules found" in result.stdout
+    assert f"SUCCESS: {len(_group())} rules found" in result.stdout
 
 
 @pytest.mark.e2e

@@ -16,7 +16,7 @@ import pytest
 from support import require_binary
 from typer.testing import CliRunner
 
-from otel_ctx import names
+from otel_ctx import alerts, names
 from otel_ctx.cli import app
 from otel_ctx.grafana import build_dashboards, check, iter_panels, jaeger, queries, render, variable_queries
 
@@ -30,13 +30,13 @@ VARIABLES = {"datasource", "service", "task_type", "model", "jaeger_url"}
 
 SERIES: dict[str, names.Metric] = {}
 for _metric in names.METRICS:
-    if _metric.kind == "histogram":
-        for _suffix in ("_bucket", "_sum", "_count"):
-            SERIES[_metric.series(_suffix)] = _metric
-    else:
-        SERIES[_metric.prometheus] = _metric
+    # Each series, and the recording rule that holds its rate summed to the service.
+    for _suffix in ("_bucket", "_sum", "_count") if _metric.kind == "histogram" else ("",):
+        SERIES[_metric.series(_suffix)] = _metric
+        SERIES[names.recorded(_metric, _suffix)] = _metric
+RECORDED = {s for s in SERIES if s.startswith("job:")}
 
-SELECTOR = re.compile(r"(context_budget_\w+)\s*\{([^}]*)\}")
+SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate)?)\s*\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 GROUPING = re.compile(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)")
 
@@ -235,20 +235,18 @@ def series(metric: str, values: str, **labels: str) -> dict[str, str]:
 
 
 def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
-    """Synthetic series through Prometheus's own engine (promtool test rules)."""
+    """Synthetic series through Prometheus's own engine (promtool test rules), recording rules loaded."""
     promtool = require_binary("promtool", "apt-get install prometheus")
     task = names.prometheus_label(names.TASK_TYPE)
     outcome = names.prometheus_label(names.OUTCOME)
     component = names.prometheus_label(names.COMPONENT)
+    round_label = names.prometheus_label(names.ROUND)
     fits = names.FITS.prometheus
-    tok_sum, tok_count = names.TOKENS.series("_sum"), names.TOKENS.series("_count")
+    tokens = names.TOKENS.prometheus
     # returns: 3 fits and 1 overflow a minute; status: 2 fits a minute and never overflowed.
-    inputs = [
-        series(fits, "0+3x10", **{task: "returns", outcome: "fit"}),
-        series(fits, "0+1x10", **{task: "returns", outcome: "overflow"}),
-        series(fits, "0+2x10", **{task: "status", outcome: "fit"}),
-    ]
-    # One request a minute: transcript 400 (user 100, tool 300), tool schema 200, budget 1000.
+    per_minute = {("returns", "fit"): 3, ("returns", "overflow"): 1, ("status", "fit"): 2}
+    inputs = [series(fits, f"0+{n}x10", **{task: t, outcome: o}) for (t, o), n in per_minute.items()]
+    # Every request: transcript 400 (user 100, tool 300), tool schema 200, budget 1000.
     per_request = {
         "transcript": 400,
         names.transcript_role_component("user"): 100,
@@ -258,9 +256,22 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         names.COMPONENT_BUDGET: 1000,
         names.COMPONENT_HEADROOM: 400,
     }
-    for line, tokens in per_request.items():
-        inputs.append(series(tok_sum, f"0+{tokens}x10", **{task: "returns", outcome: "fit", component: line}))
-        inputs.append(series(tok_count, "0+1x10", **{task: "returns", outcome: "fit", component: line}))
+    for (t, o), n in per_minute.items():
+        for line, value in per_request.items():
+            inputs.append(series(tokens, f"0+{value * n}x10", **{task: t, outcome: o, component: line}))
+    # Round 1 (4 requests a minute) uses 30% of the budget in tool results; round 2 (2 a minute) 60%.
+    for rnd, n, tool in (("1", 4, 300), ("2", 2, 600)):
+        for line, value in ((names.transcript_role_component("tool"), tool), (names.COMPONENT_BUDGET, 1000)):
+            inputs.append(
+                series(
+                    names.ROUND_TOKENS.prometheus,
+                    f"0+{value * n}x10",
+                    **{task: "returns", round_label: rnd, component: line},
+                )
+            )
+    # Utilization: per minute, 10 requests at or under 0.5, 10 more at or under 0.8, none above.
+    for le, n in (("0.5", 10), ("0.8", 20), ("+Inf", 20)):
+        inputs.append(series(names.UTILIZATION.series("_bucket"), f"0+{n}x10", **{task: "returns", "le": le}))
 
     def sample(value: float, **labels: str) -> dict[str, Any]:
         return {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "value": value}
@@ -277,6 +288,7 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         sample(0.4, **{component: names.COMPONENT_HEADROOM}),
     ]
     overflow_rate = [sample(0.25, **{task: "returns"}), sample(0, **{task: "status"})]
+    tool = names.transcript_role_component("tool")
     cases = [
         (panel_query("Overflow rate (time range)"), overflow_rate),
         (panel_query("Overflow rate by task type"), overflow_rate),
@@ -284,8 +296,40 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         (panel_query("Which component fills the window"), stacked),
         (panel_query("Which component fills the window", "B"), [sample(1000)]),
         (panel_query("Share of the budget by component"), shares),
+        (
+            f"sum(({panel_query('Mean breakdown by task type')}) == 600)",
+            [sample(600 * 2)],  # `estimated` is 600 per request for both task types
+        ),
+        (
+            panel_query("Share of the budget used, by round"),
+            [sample(0.3, **{round_label: "1"}), sample(0.6, **{round_label: "2"})],
+        ),
+        (
+            panel_query("What grows round by round", dashboard="otel-ctx-task-type.json"),
+            [
+                sample(0.3, **{round_label: "1", component: tool}),
+                sample(0.6, **{round_label: "2", component: tool}),
+            ],
+        ),
+        (
+            panel_query("The heavy requests", dashboard="otel-ctx-task-type.json"),
+            [
+                sample(v, **{outcome: o, component: c})
+                for o in ("fit", "overflow")
+                for c, v in (
+                    (names.transcript_role_component("user"), 100),
+                    (tool, 300),
+                    (names.COMPONENT_TOOL_SCHEMA, 200),
+                )
+            ],
+        ),
+        # p95 utilization 0.77 (interpolated in the 0.5-0.8 bucket): 23% of the budget left.
+        (panel_query("Headroom left", dashboard="otel-ctx-task-type.json"), [sample(0.23)]),
+        (panel_query("Headroom left", "B", dashboard="otel-ctx-task-type.json"), [sample(0.5)]),
     ]
+    rules = alerts.write(tmp_path / "rules.yml", alerts.AlertSettings.fast("5m"))
     spec = {
+        "rule_files": [str(rules)],
         "evaluation_interval": "1m",
         "tests": [
             {

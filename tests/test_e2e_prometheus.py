@@ -68,10 +68,12 @@ class Stack:
     #: Unix time queries are evaluated at: just after the final scrape, so a slow machine
     #: running the tests later still sees the workload inside every one-minute window.
     at: float | None = None
+    #: Seconds an HTTP call may take (a fleet's worth of series on a busy machine needs more).
+    timeout: float = 10.0
 
     def get(self, path: str, **params: str) -> Any:
         url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=self.timeout) as response:
             body = json.loads(response.read())
         assert body["status"] == "success", body
         return body["data"]
@@ -248,16 +250,16 @@ def test_prometheus_counters_equal_what_the_workload_did(stack: Stack) -> None:
 def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None:
     seen = set(stack.get("/api/v1/label/__name__/values"))
     expected = support.registry_series()
-    assert seen - support.INFRASTRUCTURE == expected
+    assert support.stored(seen) == expected
     per_job = {s["metric"]["__name__"] for s in stack.query(f'count by (__name__) ({{job="{SERVICE}"}})')}
-    assert per_job - support.INFRASTRUCTURE == expected
+    assert support.stored(per_job) == expected
 
     # ... and the real CLI's demo (the compose load service's command) exports the same names.
     # It starts at its own pace: wait for it, querying now rather than at the pinned time.
     def cli_names() -> set[str] | None:
         query = f'count by (__name__) ({{job="{CLI_SERVICE}"}})'
         found = {s["metric"]["__name__"] for s in stack.get("/api/v1/query", query=query)["result"]}
-        return found if found - support.INFRASTRUCTURE == expected else None
+        return found if support.stored(found) == expected else None
 
     support.wait("the CLI demo's metrics in Prometheus", 20, cli_names)
 
@@ -266,7 +268,7 @@ def test_metric_names_in_prometheus_are_the_registry_names(stack: Stack) -> None
 
 
 def test_components_add_up_to_the_estimate_and_the_transcript_to_its_roles(stack: Stack) -> None:
-    tokens_sum = names.TOKENS.series("_sum")
+    tokens_sum = names.TOKENS.prometheus
 
     def per_task(components: tuple[str, ...]) -> dict[str, float]:
         regex = json.dumps("|".join(re.escape(c) for c in components))  # a PromQL string literal
@@ -307,6 +309,17 @@ def test_alert_signals_have_plausible_values(stack: Stack) -> None:
     assert accuracy
     # The demo reports exactly what was sent, so the calibrated estimate stays near 1.
     assert all(0.5 < v < 2 for v in accuracy), accuracy
+
+
+def test_every_recording_rule_records_the_raw_rate_summed_over_processes(stack: Stack) -> None:
+    """Each recorded rate is there, per service, wherever the raw rate it precomputes is above 0."""
+    settings = alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
+    for rule in alerts.recording_rules(settings):
+        raw = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['expr']})")}
+        recorded = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['record']})")}
+        assert raw.get(SERVICE, 0) > 0, rule
+        # Evaluated up to a second before the pinned time: present and positive, not equal.
+        assert {job for job, v in raw.items() if v > 0} <= {job for job, v in recorded.items() if v > 0}, rule
 
 
 # --- the alerts -----------------------------------------------------------------------
@@ -381,9 +394,12 @@ def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
 def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack) -> None:
     """Where a panel's result has every summed component and the estimate, they agree.
 
-    Within 1%, not exactly: rate() extrapolates each series on its own, and series born
-    inside the window (a new round, a new task type) extrapolate differently. The raw
-    counters close exactly (test_components_add_up_to_the_estimate...).
+    Within 10%, not exactly: rate() extrapolates each series on its own, and a series born
+    inside the window extrapolates towards zero by its own first value, so the lines of one
+    request extrapolate differently over this test's seconds-long workload. A line left out
+    or counted twice (the transcript on top of its roles) is off by far more. The raw counters
+    close exactly (test_components_add_up_to_the_estimate...), and over series older than
+    the window the panels close within 1% (the fleet test).
     """
     checked = 0
     for dashboard, title, expr in support.panel_queries():
@@ -398,7 +414,7 @@ def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack)
                 by_component
             ):
                 summed = sum(by_component[c] for c in names.SUMMED_COMPONENTS)
-                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=0.01), (
+                assert summed == pytest.approx(by_component[names.COMPONENT_ESTIMATED], rel=0.1), (
                     dashboard,
                     title,
                     key,
@@ -567,8 +583,10 @@ def test_the_advisor_reads_the_right_answers_from_prometheus(stack: Stack) -> No
         assert a["tickets"] == len(tickets)
         assert a["cost_per_ticket"] == pytest.approx(sum(r["cost"] for r in tickets) / len(tickets), rel=1e-9)
         estimates = [float(r["estimated"]) for r in mine]
+        # The prompt's quantiles come from the utilization buckets scaled by the budget.
+        bounds = tuple(b * a["budget"] for b in names.UTILIZATION_BUCKETS)
         for q, got in ((0.5, a["p50_prompt"]), (0.95, a["p95_prompt"])):
-            lower, upper = _bucket_of(q * n, estimates, names.TOKEN_BUCKETS)
+            lower, upper = _bucket_of(q * n, estimates, bounds)
             assert lower < got <= upper, (task, q, got, lower, upper)
 
         # The what-ifs: counted from every round's utilization at each candidate budget.

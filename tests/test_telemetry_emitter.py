@@ -179,26 +179,25 @@ def test_overflow_carries_the_floor_overflow_event(cap: Capture, fitter: Context
     assert not [e for e in spans[2].events if e.name == n.EVENT_FLOOR_OVERFLOW]
 
 
-def tokens_by_component(cap: Capture, **match: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in cap.points(n.TOKENS.name):
+def tokens_by_component(cap: Capture, metric: n.Metric = n.TOKENS, **match: str) -> dict[str, int]:
+    """The token totals by component, of the points whose attributes match."""
+    out: dict[str, int] = {}
+    for p in cap.points(metric.name):
         a = attrs_of(p)
         if all(a.get(k) == v for k, v in match.items()):
             assert a[n.COMPONENT] not in out
-            out[a[n.COMPONENT]] = p
+            out[a[n.COMPONENT]] = p.value
     return out
 
 
-def test_tokens_histogram_has_one_point_per_component(cap: Capture, fitter: ContextFitter) -> None:
+def test_token_totals_have_one_point_per_component(cap: Capture, fitter: ContextFitter) -> None:
     with run(fitter, task_type="status", emitter=cap.emitter) as r:
         ok = r.fit(**rich_request(), task_type="returns")
         over = r.fit(overflowing())
-    first = tokens_by_component(cap, **{n.ROUND: "1"})
-    second = tokens_by_component(cap, **{n.ROUND: "2"})
+    first = tokens_by_component(cap, **{n.TASK_TYPE: "returns", n.OUTCOME: "fit"})
+    second = tokens_by_component(cap, **{n.TASK_TYPE: "status", n.OUTCOME: "overflow"})
     assert set(first) == set(second) == set(n.COMPONENTS)
-    for points in (first, second):
-        assert all(p.count == 1 for p in points.values())
-        assert all(p.sum >= 0 for p in points.values())
+    assert len(cap.points(n.TOKENS.name)) == 2 * len(n.COMPONENTS)
     b = ok.breakdown
     expected = {
         n.COMPONENT_TRANSCRIPT: b.transcript,
@@ -213,15 +212,44 @@ def test_tokens_histogram_has_one_point_per_component(cap: Capture, fitter: Cont
         n.COMPONENT_OVERFLOW: 0,
         **{n.transcript_role_component(r): b.transcript_by_role[r] for r in n.ROLES},
     }
-    assert {c: p.sum for c, p in first.items()} == expected
-    assert attrs_of(first[n.COMPONENT_BUDGET])[n.TASK_TYPE] == "returns"
-    assert n.OUTCOME not in attrs_of(first[n.COMPONENT_BUDGET])  # kept off the largest family
+    assert first == expected
+    # The round label is not on the token totals: it multiplies series by thirteen.
+    assert all(n.ROUND not in attrs_of(p) for p in cap.points(n.TOKENS.name))
     # Overflow: remaining is negative, so headroom is 0 and overflow carries the excess.
-    assert second[n.COMPONENT_HEADROOM].sum == 0
-    assert second[n.COMPONENT_OVERFLOW].sum == over.breakdown.estimated - over.breakdown.budget > 0
+    assert second[n.COMPONENT_HEADROOM] == 0
+    assert second[n.COMPONENT_OVERFLOW] == over.breakdown.estimated - over.breakdown.budget > 0
     # The summed components add up to the estimated line, as on the span.
-    assert sum(first[c].sum for c in n.SUMMED_COMPONENTS) == first[n.COMPONENT_ESTIMATED].sum
-    assert tuple(first[n.COMPONENT_BUDGET].explicit_bounds) == n.TOKEN_BUCKETS
+    assert sum(first[c] for c in n.SUMMED_COMPONENTS) == first[n.COMPONENT_ESTIMATED]
+    # Per round: the growing lines and the budget, nothing else.
+    round_one = tokens_by_component(cap, n.ROUND_TOKENS, **{n.ROUND: "1"})
+    assert round_one == {c: expected[c] for c in n.ROUND_COMPONENTS}
+    round_two = tokens_by_component(cap, n.ROUND_TOKENS, **{n.ROUND: "2"})
+    assert round_two[n.COMPONENT_BUDGET] == over.breakdown.budget
+
+
+def test_totals_accumulate_across_rounds_and_are_cumulative(cap: Capture, fitter: ContextFitter) -> None:
+    """A total grows by each round's value and is reported whole at every collection."""
+    with run(fitter, task_type="returns", emitter=cap.emitter) as r:
+        a = r.fit([user("where is my refund?")])
+        before = tokens_by_component(cap)
+        b = r.fit([user("where is my refund?"), assistant("Checking."), user("any news?")])
+    after = tokens_by_component(cap)
+    assert before[n.COMPONENT_ESTIMATED] == a.breakdown.estimated
+    assert after[n.COMPONENT_ESTIMATED] == a.breakdown.estimated + b.breakdown.estimated
+    assert after[n.COMPONENT_BUDGET] == 2 * a.breakdown.budget
+
+
+def test_two_emitters_on_one_meter_share_the_totals(fitter: ContextFitter) -> None:
+    """The SDK keeps the first callbacks of an observable instrument: a second emitter must add to them."""
+    from otel_ctx.telemetry import Emitter
+
+    cap = Capture()
+    other = Emitter(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
+    for emitter in (cap.emitter, other):
+        with run(fitter, task_type="returns", emitter=emitter) as r:
+            res = r.fit([user("hi")])
+    assert tokens_by_component(cap)[n.COMPONENT_BUDGET] == 2 * res.breakdown.budget
+    cap.close()
 
 
 def test_component_values_line_up_with_the_registry(fitter: ContextFitter) -> None:
@@ -239,10 +267,17 @@ def test_utilization_fits_and_counters(cap: Capture, fitter: ContextFitter) -> N
         compacted = r.fit(long_dispute(20))
         capped = r.fit(**rich_request(), task_type="returns")
         over = r.fit(overflowing())
-    util = {attrs_of(p)[n.ROUND]: p for p in cap.points(n.UTILIZATION.name)}
-    assert util["1"].sum == pytest.approx(compacted.breakdown.estimated / 3_200)
-    assert util["3"].sum == pytest.approx(over.breakdown.estimated / 3_200) and util["3"].sum > 1
-    assert tuple(util["1"].explicit_bounds) == n.UTILIZATION_BUCKETS
+    util = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p for p in cap.points(n.UTILIZATION.name)}
+    assert set(util) == {("status", "compacted"), ("status", "overflow"), ("returns", "fit")}
+    assert util[("status", "compacted")].sum == pytest.approx(compacted.breakdown.estimated / 3_200)
+    overflowed = util[("status", "overflow")]
+    assert overflowed.sum == pytest.approx(over.breakdown.estimated / 3_200) and overflowed.sum > 1
+    assert sum(overflowed.bucket_counts[n.UTILIZATION_BUCKETS.index(1.0) + 1 :]) == 1
+    assert util[("returns", "fit")].sum == pytest.approx(capped.breakdown.estimated / 7_200)
+    assert tuple(overflowed.explicit_bounds) == n.UTILIZATION_BUCKETS
+    for p in cap.points(n.UTILIZATION.name):
+        assert set(attrs_of(p)) == set(n.UTILIZATION.attributes)
+        assert n.ROUND not in attrs_of(p)
     fits = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p.value for p in cap.points(n.FITS.name)}
     # Every outcome of a task type starts at 0, so rate() sees the first overflow too.
     assert fits == {
@@ -286,8 +321,10 @@ def test_histogram_points_carry_the_round_span_as_exemplar(cap: Capture, fitter:
         r.fit([user("where is my refund?")])
     (span,) = cap.spans(n.SPAN_FIT)
     collected = cap.metrics()  # exemplars are handed out once per collection: collect once
-    for metric in (n.TOKENS.name, n.UTILIZATION.name):
+    for metric in (n.UTILIZATION.name, n.FITS.name):
         for p in collected[metric].data.data_points:
+            if getattr(p, "value", 1) == 0:
+                continue  # the zero starts of the other outcomes belong to no round
             assert p.exemplars, metric
             assert {(e.trace_id, e.span_id) for e in p.exemplars} == {
                 (span.context.trace_id, span.context.span_id)
@@ -321,10 +358,13 @@ def test_round_label_is_exact_up_to_the_maximum_then_n_plus(fitter: ContextFitte
     with run(fitter, task_type="returns", emitter=cap.emitter) as r:
         for _ in range(5):
             r.fit([user("hi")])
-    rounds = [attrs_of(p)[n.ROUND] for p in cap.points(n.UTILIZATION.name)]
-    assert sorted(rounds) == ["1", "2", "3", "4+"]
-    (late,) = [p for p in cap.points(n.UTILIZATION.name) if attrs_of(p)[n.ROUND] == "4+"]
-    assert late.count == 2
+    budgets = {
+        attrs_of(p)[n.ROUND]: p.value
+        for p in cap.points(n.ROUND_TOKENS.name)
+        if attrs_of(p)[n.COMPONENT] == n.COMPONENT_BUDGET
+    }
+    assert sorted(budgets) == ["1", "2", "3", "4+"]
+    assert budgets["4+"] == 2 * budgets["1"]  # rounds 4 and 5 share the label
     # Spans keep the exact round.
     assert sorted(s.attributes[n.ROUND] for s in cap.spans(n.SPAN_FIT) if s.attributes) == [1, 2, 3, 4, 5]
     with pytest.raises(ValueError, match="max_round"):
@@ -415,7 +455,7 @@ class _Broken:
 def test_a_telemetry_bug_is_logged_never_raised(
     cap: Capture, fitter: ContextFitter, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cap.emitter._tokens = _Broken()  # type: ignore[assignment]
+    cap.emitter._utilization = _Broken()  # type: ignore[assignment]
     cap.emitter._accuracy = _Broken()  # type: ignore[assignment]
     with (
         caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"),
@@ -499,8 +539,8 @@ def test_span_and_metric_closure_holds_for_any_request(
     check_closure(a)
     assert a[n.OUTCOME] == res.outcome
     points = tokens_by_component(cap)
-    assert all(p.sum >= 0 for p in points.values())
-    assert sum(points[c].sum for c in n.SUMMED_COMPONENTS) == points[n.COMPONENT_ESTIMATED].sum
-    headroom, overflow = points[n.COMPONENT_HEADROOM].sum, points[n.COMPONENT_OVERFLOW].sum
+    assert all(v >= 0 for v in points.values())
+    assert sum(points[c] for c in n.SUMMED_COMPONENTS) == points[n.COMPONENT_ESTIMATED]
+    headroom, overflow = points[n.COMPONENT_HEADROOM], points[n.COMPONENT_OVERFLOW]
     assert headroom - overflow == a[n.REMAINING_TOKENS] and min(headroom, overflow) == 0
     cap.close()

@@ -157,19 +157,21 @@ def test_spans_and_metrics_reach_an_otlp_receiver_in_another_process(receiver: t
     assert set(received) == {m.name for m in n.METRICS}
     for m in n.METRICS:
         assert received[m.name].unit == m.unit
-    tokens = received[n.TOKENS.name].histogram
+    tokens = received[n.TOKENS.name].sum
+    assert tokens.is_monotonic
     components = {value(a.value) for p in tokens.data_points for a in p.attributes if a.key == n.COMPONENT}
     assert components == set(n.COMPONENTS)
-    assert all(tuple(p.explicit_bounds) == n.TOKEN_BUCKETS for p in tokens.data_points)
     estimated = [
-        p.sum
+        p.as_int
         for p in tokens.data_points
         if {value(a.value) for a in p.attributes if a.key == n.COMPONENT} == {n.COMPONENT_ESTIMATED}
     ]
-    assert sorted(estimated) == sorted(sent["estimated"])
+    assert sum(estimated) == sum(sent["estimated"])
+    utilization = received[n.UTILIZATION.name].histogram
+    assert all(tuple(p.explicit_bounds) == n.UTILIZATION_BUCKETS for p in utilization.data_points)
     # Exemplars: histogram points point back at the round spans of this trace.
     fit_ids = {(s.trace_id, s.span_id) for s in by_name[n.SPAN_FIT]}
-    exemplar_ids = {(e.trace_id, e.span_id) for p in tokens.data_points for e in p.exemplars}
+    exemplar_ids = {(e.trace_id, e.span_id) for p in utilization.data_points for e in p.exemplars}
     assert exemplar_ids and exemplar_ids <= fit_ids
     fits_counter = received[n.FITS.name].sum
     assert fits_counter.is_monotonic and sum(p.as_int for p in fits_counter.data_points) == 2

@@ -285,31 +285,25 @@ def gather(
 ) -> list[TaskAdvice]:
     """Everything the advisor prints, per task type, from Prometheus."""
     q = Query(window, service)
-    tokens_sum, tokens_count = names.TOKENS.series("_sum"), names.TOKENS.series("_count")
+    # A line's mean per request: its tokens total over the requests (the fits counter).
+    requests = _by_labels(prom.query(q.total(names.FITS.prometheus, (TASK,))), TASK)
 
     def mean_of(component: str) -> dict[str, float]:
-        s = _by_labels(prom.query(q.total(tokens_sum, (TASK,), **{COMPONENT: component})), TASK)
-        c = _by_labels(prom.query(q.total(tokens_count, (TASK,), **{COMPONENT: component})), TASK)
-        return {k[0]: s[k] / c[k] for k in s if c.get(k)}
+        s = _by_labels(prom.query(q.total(names.TOKENS.prometheus, (TASK,), **{COMPONENT: component})), TASK)
+        return {k[0]: s[k] / requests[k] for k in s if requests.get(k)}
 
     budget = mean_of(names.COMPONENT_BUDGET)
     reserved = mean_of(names.COMPONENT_RESERVED_OUTPUT)
     margin = mean_of(names.COMPONENT_SAFETY_MARGIN)
-    estimated_buckets: dict[str, dict[float, float]] = {}
-    for (task, le), v in _by_labels(
-        prom.query(
-            q.total(names.TOKENS.series("_bucket"), (TASK, LE), **{COMPONENT: names.COMPONENT_ESTIMATED})
-        ),
-        TASK,
-        LE,
-    ).items():
-        estimated_buckets.setdefault(task, {})[_le(le)] = v
     fits = _by_labels(prom.query(q.total(names.FITS.prometheus, (TASK, OUTCOME))), TASK, OUTCOME)
     util: dict[str, dict[str, dict[float, float]]] = {}
+    all_outcomes: dict[str, dict[float, float]] = {}
     for (task, outcome, le), v in _by_labels(
         prom.query(q.total(names.UTILIZATION.series("_bucket"), (TASK, OUTCOME, LE))), TASK, OUTCOME, LE
     ).items():
         util.setdefault(task, {}).setdefault(outcome, {})[_le(le)] = v
+        bound = _le(le)
+        all_outcomes.setdefault(task, {})[bound] = all_outcomes.get(task, {}).get(bound, 0.0) + v
     cost_sum = _by_labels(prom.query(q.total(names.RUN_COST.series("_sum"), (TASK,))), TASK)
     cost_count = _by_labels(prom.query(q.total(names.RUN_COST.series("_count"), (TASK,))), TASK)
     cost_buckets: dict[str, dict[float, float]] = {}
@@ -335,9 +329,11 @@ def gather(
             a.reserved_output = round(reserved.get(task, 0.0))
             a.safety_margin = round(margin.get(task, 0.0))
             a.limit = a.budget + a.reserved_output + a.safety_margin
-        buckets = estimated_buckets.get(task, {})
-        a.p50_prompt = _quantile(0.5, buckets)
-        a.p95_prompt = _quantile(0.95, buckets)
+        # Estimated prompt = utilization × budget: its quantiles from the utilization buckets.
+        p50, p95 = (_quantile(q_, all_outcomes.get(task, {})) for q_ in (0.5, 0.95))
+        if task in budget:
+            a.p50_prompt = None if p50 is None else p50 * budget[task]
+            a.p95_prompt = None if p95 is None else p95 * budget[task]
         key = (task,)
         if cost_count.get(key):
             a.tickets = round(cost_count[key])

@@ -54,12 +54,12 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         timeseries.Panel()
         .title("Overflow rate by task type")
         .description(
-            "Overflowed fits ÷ all fits per task type, over time. A step up after a deploy usually "
-            "means a bigger system prompt, tool schema or skill set for that task type, or a budget "
-            "that shrank; the dashed line is the red threshold."
+            "Overflowed fits ÷ all fits per task type, over time (the recorded rate the overflow alert "
+            "reads). A step up after a deploy usually means a bigger system prompt, tool schema or "
+            "skill set for that task type, or a budget that shrank; the dashed line is the red threshold."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RATE, overflow), by_task)))
+        .targets(p.targets(p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], overflow), by_task)))
         .unit("percentunit")
         .min(0)
         .axis_soft_max(OVERFLOW_BAD * 2)
@@ -196,10 +196,10 @@ def _component_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.histogram_mean(names.TOKENS, [q.COMPONENT], **{q.COMPONENT: summed}),
+                    q.tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}),
                     p.legend(q.COMPONENT),
                 ),
-                p.query(q.histogram_mean(names.TOKENS, [], **budget), names.COMPONENT_BUDGET),
+                p.query(q.tokens_per_fit([], **budget), names.COMPONENT_BUDGET),
             )
         )
         .unit("short")
@@ -237,16 +237,12 @@ def _component_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    "(\n"
-                    + q.histogram_mean(
+                    q.share_of_budget(
                         names.TOKENS,
                         [q.COMPONENT],
                         q.RANGE,
                         **{q.COMPONENT: q.one_of((*names.SUMMED_COMPONENTS, names.COMPONENT_HEADROOM))},
-                    )
-                    + "\n)\n/ on() group_left()\n(\n"
-                    + q.histogram_mean(names.TOKENS, [], q.RANGE, **budget)
-                    + "\n)",
+                    ),
                     p.legend(q.COMPONENT),
                     instant=True,
                 )
@@ -273,9 +269,7 @@ def _component_panels() -> list[p.PanelBuilder]:
             "`headroom`/`overflow` (budget minus estimate, split by sign)."
         )
         .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(p.table_query(q.histogram_mean(names.TOKENS, [q.TASK_TYPE, q.COMPONENT], q.RANGE)))
-        )
+        .targets(p.targets(p.table_query(q.tokens_per_fit([q.TASK_TYPE, q.COMPONENT], q.RANGE))))
         .with_transformation(
             dash_m.DataTransformerConfig(
                 id_val="groupingToMatrix",
@@ -332,19 +326,30 @@ def _utilization_panels() -> list[p.PanelBuilder]:
     )
     by_round = (
         barchart.Panel()
-        .title("Mean utilization by round (time range)")
+        .title("Share of the budget used, by round (time range)")
         .description(
-            "How fast a run fills the window: mean utilization of the 1st, 2nd, … round of a run "
-            "(the last bar collects the rounds past the configured maximum, `N+`). A staircase that "
-            "reaches 100% within a few rounds means compaction starts early; look at what grows "
-            "with the drill-down dashboard."
+            "How fast a run fills the window: the estimate ÷ the budget in the 1st, 2nd, … round of a "
+            "run, over all requests of that round (the last bar collects the rounds past the "
+            "configured maximum, `N+`). A staircase that reaches 100% within a few rounds means "
+            "compaction starts early; look at what grows with the drill-down dashboard."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.table_query(q.histogram_mean(names.UTILIZATION, [q.ROUND], q.RANGE))))
+        .targets(
+            p.targets(
+                p.table_query(
+                    q.share_of_budget(
+                        names.ROUND_TOKENS,
+                        [q.ROUND],
+                        q.RANGE,
+                        **{q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)},
+                    )
+                )
+            )
+        )
         .with_transformation(
             dash_m.DataTransformerConfig(
                 id_val="organize",
-                options={"excludeByName": {"Time": True}, "renameByName": {"Value": "mean utilization"}},
+                options={"excludeByName": {"Time": True}, "renameByName": {"Value": "share of the budget"}},
             )
         )
         .with_transformation(
@@ -372,7 +377,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "(history dropped to fit), `overflow` (the pinned floor alone did not fit)."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.rate_sum(names.FITS.prometheus, [q.OUTCOME]), p.legend(q.OUTCOME))))
+        .targets(p.targets(p.query(q.recorded_sum(names.FITS, [q.OUTCOME]), p.legend(q.OUTCOME))))
         .unit("ops")
         .min(0)
         .fill_opacity(40)
@@ -398,7 +403,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.rate_sum(names.FITS.prometheus, [q.TASK_TYPE], **{q.OUTCOME: q.COMPACTED}),
+                    q.recorded_sum(names.FITS, [q.TASK_TYPE], **{q.OUTCOME: q.COMPACTED}),
                     "compactions · " + by_task,
                 ),
                 p.query(

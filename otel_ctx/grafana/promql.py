@@ -112,3 +112,71 @@ def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: d
     total = f"({rate_sum(counter.prometheus, group, window)} > 0)"
     part = rate_sum(counter.prometheus, group, window, **numerator)
     return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
+
+
+def recorded_sum(
+    metric: names.Metric,
+    group: Iterable[str] = (),
+    suffix: str = "",
+    window: str | None = None,
+    **matchers: str,
+) -> str:
+    """``sum by (group) (<recorded rate>{selector})``: a precomputed rate, already summed over processes.
+
+    With a ``window``, the rate's average over it (``avg_over_time``): what a panel over the
+    dashboard's time range reads instead of ``increase()`` over every process's raw samples.
+    A ratio of two such averages is the ratio of the totals over the window.
+    """
+    series = selector(names.recorded(metric, suffix), **matchers)
+    if window is not None:
+        series = f"avg_over_time({series}[{window}])"
+    return f"sum{by(group)} ({series})"
+
+
+def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[str, str]) -> str:
+    """:func:`ratio` on the recorded rate of ``counter``."""
+    group = tuple(group)
+    total = f"({recorded_sum(counter, group)} > 0)"
+    part = recorded_sum(counter, group, **numerator)
+    return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
+
+
+def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (), **matchers: str) -> str:
+    """A quantile of a histogram from its recorded bucket rates."""
+    return f"histogram_quantile({q}, {recorded_sum(metric, (*group, LE), '_bucket', **matchers)})"
+
+
+def _per(num: str, den: str, group: Iterable[str]) -> str:
+    """``num / den`` matched on the group without the component (the component stays on the left)."""
+    join = tuple(g for g in group if g != COMPONENT)
+    return f"{num}\n/ on({', '.join(join)}) group_left()\n({den} > 0)"
+
+
+def tokens_per_fit(group: Iterable[str] = (), window: str | None = None, **matchers: str) -> str:
+    """Mean tokens per fitted request: the recorded tokens rate over the recorded fits rate, per group.
+
+    ``group`` may hold the component; the fits side is grouped by the rest. An outcome
+    matcher applies to both sides (both carry the outcome), a component matcher to the
+    tokens. With a ``window``, over that window (see :func:`recorded_sum`).
+    """
+    group = tuple(group)
+    fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
+    join = tuple(g for g in group if g != COMPONENT)
+    return _per(
+        recorded_sum(names.TOKENS, group, window=window, **matchers),
+        recorded_sum(names.FITS, join, window=window, **fits_matchers),
+        group,
+    )
+
+
+def share_of_budget(metric: names.Metric, group: Iterable[str], window: str, **matchers: str) -> str:
+    """Tokens of the matched lines ÷ tokens of the budget line over the window, per group.
+
+    A ratio of totals is the ratio of means (both sides count the same requests), so no
+    request count is needed. ``group`` may hold the component; the budget side is grouped by
+    the rest. Reads the metric's recorded rate.
+    """
+    group = tuple(group)
+    join = tuple(g for g in group if g != COMPONENT)
+    budget = recorded_sum(metric, join, window=window, **{COMPONENT: names.COMPONENT_BUDGET})
+    return _per(recorded_sum(metric, group, window=window, **matchers), budget, group)

@@ -72,7 +72,7 @@ def _glance() -> list[p.PanelBuilder]:
         _stat(
             "Mean budget (tokens)",
             "min(context length, request limit) − reserved output − safety margin, averaged over fits.",
-            q.histogram_mean(names.TOKENS, [], q.RANGE, **{q.COMPONENT: names.COMPONENT_BUDGET}),
+            q.tokens_per_fit([], q.RANGE, **{q.COMPONENT: names.COMPONENT_BUDGET}),
             "short",
         ),
         _stat(
@@ -89,17 +89,20 @@ def _growth() -> list[p.PanelBuilder]:
     summed = {q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)}
     rounds = (
         barchart.Panel()
-        .title("What grows round by round: mean tokens per component by round (time range)")
+        .title("What grows round by round: each component's share of the budget by round (time range)")
         .description(
-            "One stacked bar per round of a run (1st, 2nd, …, `N+`), split by breakdown line. The "
-            "part that grows from bar to bar is what fills the window as a run goes on: usually "
+            "One stacked bar per round of a run (1st, 2nd, …, `N+`), split by breakdown line, as a "
+            "share of the budget (100%: the budget is full). The part that grows from bar to bar is "
+            "what fills the window as a run goes on: usually "
             f"`{names.transcript_role_component('tool')}` (tool results) or "
             f"`{names.transcript_role_component('assistant')}` (tool calls and answers)."
         )
         .datasource(p.DATASOURCE)
         .targets(
             p.targets(
-                p.table_query(q.histogram_mean(names.TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed))
+                p.table_query(
+                    q.share_of_budget(names.ROUND_TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed)
+                )
             )
         )
         .with_transformation(
@@ -115,33 +118,35 @@ def _growth() -> list[p.PanelBuilder]:
         )
         .x_field(f"{q.ROUND}\\{q.COMPONENT}")
         .stacking(o.STACK_NORMAL)
-        .unit("short")
-        .decimals(0)
+        .unit("percentunit")
+        .decimals(1)
         .legend(p.legend_table())
         .span(12)
         .height(10)
     )
     tail = (
-        timeseries.Panel()
-        .title("The heavy requests: p95 tokens per component")
+        barchart.Panel()
+        .title("The heavy requests: mean tokens per component by outcome (time range)")
         .description(
-            "95th percentile of each breakdown line: what is big when a request is big. A line far "
-            "above its mean (left) is spiky, e.g. an occasional huge tool result or skill; caps and "
-            "per-skill limits help there more than a bigger budget."
+            "One stacked bar per outcome: what a request that fitted whole, one that was compacted and "
+            "one whose pinned floor overflowed carried on average, split by breakdown line. What is "
+            "big when a request is big: a line much larger in the overflowed bar than in the `fit` "
+            "bar (an occasional huge tool result or skill) calls for caps and per-skill limits more "
+            "than for a bigger budget."
         )
         .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    q.histogram_quantile(0.95, names.TOKENS, [q.COMPONENT], **summed),
-                    p.legend(q.COMPONENT),
-                )
+        .targets(p.targets(p.table_query(q.tokens_per_fit([q.OUTCOME, q.COMPONENT], q.RANGE, **summed))))
+        .with_transformation(
+            dash_m.DataTransformerConfig(
+                id_val="groupingToMatrix",
+                options={"columnField": q.COMPONENT, "rowField": q.OUTCOME, "valueField": "Value"},
             )
         )
+        .x_field(f"{q.OUTCOME}\\{q.COMPONENT}")
+        .stacking(o.STACK_NORMAL)
         .unit("short")
         .decimals(0)
-        .min(0)
-        .legend(p.legend_table("mean", "max"))
+        .legend(p.legend_table())
         .span(12)
         .height(10)
     )
@@ -153,14 +158,14 @@ def _edge() -> list[p.PanelBuilder]:
         heatmap.Panel()
         .title("Utilization distribution over time")
         .description(
-            "How many fits landed in each utilization bucket per interval (darker: more). A band "
-            "hugging 100% is compaction working at the edge; anything above 100% overflowed."
+            "Fits per second in each utilization bucket, from the recorded rates (darker: more). A "
+            "band hugging 100% is compaction working at the edge; anything above 100% overflowed."
         )
         .datasource(p.DATASOURCE)
         .targets(
             p.targets(
                 p.query(
-                    q.increase_sum(names.UTILIZATION.series("_bucket"), [q.LE]),
+                    q.recorded_sum(names.UTILIZATION, [q.LE], "_bucket"),
                     p.legend(q.LE),
                     fmt=o.FORMAT_HEATMAP,
                 )
@@ -173,26 +178,21 @@ def _edge() -> list[p.PanelBuilder]:
     )
     headroom = (
         timeseries.Panel()
-        .title("Headroom left: p5 and p50 (tokens)")
+        .title("Headroom left: p5 and p50 (share of the budget)")
         .description(
-            "Budget minus estimate, for the tightest 5% of fits and the median. p5 at 0 means at "
-            "least one request in twenty is at (or over) the budget."
+            "Budget minus estimate as a share of the budget (1 − utilization), for the tightest 5% of "
+            "fits and the median, from the recorded utilization rates. p5 at 0 means at least one "
+            "request in twenty is at (or over) the budget."
         )
         .datasource(p.DATASOURCE)
         .targets(
             p.targets(
-                p.query(
-                    q.histogram_quantile(0.05, names.TOKENS, **{q.COMPONENT: names.COMPONENT_HEADROOM}),
-                    "p5 headroom",
-                ),
-                p.query(
-                    q.histogram_quantile(0.5, names.TOKENS, **{q.COMPONENT: names.COMPONENT_HEADROOM}),
-                    "p50 headroom",
-                ),
+                p.query(f"clamp_min(1 - {q.recorded_quantile(0.95, names.UTILIZATION)}, 0)", "p5 headroom"),
+                p.query(f"clamp_min(1 - {q.recorded_quantile(0.5, names.UTILIZATION)}, 0)", "p50 headroom"),
             )
         )
-        .unit("short")
-        .decimals(0)
+        .unit("percentunit")
+        .decimals(1)
         .min(0)
         .legend(p.legend_table("mean", "min"))
         .span(12)
@@ -203,7 +203,7 @@ def _edge() -> list[p.PanelBuilder]:
         .title("Outcomes per second")
         .description("Fits by outcome, stacked: `fit`, `compacted`, `overflow`.")
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.rate_sum(names.FITS.prometheus, [q.OUTCOME]), p.legend(q.OUTCOME))))
+        .targets(p.targets(p.query(q.recorded_sum(names.FITS, [q.OUTCOME]), p.legend(q.OUTCOME))))
         .unit("ops")
         .min(0)
         .fill_opacity(40)

@@ -9,14 +9,18 @@ Two rules shape the code:
 * a telemetry failure is logged on ``otel_ctx.telemetry`` and never reaches the
   caller: :meth:`Emitter.instrument` lets the fit's own exceptions through and
   swallows (and logs) only its own;
-* a round must stay cheap: metric attribute dicts are built once per label
-  combination and reused, and span attributes are built only when the span records.
+* a round must stay cheap: two measurements per round (the utilization histogram and the
+  fits counter, both carrying the round's span as an exemplar); the breakdown lines and
+  turn counts are running totals the SDK reads when it collects; attribute dicts are built
+  once per label combination, and span attributes only when the span records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -111,12 +115,107 @@ def span_attributes(
 
 @dataclass(frozen=True, slots=True)
 class _MetricAttributes:
-    """The attribute dicts of one (task, round, outcome, model) combination, built once."""
+    """The attribute dicts and total keys of one (task, round, outcome, model) combination, built once."""
 
-    tokens: tuple[dict[str, str], ...]  # aligned with names.COMPONENTS
     utilization: dict[str, str]
     fits: dict[str, str]
-    task_model: dict[str, str]
+    tokens: tuple[str, str, str]  # (task, outcome, model): a row of _Totals.tokens
+    round_tokens: tuple[str, str, str]  # (round, task, model): a row of _Totals.round_tokens
+    task_model: tuple[str, str]
+
+
+#: A context whose span is invalid: a measurement made in it carries no exemplar (an empty
+#: context would not do: the SDK reads an empty one as "the current context").
+_NO_SPAN = trace.set_span_in_context(trace.INVALID_SPAN)
+
+#: Where each ``names.ROUND_COMPONENTS`` line sits in ``component_values``.
+_ROUND_INDEXES: tuple[int, ...] = tuple(names.COMPONENTS.index(c) for c in names.ROUND_COMPONENTS)
+
+
+class _Totals:
+    """Running totals behind the token and turn counters, read by the SDK at collection time.
+
+    A round adds its breakdown to a list of numbers under a lock (microseconds); the SDK
+    turns the totals into counter points only when a reader collects, instead of one
+    measurement per breakdown line per round. Shared by every Emitter on the same meter:
+    the SDK keeps the callbacks of the first registration of an observable instrument only.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tokens: dict[tuple[str, str, str], list[int]] = {}
+        self.round_tokens: dict[tuple[str, str, str], list[int]] = {}
+        self.dropped: dict[tuple[str, str], int] = {}
+        self.capped: dict[tuple[str, str], int] = {}
+        self._attrs: dict[tuple[str, ...], dict[str, str]] = {}
+
+    def add(self, attrs: _MetricAttributes, values: tuple[int, ...], dropped: int, capped: int) -> None:
+        with self.lock:
+            row = self.tokens.get(attrs.tokens)
+            if row is None:
+                row = self.tokens[attrs.tokens] = [0] * len(values)
+            for i, v in enumerate(values):
+                row[i] += v
+            per_round = self.round_tokens.get(attrs.round_tokens)
+            if per_round is None:
+                per_round = self.round_tokens[attrs.round_tokens] = [0] * len(_ROUND_INDEXES)
+            for i, j in enumerate(_ROUND_INDEXES):
+                per_round[i] += values[j]
+            # Zero totals still become points, so rate()/ratio queries see 0 rather than nothing.
+            self.dropped[attrs.task_model] = self.dropped.get(attrs.task_model, 0) + dropped
+            self.capped[attrs.task_model] = self.capped.get(attrs.task_model, 0) + capped
+
+    def clear(self) -> None:
+        """Forget every total (a counter reset, which rate() handles): the bound on label sets."""
+        with self.lock:
+            self.tokens.clear()
+            self.round_tokens.clear()
+            self.dropped.clear()
+            self.capped.clear()
+            self._attrs.clear()
+
+    def _attributes(self, key: tuple[str, ...], labels: tuple[str, ...]) -> dict[str, str]:
+        attrs = self._attrs.get(key)
+        if attrs is None:
+            attrs = self._attrs[key] = dict(zip(labels, key[1:], strict=True))
+        return attrs
+
+    def observe_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        with self.lock:
+            rows = [(k, list(v)) for k, v in self.tokens.items()]
+        labels = (names.COMPONENT, names.TASK_TYPE, names.OUTCOME, names.GEN_AI_REQUEST_MODEL)
+        return [
+            metrics.Observation(total, self._attributes(("tokens", component, *key), labels))
+            for key, row in rows
+            for component, total in zip(names.COMPONENTS, row, strict=True)
+        ]
+
+    def observe_round_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        with self.lock:
+            rows = [(k, list(v)) for k, v in self.round_tokens.items()]
+        labels = (names.COMPONENT, names.ROUND, names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
+        return [
+            metrics.Observation(total, self._attributes(("round", component, *key), labels))
+            for key, row in rows
+            for component, total in zip(names.ROUND_COMPONENTS, row, strict=True)
+        ]
+
+    def _observe_task_model(self, which: dict[tuple[str, str], int], kind: str) -> list[metrics.Observation]:
+        with self.lock:
+            rows = list(which.items())
+        labels = (names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
+        return [metrics.Observation(total, self._attributes((kind, *key), labels)) for key, total in rows]
+
+    def observe_dropped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_task_model(self.dropped, "dropped")
+
+    def observe_capped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_task_model(self.capped, "capped")
+
+
+# One _Totals per meter (weakly held: a provider shut down and dropped takes its totals along).
+_totals_by_meter: weakref.WeakKeyDictionary[object, _Totals] = weakref.WeakKeyDictionary()
+_totals_lock = threading.Lock()
 
 
 _CACHE_LIMIT = 4096
@@ -162,12 +261,6 @@ class Emitter:
         self.meter = meter
         # The bucket advisory makes an application's own SDK (no otel-ctx Views) use the
         # registry's buckets too; configure() also installs Views for SDKs that ignore it.
-        self._tokens = meter.create_histogram(
-            names.TOKENS.name,
-            unit=names.TOKENS.unit,
-            description=names.TOKENS.description,
-            explicit_bucket_boundaries_advisory=names.TOKENS.buckets,
-        )
         self._utilization = meter.create_histogram(
             names.UTILIZATION.name,
             unit=names.UTILIZATION.unit,
@@ -183,18 +276,33 @@ class Emitter:
         self._fits = meter.create_counter(
             names.FITS.name, unit=names.FITS.unit, description=names.FITS.description
         )
-        self._dropped = meter.create_counter(
-            names.DROPPED_TURNS_METRIC.name,
-            unit=names.DROPPED_TURNS_METRIC.unit,
-            description=names.DROPPED_TURNS_METRIC.description,
-        )
-        self._capped = meter.create_counter(
-            names.CAPPED_TOOL_RESULTS_METRIC.name,
-            unit=names.CAPPED_TOOL_RESULTS_METRIC.unit,
-            description=names.CAPPED_TOOL_RESULTS_METRIC.description,
-        )
+        self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
+
+    @staticmethod
+    def _register_totals(meter: metrics.Meter) -> _Totals:
+        """The meter's running totals, with their observable counters registered once."""
+        with _totals_lock:
+            try:
+                totals = _totals_by_meter.get(meter)
+            except TypeError:  # a meter that cannot be weakly referenced: no sharing
+                totals = None
+            if totals is not None:
+                return totals
+            totals = _Totals()
+            for metric, callback in (
+                (names.TOKENS, totals.observe_tokens),
+                (names.ROUND_TOKENS, totals.observe_round_tokens),
+                (names.DROPPED_TURNS_METRIC, totals.observe_dropped),
+                (names.CAPPED_TOOL_RESULTS_METRIC, totals.observe_capped),
+            ):
+                meter.create_observable_counter(
+                    metric.name, callbacks=[callback], unit=metric.unit, description=metric.description
+                )
+            with contextlib.suppress(TypeError):
+                _totals_by_meter[meter] = totals
+            return totals
 
     @property
     def tracer(self) -> trace.Tracer:
@@ -316,21 +424,16 @@ class Emitter:
         known_task_types: Iterable[str] = (),
         context: Context | None = None,
     ) -> None:
-        """One point per breakdown line, the utilization, and the counters of one round."""
+        """Two measurements (utilization, fits) and the running totals of one round."""
         b = result.breakdown
         task = self.labels.task_label(result.task_type, known_task_types)
         key = (task, self.labels.round_label(round_number), result.outcome, self.labels.model_label(model))
         attrs = self._attr_cache.get(key)
         if attrs is None:
             attrs = self._build_attributes(key)
-        record = self._tokens.record
-        for value, component_attrs in zip(component_values(b), attrs.tokens, strict=True):
-            record(value, component_attrs, context)
         self._utilization.record(b.estimated / b.budget, attrs.utilization, context)
         self._fits.add(1, attrs.fits, context)
-        # Zero adds keep both series present, so rate()/ratio queries see 0 rather than nothing.
-        self._dropped.add(result.dropped_turns, attrs.task_model, context)
-        self._capped.add(result.capped_tool_results, attrs.task_model, context)
+        self._totals.add(attrs, component_values(b), result.dropped_turns, result.capped_tool_results)
 
     def record_accuracy(
         self,
@@ -354,20 +457,15 @@ class Emitter:
 
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
-        base = {
-            names.TASK_TYPE: task,
-            names.ROUND: round_label,
-            names.OUTCOME: outcome,
-            names.GEN_AI_REQUEST_MODEL: model,
-        }
-        # Outcome is left off the token histogram: it multiplies the largest family by three
-        # and no panel splits components by outcome (fits and utilization carry it).
-        token_base = {k: v for k, v in base.items() if k in names.TOKENS.attributes}
+        fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
         attrs = _MetricAttributes(
-            tokens=tuple({names.COMPONENT: component, **token_base} for component in names.COMPONENTS),
-            utilization=base,
-            fits={names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model},
-            task_model={names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model},
+            # The outcome splits the utilization: what-ifs for other budgets need the fitted
+            # requests' distribution apart from the compacted ones'.
+            utilization=fits,
+            fits=fits,
+            tokens=(task, outcome, model),
+            round_tokens=(round_label, task, model),
+            task_model=(task, model),
         )
         if (task, model) not in self._seen_task_models:
             # A counter series that first appears at 1 hides that increment from rate(): start
@@ -375,11 +473,14 @@ class Emitter:
             self._seen_task_models.add((task, model))
             for other in names.OUTCOMES:
                 self._fits.add(
-                    0, {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model}
+                    0,
+                    {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
+                    _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
             self._seen_task_models.clear()
+            self._totals.clear()
         self._attr_cache[key] = attrs
         return attrs
 
