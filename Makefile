@@ -28,8 +28,8 @@ servers:
 	bash stack/build-servers.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check otel_ctx tests bench examples
-	$(BIN)/ruff format --check otel_ctx tests bench examples
+	$(BIN)/ruff check otel_ctx tests bench examples docs
+	$(BIN)/ruff format --check otel_ctx tests bench examples docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

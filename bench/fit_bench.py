@@ -1,9 +1,9 @@
-"""Fit speed on the issue's input: 100 messages of ~340 tokens fitted to 8,000 tokens.
+"""Fit speed on a long support ticket: 100 messages of ~340 tokens fitted to 8,000 tokens.
 
 * cold fit (fresh fitter, empty cache) vs one tiktoken pass over the same text;
 * a warm round that adds two messages (long, and short) vs tokenizing them plus 100 µs;
 * per dialect, reading a body into the request model and writing it back vs a cold fit;
-* the budget chapter's naive loop, which re-counts everything after every drop;
+* the naive loop most agents write, which re-counts everything after every drop;
 * LangChain's ``trim_messages`` with the same tiktoken counter.
 """
 
@@ -18,7 +18,7 @@ from bench.report import Figure
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
 from otel_ctx import BudgetPolicy, ContextFitter
 
-SECTION = "Fit engine (issue 2): 100 messages × ~340 tokens → 8,000"
+SECTION = "Fit engine: 100 messages × ~340 tokens → 8,000"
 WARM_ALLOWANCE_S = 100e-6
 COLD_TARGET = 1.3
 WARM_TARGET = 1.5
@@ -42,7 +42,7 @@ def new_fitter() -> ContextFitter:
 
 
 def naive_fit(messages: list[dict[str, Any]], encode: Callable[[str], list[int]]) -> list[dict[str, Any]]:
-    """The chapter's loop: ``while count(messages) + RESERVE > BUDGET: messages = compact(messages)``.
+    """The naive loop: ``while count(messages) + RESERVE > BUDGET: messages = compact(messages)``.
 
     ``count`` re-tokenizes every message on every iteration (the per-message overhead and
     reply priming as the provider counts them); ``compact`` drops the message nearest the

@@ -1,6 +1,6 @@
 """The benchmark input: 100 support-desk messages of about 340 tokens, fitted to 8,000.
 
-Text-only user/assistant messages so that otel-ctx, the chapter's naive loop and
+Text-only user/assistant messages so that otel-ctx, the naive re-counting loop and
 LangChain's ``trim_messages`` all work on exactly the same list. Each message is
 distinct (no count can be reused across messages), built from a fixed vocabulary with
 a seeded RNG and trimmed to its token target with the real encoder.

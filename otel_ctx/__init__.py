@@ -12,6 +12,7 @@ engine only, so an agent that fits without telemetry never loads OpenTelemetry.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     # (mypy sees the telemetry package's submodules of the same names as earlier bindings.)
     from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run  # type: ignore[no-redef]
 
-__version__ = "0.1.0"
+try:
+    # The version is written once, in pyproject.toml; the installed metadata carries it.
+    __version__ = importlib.metadata.version("otel-ctx")
+except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+    __version__ = "0+unknown"
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {

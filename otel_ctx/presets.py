@@ -1,4 +1,4 @@
-"""The budget chapter's support desk, as policies: for examples, the demo and tests.
+"""A support desk with three budgets, as policies: for examples, the demo and tests.
 
 Three budgets keyed on the triage classification: 4,000 tokens per request for order
 status (55% of the queue), 8,000 for returns and refunds, 16,000 for disputes; 800
@@ -29,7 +29,7 @@ def support_desk_policies(
     safety_margin: int = 0,
     run_ceiling: int | None = SUPPORT_DESK_RUN_CEILING,
 ) -> dict[str, BudgetPolicy]:
-    """Task type -> policy for the chapter's support desk."""
+    """Task type -> policy for the support desk: 4,000 / 8,000 / 16,000 tokens per request."""
     return {
         task: BudgetPolicy(
             context_length=context_length,

@@ -301,7 +301,7 @@ def test_the_readme_anthropic_section_is_the_example_and_its_output() -> None:
 
 def _readme_section_runs(title: str, example: str) -> None:
     root = Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "integrations.md").read_text()
     section = readme.split(f"\n### {title}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     code = (root / "examples" / example).read_text().split('"""', 2)[2].lstrip("\n")
     assert section.split("```python\n", 1)[1].split("```", 1)[0] == code

@@ -500,8 +500,8 @@ def test_the_model_table_is_dated_and_finds_dated_model_names() -> None:
     assert table.limits_for("no-such-model") is None
 
 
-def test_the_readme_documents_every_environment_variable() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+def test_the_integration_guide_documents_every_environment_variable() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text()
     envs = [oi.ENV_TASK_TYPE, oi.ENV_POLICIES, oi.ENV_MODELS, oi.ENV_RESERVED_OUTPUT]
     envs += [oi.ENV_CONTEXT_WINDOW, oi.ENV_MAX_CONVERSATIONS, oi.ENV_LANGCHAIN]
     for env in envs:

@@ -1,11 +1,13 @@
-"""The README's dialect examples are the example files, and print what the README shows."""
+"""The integration guide's dialect examples are the example files, and print what it shows."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from test_readme import README, ROOT, run_example
+from test_readme import ROOT, run_example
+
+GUIDE = (ROOT / "docs" / "integrations.md").read_text()
 
 EXAMPLES = [
     ("### OpenAI Chat Completions", "openai_chat_request.py"),
@@ -15,7 +17,7 @@ EXAMPLES = [
 
 @pytest.mark.parametrize(("heading", "example"), EXAMPLES)
 def test_the_dialect_example_is_the_file_and_prints_what_is_shown(heading: str, example: str) -> None:
-    section = README.split(f"\n{heading}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+    section = GUIDE.split(f"\n{heading}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
     code = (Path(ROOT) / "examples" / example).read_text().split('"""', 2)[2].lstrip("\n")
     shown_code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert shown_code == code

@@ -38,7 +38,7 @@ INSPECT_AUTO = "auto"
 STATUS_EVERY_S = 30.0
 
 HELP = """\
-Run the budget chapter's support-desk workload through the fit engine.
+Run a simulated support desk's tickets through the fit engine, round by round.
 
 Tickets are order-status questions (about 55%), returns and disputes, with budgets of 4,000 / 8,000 \
 / 16,000 tokens, real tool payloads (an 11-item order lookup is about 4,200 tokens) and 1-12 rounds \

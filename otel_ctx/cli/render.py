@@ -40,7 +40,8 @@ def _table(console: Console, title: str | None = None, *, title_style: str | Non
 
 
 def breakdown_table(breakdown: Breakdown, console: Console, *, title: str | None = None) -> Table:
-    """The ADR inspector's rows: limit, subtractions, budget, components, estimate, remaining."""
+    """The inspector's rows in the order the budget is computed: limit, subtractions, budget,
+    components, estimate, remaining."""
     table = _table(console, title)
     table.add_column("Line", no_wrap=True)
     table.add_column("Tokens", justify="right", no_wrap=True)

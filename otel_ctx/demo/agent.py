@@ -1,12 +1,13 @@
 """The agent loop of the demo: fit before every request, escalate at the floor or the ceiling.
 
-This is the chapter's loop with the fit engine in it. Each round the agent fits the
+This is a plain agent loop with the fit engine in it. Each round the agent fits the
 whole transcript (the fitter's token cache makes that cost only the new messages),
 checks the ticket's running total against its 60,000-token ceiling, sends what the fit
 returned, and records the provider's usage (with the prompt-cache hits a provider
 reports once the system prompt and tool schemas repeat). When the pinned floor alone
 overflows the budget, or the next request would take the ticket over its ceiling, the
-agent stops and hands the ticket to a person, as the chapter prescribes, instead of
+agent stops and hands the ticket to a person (a truncated request gives a wrong answer
+with no error; a person with the work so far attached gives a right one) instead of
 sending a request it knows is too big. Every ticket ends with a resolution.
 
 How a round is observed is pluggable (:class:`RunOpener`): bare for tests and the
@@ -268,7 +269,7 @@ def run_ticket(
             if keep_results:
                 out.results.append(result)
             if result.outcome == OUTCOME_OVERFLOW or run.ceiling_reached:
-                # The chapter: hand the ticket to a person with the work so far attached.
+                # Hand the ticket to a person with the work so far attached: the next request cannot fit.
                 out.rounds.append(RoundStats.of(number, result, run))
                 out.escalated = True
                 out.stop = STOP_OVERFLOW if result.outcome == OUTCOME_OVERFLOW else STOP_CEILING

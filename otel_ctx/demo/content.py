@@ -1,9 +1,9 @@
 """The support desk's fixed context: its system prompt, tool schemas, snippets and skills.
 
-Sized after the budget chapter: a system prompt of about 420 tokens and tool schemas of
+Sized like a real support agent's: a system prompt of about 420 tokens and tool schemas of
 about 680 tokens, the 1,100 "fixed" tokens every request pays before any history.
 ``tests/test_workload.py`` checks the sizes with the real counter, so editing the text
-here cannot silently move the demo away from the chapter's numbers.
+here cannot silently move the demo away from those sizes, which the budgets are set for.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tool results as a real support backend returns them: verbose JSON, mostly noise.
 
-The chapter's point is that tool results are the tenant nobody watches: an order lookup
+Tool results are the part of the context nobody watches: an order lookup
 on an eleven-item order is about 4,200 tokens and a parcel's full scan history about
 3,800, while the agent needs a handful of fields from either. The generators here
 produce that shape (pretty-printed JSON with every field a backend carries) from a

@@ -3,8 +3,8 @@
 A ticket is the original message (plus, on disputes, the pinned hard constraints and
 structured state) and a sequence of rounds. Each round appends what came back since the
 last request — the assistant's tool calls with their results, or its reply and the
-buyer's follow-up — and the agent fits before every request. The mix follows the budget
-chapter: status questions are about 55% of the queue, then returns and refunds, then
+buyer's follow-up — and the agent fits before every request. The mix is a typical support
+queue's: status questions are about 55% of the queue, then returns and refunds, then
 disputes; some disputes carry a pinned floor (a pasted email thread, constraints and a
 growing state) that no compaction can bring under 16,000 tokens.
 
@@ -37,7 +37,7 @@ from otel_ctx.engine.sources import Source
 
 Message = dict[str, Any]
 
-#: Triage mix of the queue (the chapter: status is 55%).
+#: Triage mix of the queue: order status is the bulk (55%), disputes the rarest.
 TASK_MIX: tuple[tuple[str, float], ...] = (("status", 0.55), ("returns", 0.30), ("dispute", 0.15))
 #: Share of disputes whose pinned floor overflows the 16,000 budget (pasted thread, growing state).
 ESCALATING_DISPUTE_SHARE = 0.25

@@ -308,7 +308,7 @@ def dashboard_link(
     """The overview dashboard, filtered to the alert's service, task type and model where it has them.
 
     ``var-<name>`` sets a Grafana template variable: ``service``, ``task_type`` and ``model``
-    are the dashboards' variables (see the dashboard conventions in the README).
+    are the dashboards' variables (see the dashboard conventions in docs/sre-guide.md).
     """
     wanted = (
         (service, q.VAR_SERVICE, q.JOB),

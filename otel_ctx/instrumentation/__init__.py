@@ -141,7 +141,7 @@ def instrument(
 ) -> OtelCtxInstrumentor:
     """Instrument the installed provider SDKs (once; later calls do nothing until ``uninstrument()``).
 
-    Anything not given comes from the environment (``OTEL_CTX_*``, see the README), then
+    Anything not given comes from the environment (``OTEL_CTX_*``, see docs/integrations.md), then
     the defaults. ``otel`` takes OpenTelemetry's own ``tracer_provider`` and ``meter_provider``.
     """
     given: dict[str, Any] = {
