@@ -21,11 +21,10 @@ from types import MappingProxyType
 from typing import Any
 
 from otel_ctx.engine import InvalidPolicyError
-from otel_ctx.tables import dated_models, read_file, read_shipped
+from otel_ctx.tables import dated_models, family_row, read_file, read_shipped
 
 #: Environment variable naming a model file whose entries override the shipped table.
 ENV_MODELS = "OTEL_CTX_MODELS"
-_MODEL_KEY_SEPARATORS = ("-", "@", ":")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,19 +77,7 @@ class ModelTable:
 
     def limits_for(self, model: str) -> ModelLimits | None:
         """The model's limits, or None when the table does not know it."""
-        found = self.models.get(model)
-        if found is not None:
-            return found
-        best: str | None = None
-        for name in self.models:
-            if (
-                len(model) > len(name)
-                and model.startswith(name)
-                and model[len(name)] in _MODEL_KEY_SEPARATORS
-                and (best is None or len(name) > len(best))
-            ):
-                best = name
-        return self.models[best] if best is not None else None
+        return family_row(self.models, model)
 
     def merged(self, overrides: ModelTable) -> ModelTable:
         """This table with ``overrides``' models replacing or adding to it (its date wins)."""

@@ -22,12 +22,11 @@ from types import MappingProxyType
 from typing import Any
 
 from otel_ctx.engine.errors import InvalidPolicyError, InvalidRequestError
-from otel_ctx.tables import dated_models, read_file, read_shipped
+from otel_ctx.tables import dated_models, family_row, read_file, read_shipped
 
 #: Environment variable naming a price file whose models override the shipped table.
 ENV_PRICES = "OTEL_CTX_PRICES"
 PER_TOKENS = 1_000_000
-_MODEL_KEY_SEPARATORS = ("-", "@", ":")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,19 +191,7 @@ class PriceTable:
         object.__setattr__(self, "prices", MappingProxyType(dict(self.prices)))
 
     def price_for(self, model: str) -> ModelPrice | None:
-        found = self.prices.get(model)
-        if found is not None:
-            return found
-        best: str | None = None
-        for name in self.prices:
-            if (
-                len(model) > len(name)
-                and model.startswith(name)
-                and model[len(name)] in _MODEL_KEY_SEPARATORS
-                and (best is None or len(name) > len(best))
-            ):
-                best = name
-        return self.prices[best] if best is not None else None
+        return family_row(self.prices, model)
 
     def cost(self, model: str, usage: Usage) -> float | None:
         """USD for ``usage`` on ``model``, or None when the model has no price."""

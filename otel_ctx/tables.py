@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from otel_ctx.engine.errors import InvalidPolicyError
 
@@ -48,3 +48,29 @@ def dated_models(
     if not isinstance(models, Mapping):
         raise InvalidPolicyError(f"{source}: models", f"must map model names to {entries}")
     return as_of, models
+
+
+_Row = TypeVar("_Row")
+#: What may follow a family name in a dated or tagged model id (``gpt-4o-2024-08-06``,
+#: ``claude-sonnet-4-5@20250929``, ``ft:gpt-4o:acme``).
+_MODEL_KEY_SEPARATORS = ("-", "@", ":")
+
+
+def family_row(table: Mapping[str, _Row], model: str) -> _Row | None:
+    """``model``'s row: its exact name, else the longest table name it starts with plus a separator.
+
+    A dated model is priced and sized as its family, so a table need not list every snapshot.
+    """
+    found = table.get(model)
+    if found is not None:
+        return found
+    best: str | None = None
+    for name in table:
+        if (
+            len(model) > len(name)
+            and model.startswith(name)
+            and model[len(name)] in _MODEL_KEY_SEPARATORS
+            and (best is None or len(name) > len(best))
+        ):
+            best = name
+    return table[best] if best is not None else None
