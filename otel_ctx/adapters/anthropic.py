@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, to_json
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
     InvalidToolSchemaError,
-    TooDeeplyNestedError,
     TranscriptRuleError,
     shown,
 )
@@ -66,36 +64,6 @@ SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 #: Block types that carry a server tool's result inside the assistant's own message.
 _PAGE = re.compile(rb"/Type\s*/Page[^s]")
 _ROLES = ("user", "assistant")
-
-
-def as_block(raw: Any) -> Mapping[str, Any] | None:
-    """A block (or message) as a mapping: dicts as they are, the SDK's pydantic objects dumped."""
-    if raw.__class__ is dict or isinstance(raw, Mapping):
-        return raw
-    dump = getattr(raw, "model_dump", None)
-    if callable(dump):
-        try:
-            out = dump(exclude_none=True)
-        except Exception:
-            return None
-        return out if isinstance(out, Mapping) else None
-    return None
-
-
-def _json(value: Any, where: str, index: int | None, error: type[InvalidRequestError]) -> str:
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_dump)
-    except RecursionError:
-        raise TooDeeplyNestedError(where, "is nested too deeply to be a request", index=index) from None
-    except (TypeError, ValueError) as exc:
-        raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc
-
-
-def _dump(value: Any) -> Any:
-    block = as_block(value)
-    if block is None:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-    return dict(block)
 
 
 def _without_cache_control(block: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -127,7 +95,7 @@ class _Reader:
     def source_tokens(self, block: Mapping[str, Any], where: str, index: int) -> int:
         """An image or a document: the text it holds, or the documented upper bound."""
         kind = block.get("type")
-        source = as_block(block.get("source"))
+        source = as_mapping(block.get("source"))
         if kind == "image":
             return IMAGE_TOKENS
         extra = 0
@@ -173,7 +141,7 @@ class _Reader:
         return out
 
     def block(self, raw: Any, role: str, where: str, index: int, *, nested: bool = False) -> Part:
-        block = as_block(raw)
+        block = as_mapping(raw)
         if block is None:
             raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=index)
         kind = block.get("type")
@@ -190,7 +158,7 @@ class _Reader:
             name, call_id = block.get("name"), block.get("id")
             if not isinstance(name, str) or not isinstance(call_id, str):
                 raise InvalidMessageError(where, f"a {kind} block needs 'id' and 'name' strings", index=index)
-            args = _json(block.get("input", {}), f"{where}.input", index, InvalidMessageError)
+            args = to_json(block.get("input", {}), f"{where}.input", index, InvalidMessageError)
             return Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args), call_id)
         if kind == "thinking":
             value = block.get("thinking")
@@ -207,7 +175,7 @@ class _Reader:
         # A server tool's result, a search result, or a block type this version does not
         # know: charge its JSON text (errs high), never its cache_control.
         component = "tool_result" if kind.endswith("_tool_result") or nested else "other"
-        body = _json(_without_cache_control(block), where, index, InvalidMessageError)
+        body = to_json(_without_cache_control(block), where, index, InvalidMessageError)
         return Part(component, text(body))
 
     def tool_result(self, block: Mapping[str, Any], raw: Any, where: str, index: int) -> tuple[Part, Any]:
@@ -237,7 +205,7 @@ class _Reader:
     def message(self, raw: Any, i: int) -> tuple[str, list[Part], list[str], list[str], list[str]]:
         """``(role, parts, tool_use ids, tool_result ids, kinds in order)`` of one message."""
         where = f"messages[{i}]"
-        m = as_block(raw)
+        m = as_mapping(raw)
         if m is None:
             raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
         role = m.get("role")
@@ -274,7 +242,7 @@ class _Reader:
         new_content: list[Any] | None = None
         for k, raw_block in enumerate(content):
             here = f"{where}.content[{k}]"
-            block = as_block(raw_block)
+            block = as_mapping(raw_block)
             kind = block.get("type") if block is not None else None
             if block is not None and kind == "tool_result":
                 part, capped = self.tool_result(block, raw_block, here, i)
@@ -330,7 +298,7 @@ def _cap_content(content: Any, cap: Any) -> Any:
         return None if new is content else new
     if not isinstance(content, list) or not content:
         return None
-    blocks = [as_block(b) for b in content]
+    blocks = [as_mapping(b) for b in content]
     texts = [b.get("text") for b in blocks if b is not None and b.get("type") == "text"]
     if not texts or not all(isinstance(t, str) for t in texts):
         return None
@@ -356,14 +324,14 @@ class AnthropicAdapter(Adapter):
         if "system" in body:
             return True
         for tool in body.get("tools") or ():
-            tool = as_block(tool)
+            tool = as_mapping(tool)
             if tool is not None:
                 if "input_schema" in tool:
                     return True
                 if "function" in tool:
                     return False
         for raw in messages:
-            m = as_block(raw)
+            m = as_mapping(raw)
             if m is None:
                 continue
             if m.get("role") in ("system", "developer", "tool", "function") or m.get("tool_calls"):
@@ -371,7 +339,7 @@ class AnthropicAdapter(Adapter):
             content = m.get("content")
             if isinstance(content, list):
                 for raw_block in content:
-                    b = as_block(raw_block)
+                    b = as_mapping(raw_block)
                     kind = b.get("type") if b is not None else None
                     if kind in (
                         "tool_use",
@@ -508,7 +476,7 @@ class AnthropicAdapter(Adapter):
         n = 0
         for k, raw in enumerate(tools):
             where = f"tools[{k}]"
-            tool = as_block(raw)
+            tool = as_mapping(raw)
             if tool is None or not isinstance(tool.get("name"), str):
                 raise InvalidToolSchemaError(where, "must be an object with a 'name' string")
             kind = tool.get("type")
@@ -520,12 +488,12 @@ class AnthropicAdapter(Adapter):
                 if not isinstance(desc, str):
                     raise InvalidToolSchemaError(f"{where}.description", "must be a string")
                 n += TOKENS_PER_TOOL + counter.text(tool["name"]) + counter.text(desc)
-                n += counter.text(_json(schema, f"{where}.input_schema", None, InvalidToolSchemaError))
+                n += counter.text(to_json(schema, f"{where}.input_schema", None, InvalidToolSchemaError))
             else:  # a server tool (web search, code execution...): its definition's JSON
                 n += TOKENS_PER_TOOL + counter.text(
-                    _json(_without_cache_control(tool), where, None, InvalidToolSchemaError)
+                    to_json(_without_cache_control(tool), where, None, InvalidToolSchemaError)
                 )
-        choice = as_block(tool_choice) if tool_choice is not None else None
+        choice = as_mapping(tool_choice) if tool_choice is not None else None
         forced = choice is not None and choice.get("type") in ("any", "tool")
         return n + (TOOL_USE_SYSTEM_PROMPT_FORCED if forced else TOOL_USE_SYSTEM_PROMPT)
 
@@ -565,7 +533,7 @@ class AnthropicAdapter(Adapter):
         if isinstance(produced, str):
             item: Message = {"type": "text", "text": SUMMARY_PREFIX + produced}
         else:
-            block = as_block(produced)
+            block = as_mapping(produced)
             if block is None or block.get("type") != "text" or not isinstance(block.get("text"), str):
                 raise InvalidRequestError(
                     "summarizer", "must return a string or a text block for the Messages API's system"
@@ -583,7 +551,7 @@ def _system_text(system: Any) -> str:
         )
     texts = []
     for k, raw in enumerate(system):
-        block = as_block(raw)
+        block = as_mapping(raw)
         if block is None or block.get("type") != "text" or not isinstance(block.get("text"), str):
             raise InvalidRequestError(f"system[{k}]", "must be a text block {'type': 'text', 'text': ...}")
         texts.append(block["text"])

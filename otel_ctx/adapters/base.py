@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.model import Block, RequestModel, Turn
 from otel_ctx.engine.tokens import TokenCounter
+from otel_ctx.engine.tokens import to_json as _engine_json
 
 #: Cuts a tool result's text to the policy's cap (the identity when nothing is capped).
 CapText = Callable[[str], str]
@@ -108,3 +109,29 @@ class Adapter(ABC):
     def read_items(self, items: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
         """Read a bare transcript and its tools (dialects that ``fit(messages)`` takes)."""
         raise InvalidRequestError("messages", f"the {self.provider} dialect takes whole requests only")
+
+
+def as_mapping(raw: Any) -> Mapping[str, Any] | None:
+    """A message or block as a mapping: dicts and TypedDicts as they are, SDK pydantic objects dumped."""
+    if raw.__class__ is dict or isinstance(raw, Mapping):
+        return raw
+    dump = getattr(raw, "model_dump", None)
+    if callable(dump):
+        try:
+            out = dump(exclude_none=True)
+        except Exception:  # a foreign object with a model_dump of its own shape
+            return None
+        return out if isinstance(out, Mapping) else None
+    return None
+
+
+def _plain(value: Any) -> Any:
+    block = as_mapping(value)
+    if block is None:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return dict(block)
+
+
+def to_json(value: Any, where: str, index: int | None, error: type[InvalidRequestError]) -> str:
+    """``value`` as the compact JSON that is counted, SDK objects inside it dumped; typed errors."""
+    return _engine_json(value, where, index, error, default=_plain)

@@ -17,16 +17,14 @@ provider would reject the request anyway); observe-only paths record the problem
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, to_json
 from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
-    TooDeeplyNestedError,
     TranscriptRuleError,
     shown,
 )
@@ -70,37 +68,6 @@ SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 _MAX_DEPTH = 64
 
 
-def as_message(m: Any) -> Mapping[str, Any] | None:
-    """A message as a mapping: dicts and TypedDicts as they are, SDK pydantic objects dumped."""
-    if m.__class__ is dict or isinstance(m, Mapping):
-        return m
-    dump = getattr(m, "model_dump", None)
-    if callable(dump):
-        try:
-            out = dump(exclude_none=True)
-        except Exception:  # a foreign object with a model_dump of its own shape
-            return None
-        return out if isinstance(out, Mapping) else None
-    return None
-
-
-def to_json(value: Any, where: str, index: int | None, error: type[InvalidRequestError]) -> str:
-    """``value`` as compact JSON, or a typed error naming ``where``."""
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_default)
-    except RecursionError:
-        raise TooDeeplyNestedError(where, "is nested too deeply to be a request", index=index) from None
-    except (TypeError, ValueError) as exc:
-        raise error(where, f"is not JSON-serialisable: {exc}", index=index) from exc
-
-
-def _default(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(exclude_none=True)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
 class _State:
     """Where the transcript sits in the body, and the items the fit rewrote."""
 
@@ -140,7 +107,7 @@ class ChatReader:
         return [self.part(p, text_component, f"{where}.content[{k}]", index) for k, p in enumerate(content)]
 
     def part(self, raw: Any, text_component: Component, where: str, index: int) -> Part:
-        part = as_message(raw)
+        part = as_mapping(raw)
         if part is None:
             raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=index)
         kind = part.get("type")
@@ -175,7 +142,7 @@ class ChatReader:
         out = []
         for k, raw in enumerate(calls):
             here = f"{where}.tool_calls[{k}]"
-            call = as_message(raw)
+            call = as_mapping(raw)
             kind = call.get("type", "function") if call is not None else None
             fn = call.get(kind) if call is not None and isinstance(kind, str) else None
             if call is None or not isinstance(fn, Mapping) or not isinstance(call.get("id"), str):
@@ -237,7 +204,7 @@ class ChatReader:
                             pending = {}
                         turns.append(hit)
                         continue
-            m = as_message(raw)
+            m = as_mapping(raw)
             here = f"{where}[{i}]"
             if m is None:
                 raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
@@ -367,7 +334,7 @@ class ChatReader:
                     calls = tuple(dict.fromkeys(ids))
             function_call = m.get("function_call")
             if function_call is not None:
-                fc = as_message(function_call)
+                fc = as_mapping(function_call)
                 name = fc.get("name") if fc is not None else None
                 args = fc.get("arguments", "") if fc is not None else None
                 if not isinstance(name, str) or not isinstance(args, str):
@@ -460,7 +427,7 @@ class OpenAIChatAdapter(Adapter):
                 if "function" in tool:
                     return True
         for raw in messages:
-            m = as_message(raw)
+            m = as_mapping(raw)
             if m is None:
                 continue
             role = m.get("role")
@@ -553,7 +520,7 @@ class OpenAIChatAdapter(Adapter):
         if isinstance(produced, str):
             item: Message = {"role": "system", "content": SUMMARY_PREFIX + produced}
         else:
-            m = as_message(produced)
+            m = as_mapping(produced)
             if m is None:
                 raise InvalidRequestError(
                     "summarizer", f"must return a message dict or a string, got {type(produced).__name__}"
@@ -579,7 +546,7 @@ def _tool_dicts(tools: Any) -> Any:
         from otel_ctx.adapters.langchain import tool_dicts
 
         return tool_dicts(tools)
-    return [as_message(t) or t for t in tools]
+    return [as_mapping(t) or t for t in tools]
 
 
 def _langchain_tool(tool: Any) -> bool:

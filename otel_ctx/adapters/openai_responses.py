@@ -17,13 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
-from otel_ctx.adapters.openai_chat import (
-    AUDIO_BYTES_PER_TOKEN,
-    SUMMARY_PREFIX,
-    as_message,
-    to_json,
-)
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, to_json
+from otel_ctx.adapters.openai_chat import AUDIO_BYTES_PER_TOKEN, SUMMARY_PREFIX
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -108,7 +103,7 @@ class _Reader:
         out = []
         for k, raw in enumerate(content):
             here = f"{where}.content[{k}]"
-            part = as_message(raw)
+            part = as_mapping(raw)
             if part is None:
                 raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=index)
             kind = part.get("type")
@@ -327,7 +322,7 @@ class OpenAIResponsesAdapter(Adapter):
         pending: dict[str, int] = {}
         for i, raw in enumerate(items):
             where = f"input[{i}]"
-            item = as_message(raw)
+            item = as_mapping(raw)
             if item is None:
                 raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
             side = _side(item)
@@ -387,7 +382,7 @@ class OpenAIResponsesAdapter(Adapter):
         functions: list[Any] = []
         other = 0
         for k, raw in enumerate(tools):
-            tool = as_message(raw)
+            tool = as_mapping(raw)
             if tool is None:
                 raise InvalidToolSchemaError(f"tools[{k}]", f"must be an object, got {type(raw).__name__}")
             if tool.get("type") == "function":
@@ -435,7 +430,7 @@ class OpenAIResponsesAdapter(Adapter):
         if isinstance(produced, str):
             item: Item = {"role": "system", "content": SUMMARY_PREFIX + produced}
         else:
-            m = as_message(produced)
+            m = as_mapping(produced)
             if m is None or m.get("role") not in _ROLE_LINES:
                 raise InvalidRequestError("summarizer", "must return a message item or a string")
             item = dict(m)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,7 +169,7 @@ class TokenCounter:
             and all(a is b for a, b in zip(last[1], items))
         ):
             return last[3]
-        key = _json(tools, "tools", None, error=InvalidToolSchemaError)
+        key = to_json(tools, "tools", None, InvalidToolSchemaError)
         if last is not None and key == last[2]:
             self._tools_last = (tools, items, key, last[3])
             return last[3]
@@ -209,7 +209,7 @@ class TokenCounter:
             simple = set(prop) <= {"type", "description", "enum"} and ptype not in ("object", "array")
             if not simple:
                 # Not covered by the documented accounting: charge the schema's JSON text.
-                n += self.text(f"{key}:{_json(prop, here, None, error=InvalidToolSchemaError)}")
+                n += self.text(f"{key}:{to_json(prop, here, None, InvalidToolSchemaError)}")
                 continue
             enum = prop.get("enum")
             if enum is not None and not isinstance(enum, (list, tuple)):
@@ -223,11 +223,22 @@ class TokenCounter:
         return n
 
 
-def _json(
-    value: Any, where: str, index: int | None, *, error: type[InvalidRequestError] = InvalidMessageError
+def to_json(
+    value: Any,
+    where: str,
+    index: int | None,
+    error: type[InvalidRequestError] = InvalidMessageError,
+    *,
+    default: Callable[[Any], Any] | None = None,
 ) -> str:
+    """``value`` as the compact JSON that is counted, or a typed error naming ``where``.
+
+    ``default`` turns objects JSON does not know into ones it does (an adapter passes one
+    that dumps SDK objects); too deep a value is :class:`TooDeeplyNestedError`, not a
+    RecursionError from the encoder.
+    """
     try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=default)
     except RecursionError:
         raise TooDeeplyNestedError(where, "is nested too deeply to be a request", index=index) from None
     except (TypeError, ValueError) as exc:
