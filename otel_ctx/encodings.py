@@ -52,6 +52,7 @@ _OFFLINE_SUFFIX = "_offline"
 
 #: OpenAI model families tiktoken's own map does not know yet (checked after it).
 EXTRA_MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("gpt-5", "o200k_base"),  # gpt-5.1, gpt-5.4 ...: tiktoken 0.12's map stops at gpt-5
     ("codex-mini", "o200k_base"),
     ("gpt-realtime", "o200k_base"),
     ("gpt-audio", "o200k_base"),
