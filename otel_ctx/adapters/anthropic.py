@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, to_json
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, kept_items, to_json
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -499,13 +499,7 @@ class AnthropicAdapter(Adapter):
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
-        items = reading.items
-        model = reading.model
-        replaced = state.replaced
-        out: list[Any] = []
-        for k in fitted.turns:
-            for i in model.span(k):
-                out.append(replaced.get(i, items[i]) if replaced else items[i])
+        out = kept_items(reading, fitted, state.replaced)
         body = dict(reading.body)
         body["messages"] = out
         extra = [{"type": "text", "text": b.text} for b in fitted.blocks]

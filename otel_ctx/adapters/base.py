@@ -135,3 +135,11 @@ def _plain(value: Any) -> Any:
 def to_json(value: Any, where: str, index: int | None, error: type[InvalidRequestError]) -> str:
     """``value`` as the compact JSON that is counted, SDK objects inside it dumped; typed errors."""
     return _engine_json(value, where, index, error, default=_plain)
+
+
+def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) -> list[Any]:
+    """The caller's own items of the kept turns, in order; an item the fit rewrote (a capped tool
+    result) in its new form. Every other object goes back as it came, untouched."""
+    items = reading.items
+    kept = reading.model.item_indexes(fitted.turns)
+    return [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]

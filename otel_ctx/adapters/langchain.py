@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, kept_items
 from otel_ctx.adapters.openai_chat import ADAPTER as CHAT
 from otel_ctx.engine.errors import (
     InvalidMessageError,
@@ -196,13 +196,7 @@ class LangChainAdapter(Adapter):
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
-        items = reading.items
-        model = reading.model
-        replaced = state.replaced
-        out: list[Any] = []
-        for k in fitted.turns:
-            for i in model.span(k):
-                out.append(replaced.get(i, items[i]) if replaced else items[i])
+        out = kept_items(reading, fitted, state.replaced)
         if fitted.summary is not None:
             out.insert(fitted.summary_at, fitted.summary)
         return None, out

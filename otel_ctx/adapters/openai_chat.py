@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, to_json
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, kept_items, to_json
 from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.errors import (
     InvalidMessageError,
@@ -495,11 +495,7 @@ class OpenAIChatAdapter(Adapter):
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
-        items = reading.items
-        model = reading.model
-        replaced = state.replaced
-        kept = model.item_indexes(fitted.turns)
-        out = [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
+        out = kept_items(reading, fitted, state.replaced)
         if fitted.summary is not None:
             out.insert(fitted.summary_at, fitted.summary)
         if reading.body is None:

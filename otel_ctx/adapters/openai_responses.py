@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, to_json
+from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, kept_items, to_json
 from otel_ctx.adapters.openai_chat import AUDIO_BYTES_PER_TOKEN, SUMMARY_PREFIX
 from otel_ctx.engine.errors import (
     InvalidMessageError,
@@ -403,17 +403,12 @@ class OpenAIResponsesAdapter(Adapter):
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
-        model = reading.model
-        items = reading.items
-        out: list[Any] = []
-        for k in fitted.turns:
-            for i in model.span(k):
-                out.append(state.replaced.get(i, items[i]))
+        out = kept_items(reading, fitted, state.replaced)
         if fitted.summary is not None:
             out.insert(fitted.summary_at, fitted.summary)
         body = dict(reading.body)
         prefix = [self.block_message(b) for b in fitted.blocks]
-        unchanged = len(out) == len(items) and not state.replaced and fitted.summary is None
+        unchanged = len(out) == len(reading.items) and not state.replaced and fitted.summary is None
         if state.input_was_string and unchanged and not prefix:
             return body, out  # input stays the caller's string
         body["input"] = prefix + out
