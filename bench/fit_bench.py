@@ -276,7 +276,8 @@ def _conversion(conv: list[dict[str, Any]], trials: int) -> list[Figure]:
     work: walking the items, building turns, writing the body back) and set against a
     cold fit of the same body, per dialect.
     """
-    from otel_ctx.adapters import Fitted, ReadContext, adapter_for
+    from otel_ctx.adapters import Fitted, ReadContext
+    from otel_ctx.dialects import adapter_for
 
     bodies = {
         "openai": {"model": inputs.MODEL, "messages": conv},
@@ -333,7 +334,8 @@ def _warm_figure(warm: Timing, two: Timing, kind: str) -> Figure:
 def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> list[Figure]:
     """The same measure as :func:`_conversion` for an Anthropic Messages body and for LangChain
     messages: the adapter's own work (texts already counted) against a cold 100-message fit."""
-    from otel_ctx.adapters import Fitted, ReadContext, adapter_for
+    from otel_ctx.adapters import Fitted, ReadContext
+    from otel_ctx.dialects import adapter_for
 
     anthropic_body = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": conv}
     cases: list[tuple[str, Callable[[ContextFitter], Any], Callable[[ContextFitter], Any]]] = []
@@ -351,11 +353,12 @@ def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> l
     except ImportError:
         pass
     else:
-        from otel_ctx.adapters.langchain import ADAPTER as LANGCHAIN
+        from otel_ctx.dialects import adapter_for_items
 
         lc: list[BaseMessage] = [
             HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"]) for m in conv
         ]
+        LANGCHAIN = adapter_for_items(lc)
 
         def langchain_convert(f: ContextFitter) -> None:
             reading = LANGCHAIN.read_items(lc, None, ReadContext(f.counter))

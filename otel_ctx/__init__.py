@@ -6,7 +6,8 @@ the window went; the telemetry layer emits that breakdown as OpenTelemetry spans
 and metrics.
 
 Names are imported on first use: ``from otel_ctx import ContextFitter`` loads the
-engine only, so an agent that fits without telemetry never loads OpenTelemetry.
+engine and the dialect registry only, so an agent that fits without telemetry never
+loads OpenTelemetry.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
         DATA_CLASSES,
         Breakdown,
         BudgetPolicy,
-        ContextFitter,
         ContextOverflow,
         FitResult,
         InvalidMessageError,
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         UnknownProviderError,
         UnknownTaskTypeError,
     )
+    from otel_ctx.fitting import ContextFitter
     from otel_ctx.instrumentation import instrument, task, uninstrument
     from otel_ctx.ledger import RunCeilingReached
     from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
@@ -56,7 +57,6 @@ _EXPORTS: dict[str, str] = {
             "DATA_CLASSES",
             "Breakdown",
             "BudgetPolicy",
-            "ContextFitter",
             "ContextOverflow",
             "FitResult",
             "InvalidMessageError",
@@ -73,6 +73,8 @@ _EXPORTS: dict[str, str] = {
         ),
         "otel_ctx.engine",
     ),
+    # The engine with each request's dialect picked for it.
+    "ContextFitter": "otel_ctx.fitting",
     "SUPPORT_DESK": "otel_ctx.presets",
     "RunCeilingReached": "otel_ctx.ledger",
     "PriceTable": "otel_ctx.pricing",

@@ -35,7 +35,7 @@ from opentelemetry import context as otel_context
 import otel_ctx
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
-from otel_ctx.engine import ContextFitter
+from otel_ctx.fitting import ContextFitter
 from otel_ctx.instrumentation import _core
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest

@@ -1,5 +1,10 @@
 """One direction of dependency: the engine imports no OpenTelemetry and knows no provider.
 
+engine <- adapters <- dialects (which adapter reads a request) <- fitting (the
+request-level entry points) <- telemetry <- instrumentation, CLI, dashboards. The
+engine imports no adapter (it defines the dialect contract the adapters implement),
+and no dialect adapter imports another (what they share lives in helper modules).
+
 Checked twice: statically (every import statement of the engine and adapter modules)
 and at run time, in a fresh interpreter, by what ``sys.modules`` holds after
 importing the engine and after a plain dict fit through the top-level package.
@@ -20,7 +25,24 @@ PACKAGE = Path(__file__).resolve().parent.parent / "otel_ctx"
 ENGINE = sorted(p.stem for p in (PACKAGE / "engine").glob("*.py"))
 ADAPTERS = sorted(p.stem for p in (PACKAGE / "adapters").glob("*.py"))
 OUTSIDE = ("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.grafana", "otel_ctx.demo")
-DIALECTS = tuple(f"otel_ctx.adapters.{m}" for m in ADAPTERS if m not in ("__init__", "base"))
+#: The layer above engine and adapters: which adapter reads a request, and the entry points.
+ABOVE_ADAPTERS = ("otel_ctx.dialects", "otel_ctx.fitting")
+
+
+def _is_dialect(path: Path) -> bool:
+    """A module that provides a dialect: it binds ``ADAPTER`` or builds one (``BUILT_ON``)."""
+    for node in ast.parse(path.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id in ("ADAPTER", "BUILT_ON") for t in targets):
+            return True
+    return False
+
+
+#: Dialect modules; the others in the package (base, shared helpers) are code they share.
+DIALECT_MODULES = sorted(m for m in ADAPTERS if _is_dialect(PACKAGE / "adapters" / f"{m}.py"))
+DIALECTS = tuple(f"otel_ctx.adapters.{m}" for m in DIALECT_MODULES)
 
 
 def _imports(path: Path) -> set[str]:
@@ -39,15 +61,39 @@ def test_the_layout_is_the_agreed_one() -> None:
     for concept in ("result", "errors", "fitter", "sources"):
         assert concept in ENGINE
     assert {"__init__", "base", "openai_chat", "openai_responses"} <= set(ADAPTERS)
+    assert {"anthropic", "langchain", "openai_chat", "openai_responses"} <= set(DIALECT_MODULES)
+    assert not {"__init__", "base"} & set(DIALECT_MODULES)
+    assert "dialect" in ENGINE  # the contract the adapters implement is the engine's
+    for above in ABOVE_ADAPTERS:
+        assert (PACKAGE / f"{above.removeprefix('otel_ctx.')}.py").exists()
     for moved in ("fit", "tokens", "breakdown", "budget", "result", "errors", "sources"):
         assert not (PACKAGE / f"{moved}.py").exists(), f"otel_ctx/{moved}.py should live in otel_ctx/engine/"
 
 
 @pytest.mark.parametrize("module", ENGINE)
-def test_engine_module_imports_no_telemetry_and_no_dialect(module: str) -> None:
+def test_engine_module_imports_no_telemetry_and_no_adapter(module: str) -> None:
     imported = _imports(PACKAGE / "engine" / f"{module}.py")
-    offending = {m for m in imported if m.startswith(OUTSIDE) or m.startswith(DIALECTS)}
+    above = ("otel_ctx.adapters", *ABOVE_ADAPTERS)
+    offending = {m for m in imported if m.startswith(OUTSIDE) or m.startswith(above)}
     assert not offending, f"otel_ctx/engine/{module}.py imports {sorted(offending)}"
+
+
+@pytest.mark.parametrize("module", DIALECT_MODULES)
+def test_dialect_adapters_do_not_import_each_other(module: str) -> None:
+    mine = f"otel_ctx.adapters.{module}"
+    imported = _imports(PACKAGE / "adapters" / f"{module}.py")
+    offending = {m for m in imported if m in DIALECTS and m != mine}
+    # ``from otel_ctx.adapters import langchain`` names the package, the dialect is the alias.
+    offending |= {
+        f"otel_ctx.adapters.{a.name}"
+        for node in ast.walk(ast.parse((PACKAGE / "adapters" / f"{module}.py").read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "otel_ctx.adapters"
+        for a in node.names
+        if a.name in DIALECT_MODULES
+    }
+    assert not offending, f"otel_ctx/adapters/{module}.py imports the dialects {sorted(offending)}"
+    above = {m for m in imported if m.startswith(ABOVE_ADAPTERS)}
+    assert not above, f"otel_ctx/adapters/{module}.py imports the layer above it: {sorted(above)}"
 
 
 @pytest.mark.parametrize("module", ["encodings", "ledger", "models", "names", "presets", "pricing", "tables"])
@@ -143,8 +189,15 @@ def test_the_top_level_still_offers_telemetry_on_first_use() -> None:
 #: never the other way round.
 _NEVER_BELOW_TELEMETRY = ("otel_ctx.cli", "otel_ctx.demo", "otel_ctx.instrumentation", "otel_ctx.grafana")
 _FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "otel_ctx.engine": ("opentelemetry", "otel_ctx.telemetry", *DIALECTS, *_NEVER_BELOW_TELEMETRY),
-    "otel_ctx.adapters": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx.engine": (
+        "opentelemetry",
+        "otel_ctx.telemetry",
+        "otel_ctx.adapters",
+        *ABOVE_ADAPTERS,
+        *_NEVER_BELOW_TELEMETRY,
+    ),
+    "otel_ctx.adapters": ("opentelemetry", "otel_ctx.telemetry", *ABOVE_ADAPTERS, *_NEVER_BELOW_TELEMETRY),
+    **dict.fromkeys(ABOVE_ADAPTERS, ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY)),
     "otel_ctx.names": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
     "otel_ctx.ledger": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
     "otel_ctx.pricing": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
@@ -217,6 +270,8 @@ def test_each_module_imported_alone_loads_no_outer_layer() -> None:
         assert isinstance(after, list), f"importing {name} failed: {after}"
         forbidden = _forbidden_for(name)
         offending = sorted(m for m in after if m.startswith(forbidden) and not name.startswith(forbidden))
+        if name in DIALECTS:  # a dialect loads no other dialect
+            offending += sorted(m for m in after if m in DIALECTS and m != name)
         if offending:
             problems[name] = offending
     assert not problems, f"modules that load an outer layer when imported: {problems}"

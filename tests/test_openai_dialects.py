@@ -296,7 +296,7 @@ def test_responses_string_input_and_other_items() -> None:
 
 
 def test_detection_and_ambiguity(monkeypatch: pytest.MonkeyPatch) -> None:
-    import otel_ctx.adapters as adapters
+    import otel_ctx.dialects as dialects
     from otel_ctx.adapters.openai_chat import OpenAIChatAdapter
 
     fitter = _fitter()
@@ -309,7 +309,7 @@ def test_detection_and_ambiguity(monkeypatch: pytest.MonkeyPatch) -> None:
         def claims(self, body: Any) -> bool | None:
             return None if "messages" in body and "system" not in body else False
 
-    monkeypatch.setitem(adapters._loaded, "anthropic", Other())
+    monkeypatch.setitem(dialects._loaded, "anthropic", Other())
     ambiguous = {"model": "some-model", "messages": [{"role": "user", "content": "hi"}]}
     with pytest.raises(UnknownProviderError, match="cannot tell the provider"):
         fitter.fit_request(ambiguous)

@@ -24,13 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, kept_items
-from otel_ctx.adapters.openai_chat import ADAPTER as CHAT
-from otel_ctx.engine.errors import (
-    InvalidMessageError,
-    InvalidRequestError,
-    InvalidToolSchemaError,
-    TooDeeplyNestedError,
-)
+from otel_ctx.adapters.langchain_tools import tool_dicts
+from otel_ctx.engine.errors import InvalidMessageError, InvalidRequestError, TooDeeplyNestedError
 from otel_ctx.engine.model import Block, Turn
 from otel_ctx.engine.tokens import TokenCounter
 
@@ -118,28 +113,6 @@ def _converted(m: Any, index: int) -> list[dict[str, Any]]:
     return [dict(d) if isinstance(d, Mapping) else d for d in out]
 
 
-def tool_dicts(tools: Any) -> Any:
-    """Tool definitions as Chat Completions dicts; LangChain tools through its own helper."""
-    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
-        return tools  # the counter names the problem
-    if all(t.__class__ is dict for t in tools):
-        return tools
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    out = []
-    for k, t in enumerate(tools):
-        if isinstance(t, Mapping):
-            out.append(t)
-            continue
-        try:
-            out.append(convert_to_openai_tool(t))
-        except Exception as exc:  # LangChain's helper raises many kinds; the caller gets one
-            raise InvalidToolSchemaError(
-                f"tools[{k}]", f"LangChain cannot describe this {type(t).__name__} as a tool: {exc}"
-            ) from exc
-    return out
-
-
 class _State:
     """The caller's messages the fit rewrote (capped tool results), by index."""
 
@@ -150,10 +123,18 @@ class _State:
 
 
 class LangChainAdapter(Adapter):
-    """LangChain message lists (``fit(messages)``, ``run.fit``)."""
+    """LangChain message lists (``fit(messages)``, ``run.fit``).
+
+    Read through ``chat``, the Chat Completions adapter, whose accounting LangChain's
+    messages are billed by; it is passed in (see :func:`build`) so that neither dialect
+    module imports the other.
+    """
 
     provider = "langchain"
     exact = True
+
+    def __init__(self, chat: Adapter) -> None:
+        self._chat = chat
 
     def claims(self, body: Mapping[str, Any]) -> bool | None:
         return False  # a transcript dialect, not a request body
@@ -175,7 +156,7 @@ class LangChainAdapter(Adapter):
     def read_items(self, messages: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
         groups = as_chat_dicts(messages)
         flat = [d for g in groups for d in g]
-        reading = CHAT.read_items(flat, tool_dicts(tools), ctx)
+        reading = self._chat.read_items(flat, tool_dicts(tools), ctx)
         model = reading.model
         state = _State()
         if len(flat) != len(messages):
@@ -208,15 +189,15 @@ class LangChainAdapter(Adapter):
         return SystemMessage(block.text)
 
     def block(self, kind: str, text: str, counter: TokenCounter) -> Block:
-        return CHAT.block(kind, text, counter)
+        return self._chat.block(kind, text, counter)
 
     def summary(self, produced: Any, counter: TokenCounter) -> tuple[Any, Turn]:
         from langchain_core.messages import convert_to_messages
 
         if is_langchain_message(produced):
             (as_dict,) = as_chat_dicts([produced])
-            return produced, CHAT.summary(as_dict[0], counter)[1]
-        item, turn = CHAT.summary(produced, counter)
+            return produced, self._chat.summary(as_dict[0], counter)[1]
+        item, turn = self._chat.summary(produced, counter)
         return convert_to_messages([item])[0], turn
 
 
@@ -259,4 +240,10 @@ def _merge_turns(turns: list[Turn], owner: list[int]) -> list[Turn]:
     return out
 
 
-ADAPTER = LangChainAdapter()
+#: This dialect reads through another: the registry builds it on that provider's adapter.
+BUILT_ON = "openai"
+
+
+def build(chat: Adapter) -> LangChainAdapter:
+    """The LangChain dialect, reading through ``chat`` (the Chat Completions adapter)."""
+    return LangChainAdapter(chat)

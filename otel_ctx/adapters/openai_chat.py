@@ -16,11 +16,21 @@ provider would reject the request anyway); observe-only paths record the problem
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, kept_items, to_json
+from otel_ctx.adapters.base import (
+    AUDIO_BYTES_PER_TOKEN,
+    SUMMARY_PREFIX,
+    Adapter,
+    Fitted,
+    ReadContext,
+    Reading,
+    as_mapping,
+    kept_items,
+    to_json,
+)
+from otel_ctx.adapters.langchain_tools import is_langchain_tool, tool_dicts
 from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.errors import (
     InvalidMessageError,
@@ -59,11 +69,7 @@ _TEXT_COMPONENT: Mapping[str, Component] = {
 }
 #: Framing of the legacy ``function_call`` (the same wrapper a tool call has, less the id).
 TOKENS_PER_FUNCTION_CALL = 3
-#: Audio input is billed by duration, unknown offline; one token per kilobyte of audio
-#: errs high for every format the API takes (16-bit PCM is ~10 tokens per 32 kB second).
-AUDIO_BYTES_PER_TOKEN = 1_000
 _LEGACY = "\x00function:"  # call ids of the legacy function_call (no real id can start so)
-SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 #: A ``messages`` list deeper than this is not a chat transcript (JSON nesting guard).
 _MAX_DEPTH = 64
 
@@ -538,18 +544,9 @@ def _tool_dicts(tools: Any) -> Any:
         return tools  # the counter names the problem
     if all(t.__class__ is dict for t in tools):
         return tools
-    if any(_langchain_tool(t) for t in tools):
-        from otel_ctx.adapters.langchain import tool_dicts
-
+    if any(is_langchain_tool(t) for t in tools):
         return tool_dicts(tools)
     return [as_mapping(t) or t for t in tools]
-
-
-def _langchain_tool(tool: Any) -> bool:
-    """A ``@tool``/``BaseTool``, a pydantic model class or a function: LangChain describes it."""
-    if isinstance(tool, type) or inspect.isfunction(tool):
-        return True
-    return any(c.__module__.startswith("langchain_core.") for c in type(tool).__mro__)
 
 
 ADAPTER = OpenAIChatAdapter()

@@ -17,8 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, kept_items, to_json
-from otel_ctx.adapters.openai_chat import AUDIO_BYTES_PER_TOKEN, SUMMARY_PREFIX
+from otel_ctx.adapters.base import (
+    AUDIO_BYTES_PER_TOKEN,
+    SUMMARY_PREFIX,
+    Adapter,
+    Fitted,
+    ReadContext,
+    Reading,
+    as_mapping,
+    kept_items,
+    to_json,
+)
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from otel_ctx.adapters import adapter_for, detect
 from otel_ctx.cli import notes
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
@@ -16,6 +15,7 @@ from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, describe_size, parse_siz
 from otel_ctx.cli.output import first_unencodable, write_atomically
 from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
 from otel_ctx.cli.request_file import ChatRequest, load_request
+from otel_ctx.dialects import adapter_for, detect
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.errors import (
     InvalidPolicyError,
@@ -23,8 +23,8 @@ from otel_ctx.engine.errors import (
     UnknownProviderError,
     UnknownTaskTypeError,
 )
-from otel_ctx.engine.fitter import ContextFitter
 from otel_ctx.engine.result import OUTCOME_OVERFLOW, FitResult
+from otel_ctx.fitting import ContextFitter
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
 
 DEFAULT_MODEL = "gpt-4o"

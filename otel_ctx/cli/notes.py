@@ -6,7 +6,7 @@ import logging
 
 import tiktoken.model
 
-from otel_ctx.engine.fitter import ContextFitter
+from otel_ctx.fitting import ContextFitter
 
 
 def encoding_note(fitter: ContextFitter) -> str:

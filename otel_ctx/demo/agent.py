@@ -25,9 +25,9 @@ from typing import Any, Protocol
 from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
 from otel_ctx.demo.workload import Message, Ticket
 from otel_ctx.engine.breakdown import Breakdown
-from otel_ctx.engine.fitter import ContextFitter
 from otel_ctx.engine.result import OUTCOME_OVERFLOW, FitResult, Outcome
 from otel_ctx.engine.sources import Source
+from otel_ctx.fitting import ContextFitter
 from otel_ctx.ledger import (
     ABANDONED,
     ESCALATED,

@@ -2,7 +2,9 @@
 
 Format-neutral and free of OpenTelemetry: requests are read into the request model
 (:mod:`otel_ctx.engine.model`) by the dialect adapters in :mod:`otel_ctx.adapters`,
-and importing the engine loads no telemetry.
+which implement the engine's :mod:`otel_ctx.engine.dialect` contract. The engine
+imports no adapter and importing it loads no telemetry; ``otel_ctx.ContextFitter``
+(:mod:`otel_ctx.fitting`) picks each request's dialect and hands it to the engine.
 """
 
 from otel_ctx.engine.breakdown import Breakdown
@@ -19,7 +21,7 @@ from otel_ctx.engine.errors import (
     UnknownProviderError,
     UnknownTaskTypeError,
 )
-from otel_ctx.engine.fitter import ContextFitter, ExactCounter
+from otel_ctx.engine.fitter import ExactCounter, Fitter
 from otel_ctx.engine.model import Block, Part, RequestModel, Turn
 from otel_ctx.engine.result import ContextOverflow, FitResult
 from otel_ctx.engine.sources import DATA_CLASSES, Source, SourceInfo
@@ -30,10 +32,10 @@ __all__ = [
     "Breakdown",
     "BudgetPolicy",
     "Calibration",
-    "ContextFitter",
     "ContextOverflow",
     "ExactCounter",
     "FitResult",
+    "Fitter",
     "InvalidMessageError",
     "InvalidPolicyError",
     "InvalidRequestError",

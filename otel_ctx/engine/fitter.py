@@ -8,10 +8,12 @@ state, the newest turn and the latest tool results) is never dropped; if the flo
 alone does not fit, the outcome is ``overflow`` and the caller escalates with the
 work so far instead of letting the provider truncate.
 
-The fitter reads a request through its dialect's adapter into the request model,
-decides on the model alone, and writes the result back in the caller's dialect.
-Nothing here imports OpenTelemetry: the telemetry layer turns a :class:`FitResult`
-into spans and metrics.
+The fitter is handed a request together with the dialect adapter that reads it into
+the request model, decides on the model alone, and has the adapter write the result
+back in the caller's dialect. It knows no provider and imports no adapter: which
+adapter reads a request is decided a layer above (:mod:`otel_ctx.dialects`, used by
+:class:`otel_ctx.fitting.ContextFitter`). Nothing here imports OpenTelemetry either:
+the telemetry layer turns a :class:`FitResult` into spans and metrics.
 """
 
 from __future__ import annotations
@@ -23,17 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from otel_ctx import adapters
-from otel_ctx.adapters import base as dialect
+from otel_ctx.engine import dialect
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.calibration import UNCALIBRATED, Calibration, check_reported_tokens
 from otel_ctx.engine.capping import Capper
 from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
-
-# Modules, not names: the adapters read the engine's modules, so either package may be the
-# one imported first; the names are looked up when a request arrives.
 from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError, shown
 from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
 from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
@@ -41,7 +39,7 @@ from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, stricte
 from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
 
 if TYPE_CHECKING:
-    from otel_ctx.adapters.base import Adapter, ReadContext, Reading
+    from otel_ctx.engine.dialect import Adapter, ReadContext, Reading
 
 Pinned = Iterable[int] | Callable[[int, Any], bool] | None
 #: Receives the dropped messages in order; returns the message (or text) that replaces them.
@@ -51,19 +49,13 @@ Summarizer = Callable[[list[Any]], Any]
 ExactCounter = Callable[[str, Any], int]
 
 
-class ContextFitter:
-    """Fits agent requests to per-task-type budgets and explains every decision.
+class Fitter:
+    """The fit engine: fits a request, read by the adapter it is handed, to its budget.
 
-    ``policies`` is one :class:`BudgetPolicy` for every request, or a mapping from
-    task type to policy (with an optional ``default`` policy or key for task types
-    the mapping does not name). The fitter keeps a bounded token cache, so reuse one
-    fitter across the rounds of a conversation (and across conversations); it is
-    safe to share between threads.
-
-    ``exact_counter`` is an optional callable ``(provider, body) -> tokens`` that counts
-    a request exactly (a provider's token-counting endpoint, say): ``count_request``
-    returns its figure, and ``fit_request``/``measure_request`` scale their estimate of
-    that request up to it. Nothing calls the network unless you pass one.
+    Every entry point takes the dialect adapter explicitly, so the engine never has to
+    know a provider. Agents use :class:`otel_ctx.ContextFitter`, which adds the entry
+    points that pick the adapter (``fit``, ``fit_request``, ...); its docstring says
+    what the constructor's arguments mean.
     """
 
     def __init__(
@@ -163,19 +155,7 @@ class ContextFitter:
             return self._default
         raise UnknownTaskTypeError(task_type, list(self._policies))
 
-    # -- bare transcripts --------------------------------------------------------------------
-
-    def count(
-        self,
-        messages: Sequence[Any],
-        *,
-        tools: Sequence[Any] | None = None,
-        system_prompt: str | None = None,
-    ) -> int:
-        """Prompt tokens of the request as given, as the provider counts them (uncalibrated)."""
-        adapter, reading = self._read_items(messages, tools, dialect.ReadContext(self.counter))
-        self._add_blocks(adapter, reading.model, system_prompt, None, None)
-        return reading.model.total
+    # -- with the adapter given ----------------------------------------------------------------
 
     def cap_tool_result(self, text: str, *, task_type: str | None = None) -> str:
         """Cut a tool result to the policy's cap, with a visible marker; unchanged if within it."""
@@ -184,8 +164,22 @@ class ContextFitter:
         cap = self.policy_for(task_type).tool_result_cap
         return text if cap is None else self._capper(text, cap)
 
-    def measure(
+    def count_items(
         self,
+        adapter: Adapter,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> int:
+        """Prompt tokens of a bare transcript in ``adapter``'s dialect (uncalibrated)."""
+        reading = adapter.read_items(messages, tools, dialect.ReadContext(self.counter))
+        self._add_blocks(adapter, reading.model, system_prompt, None, None)
+        return reading.model.total
+
+    def measure_items(
+        self,
+        adapter: Adapter,
         messages: Sequence[Any],
         *,
         tools: Sequence[Any] | None = None,
@@ -195,21 +189,17 @@ class ContextFitter:
         task_type: str | None = None,
         policy: BudgetPolicy | None = None,
     ) -> FitResult:
-        """The breakdown of a request exactly as given: nothing capped, nothing dropped.
-
-        For agents whose history is trimmed by someone else; the outcome is ``fit`` or
-        ``overflow``, and ``messages`` is a copy of the caller's list. A transcript the
-        provider would reject is not an error here: ``problems`` says what is wrong.
-        """
+        """The breakdown of a bare transcript as given (observe-only: problems recorded)."""
         policy = policy if policy is not None else self.policy_for(task_type)
         ctx = dialect.ReadContext(self.counter, strict=False)
-        adapter, reading = self._read_items(messages, tools, ctx)
+        reading = adapter.read_items(messages, tools, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, None, squeeze=False
         )
 
-    def fit(
+    def fit_items(
         self,
+        adapter: Adapter,
         messages: Sequence[Any],
         *,
         tools: Sequence[Any] | None = None,
@@ -219,57 +209,32 @@ class ContextFitter:
         task_type: str | None = None,
         pinned: Pinned = None,
     ) -> FitResult:
-        """Fit one request to ``task_type``'s budget. Never mutates ``messages``.
-
-        ``messages`` are Chat Completions messages (dicts or the SDK's objects) or
-        LangChain messages.
-
-        1. Caps every tool result above the policy's ``tool_result_cap``.
-        2. If the estimate fits the budget: outcome ``fit``.
-        3. Else drops whole turns (an assistant message with its tool calls goes with
-           all their results) middle-first (or oldest-first), never the pinned floor.
-        4. If the floor alone does not fit: outcome ``overflow``, with the floor as the
-           messages, so the caller can escalate with the work so far.
-
-        A transcript the provider would reject (a tool call never answered, a result
-        answering no call) raises :class:`TranscriptRuleError` naming the message.
-        """
+        """Fit a bare transcript in ``adapter``'s dialect to ``task_type``'s budget."""
         policy = self.policy_for(task_type)
         ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
-        adapter, reading = self._read_items(messages, tools, ctx)
+        reading = adapter.read_items(messages, tools, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, pinned, squeeze=True
         )
 
-    # -- whole request bodies ----------------------------------------------------------------
-
-    def count_request(self, body: Any, *, provider: str | None = None) -> int:
+    def count_body(self, adapter: Adapter, body: Any) -> int:
         """Prompt tokens of a whole request body (uncalibrated); exact counter first, if given."""
-        adapter = self._adapter(body, provider)
         if self.exact_counter is not None:
             return self._exact(adapter.provider, body)
         reading = adapter.to_model(body, dialect.ReadContext(self.counter))
         return reading.model.total
 
-    def fit_request(
+    def fit_body(
         self,
+        adapter: Adapter,
         body: Any,
         *,
-        provider: str | None = None,
         task_type: str | None = None,
         pinned: Pinned = None,
         skills: SourcesLike = None,
         snippets: SourcesLike = None,
     ) -> FitResult:
-        """Fit a whole request body; ``result.request`` is the fitted body in its own dialect.
-
-        ``provider`` is ``"openai"`` (Chat Completions), ``"openai-responses"`` or
-        ``"anthropic"``; ``None`` detects it and raises :class:`UnknownProviderError` when
-        the body could be more than one. ``pinned`` indexes the body's transcript items.
-        Snippets join the system prompt and skills are added as their own block, the way
-        the dialect sends a system prompt. The caller's body is never mutated.
-        """
-        adapter = self._adapter(body, provider)
+        """Fit a whole request body read by ``adapter``; ``result.request`` is the fitted body."""
         policy = self.policy_for(task_type)
         ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
         reading = adapter.to_model(body, ctx)
@@ -277,15 +242,8 @@ class ContextFitter:
             adapter, reading, ctx, policy, task_type, None, snippets, skills, pinned, squeeze=True
         )
 
-    def measure_request(
-        self, body: Any, *, provider: str | None = None, task_type: str | None = None
-    ) -> FitResult:
-        """The breakdown of a whole request body as given: nothing capped or dropped.
-
-        Observe-only: a transcript the provider would reject is recorded on
-        ``result.problems``, not raised; ``result.request`` is the body itself.
-        """
-        adapter = self._adapter(body, provider)
+    def measure_body(self, adapter: Adapter, body: Any, *, task_type: str | None = None) -> FitResult:
+        """The breakdown of a whole request body read by ``adapter``, as given (observe-only)."""
         policy = self.policy_for(task_type)
         ctx = dialect.ReadContext(self.counter, strict=False)
         reading = adapter.to_model(body, ctx)
@@ -315,17 +273,6 @@ class ContextFitter:
             return None
         capper = self._capper
         return lambda text: capper(text, cap)
-
-    def _adapter(self, body: Any, provider: str | None) -> Adapter:
-        return adapters.detect(body) if provider is None else adapters.adapter_for(provider)
-
-    def _read_items(self, messages: Any, tools: Any, ctx: ReadContext) -> tuple[Adapter, Reading]:
-        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
-            raise InvalidRequestError(
-                "messages", f"must be a list of message objects, got {type(messages).__name__}"
-            )
-        adapter = adapters.adapter_for_items(messages)
-        return adapter, adapter.read_items(messages, tools, ctx)
 
     def _exact(self, provider: str, body: Any) -> int:
         assert self.exact_counter is not None

@@ -30,8 +30,8 @@ from otel_ctx.instrumentation._context import current_task
 from otel_ctx.telemetry.emitter import Emitter, log_failure
 
 if TYPE_CHECKING:
-    from otel_ctx.engine import ContextFitter
     from otel_ctx.engine.result import FitResult, Outcome
+    from otel_ctx.fitting import ContextFitter
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
@@ -169,7 +169,7 @@ class Observer:
             if found is not None:
                 self._fitters.move_to_end(model)
                 return found
-        from otel_ctx.engine import ContextFitter
+        from otel_ctx.fitting import ContextFitter
 
         # The budget is the call's own (see _rebudget); the fitter's policy only lets it measure.
         fitter = ContextFitter(BudgetPolicy(context_length=1 << 40, reserved_output=0), model=model)

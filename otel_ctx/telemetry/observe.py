@@ -28,7 +28,7 @@ from otel_ctx.telemetry.run import Run, current_run
 from otel_ctx.telemetry.trim import compare
 
 if TYPE_CHECKING:
-    from otel_ctx.engine.fitter import ContextFitter
+    from otel_ctx.fitting import ContextFitter
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,7 +43,7 @@ def fitter_for(
 ) -> ContextFitter:
     """A fitter for ``policy`` and ``model``, reused across calls so its token cache stays warm
     (the next round of a conversation then costs only its new messages)."""
-    from otel_ctx.engine.fitter import ContextFitter
+    from otel_ctx.fitting import ContextFitter
 
     if isinstance(policy, ContextFitter):
         return policy
@@ -237,7 +237,7 @@ class _Watcher:
         system_prompt: str | None,
         emitter: Emitter | None,
     ) -> None:
-        from otel_ctx.engine.fitter import ContextFitter
+        from otel_ctx.fitting import ContextFitter
 
         owner = getattr(fn, "__self__", None)  # observed(fitter.fit): the bound fitter
         self.bound_fitter = owner if isinstance(owner, ContextFitter) else None

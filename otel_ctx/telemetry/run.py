@@ -38,7 +38,7 @@ from otel_ctx.telemetry.content import record_exception
 from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
-    from otel_ctx.engine.fitter import ContextFitter
+    from otel_ctx.fitting import ContextFitter
 
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 

@@ -1,0 +1,174 @@
+"""The request-level entry points: the fit engine with each request's dialect picked for it.
+
+:class:`ContextFitter` is what agents use (``otel_ctx.ContextFitter``). It sits above
+both the engine (:class:`otel_ctx.engine.fitter.Fitter`, which knows no provider)
+and the dialect adapters (which know only their own format): it asks
+:mod:`otel_ctx.dialects` which adapter reads a request, then hands both to the
+engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from otel_ctx import dialects
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.dialect import Adapter
+from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.fitter import ExactCounter, Fitter, Pinned, Summarizer
+from otel_ctx.engine.result import FitResult
+from otel_ctx.engine.sources import SourcesLike
+
+__all__ = ["ContextFitter", "ExactCounter", "Pinned", "Summarizer"]
+
+
+class ContextFitter(Fitter):
+    """Fits agent requests to per-task-type budgets and explains every decision.
+
+    ``policies`` is one :class:`BudgetPolicy` for every request, or a mapping from
+    task type to policy (with an optional ``default`` policy or key for task types
+    the mapping does not name). The fitter keeps a bounded token cache, so reuse one
+    fitter across the rounds of a conversation (and across conversations); it is
+    safe to share between threads.
+
+    ``exact_counter`` is an optional callable ``(provider, body) -> tokens`` that counts
+    a request exactly (a provider's token-counting endpoint, say): ``count_request``
+    returns its figure, and ``fit_request``/``measure_request`` scale their estimate of
+    that request up to it. Nothing calls the network unless you pass one.
+    """
+
+    # -- bare transcripts --------------------------------------------------------------------
+
+    def count(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> int:
+        """Prompt tokens of the request as given, as the provider counts them (uncalibrated)."""
+        return self.count_items(_items_adapter(messages), messages, tools=tools, system_prompt=system_prompt)
+
+    def measure(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+        snippets: SourcesLike = None,
+        skills: SourcesLike = None,
+        task_type: str | None = None,
+        policy: BudgetPolicy | None = None,
+    ) -> FitResult:
+        """The breakdown of a request exactly as given: nothing capped, nothing dropped.
+
+        For agents whose history is trimmed by someone else; the outcome is ``fit`` or
+        ``overflow``, and ``messages`` is a copy of the caller's list. A transcript the
+        provider would reject is not an error here: ``problems`` says what is wrong.
+        """
+        if policy is None:
+            self.policy_for(task_type)  # an unknown task type is named before the messages are read
+        return self.measure_items(
+            _items_adapter(messages),
+            messages,
+            tools=tools,
+            system_prompt=system_prompt,
+            snippets=snippets,
+            skills=skills,
+            task_type=task_type,
+            policy=policy,
+        )
+
+    def fit(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
+        snippets: SourcesLike = None,
+        skills: SourcesLike = None,
+        task_type: str | None = None,
+        pinned: Pinned = None,
+    ) -> FitResult:
+        """Fit one request to ``task_type``'s budget. Never mutates ``messages``.
+
+        ``messages`` are Chat Completions messages (dicts or the SDK's objects) or
+        LangChain messages.
+
+        1. Caps every tool result above the policy's ``tool_result_cap``.
+        2. If the estimate fits the budget: outcome ``fit``.
+        3. Else drops whole turns (an assistant message with its tool calls goes with
+           all their results) middle-first (or oldest-first), never the pinned floor.
+        4. If the floor alone does not fit: outcome ``overflow``, with the floor as the
+           messages, so the caller can escalate with the work so far.
+
+        A transcript the provider would reject (a tool call never answered, a result
+        answering no call) raises :class:`TranscriptRuleError` naming the message.
+        """
+        self.policy_for(task_type)  # an unknown task type is named before the messages are read
+        return self.fit_items(
+            _items_adapter(messages),
+            messages,
+            tools=tools,
+            system_prompt=system_prompt,
+            snippets=snippets,
+            skills=skills,
+            task_type=task_type,
+            pinned=pinned,
+        )
+
+    # -- whole request bodies ----------------------------------------------------------------
+
+    def count_request(self, body: Any, *, provider: str | None = None) -> int:
+        """Prompt tokens of a whole request body (uncalibrated); exact counter first, if given."""
+        return self.count_body(_body_adapter(body, provider), body)
+
+    def fit_request(
+        self,
+        body: Any,
+        *,
+        provider: str | None = None,
+        task_type: str | None = None,
+        pinned: Pinned = None,
+        skills: SourcesLike = None,
+        snippets: SourcesLike = None,
+    ) -> FitResult:
+        """Fit a whole request body; ``result.request`` is the fitted body in its own dialect.
+
+        ``provider`` is ``"openai"`` (Chat Completions), ``"openai-responses"`` or
+        ``"anthropic"``; ``None`` detects it and raises :class:`UnknownProviderError` when
+        the body could be more than one. ``pinned`` indexes the body's transcript items.
+        Snippets join the system prompt and skills are added as their own block, the way
+        the dialect sends a system prompt. The caller's body is never mutated.
+        """
+        return self.fit_body(
+            _body_adapter(body, provider),
+            body,
+            task_type=task_type,
+            pinned=pinned,
+            skills=skills,
+            snippets=snippets,
+        )
+
+    def measure_request(
+        self, body: Any, *, provider: str | None = None, task_type: str | None = None
+    ) -> FitResult:
+        """The breakdown of a whole request body as given: nothing capped or dropped.
+
+        Observe-only: a transcript the provider would reject is recorded on
+        ``result.problems``, not raised; ``result.request`` is the body itself.
+        """
+        return self.measure_body(_body_adapter(body, provider), body, task_type=task_type)
+
+
+def _body_adapter(body: Any, provider: str | None) -> Adapter:
+    return dialects.detect(body) if provider is None else dialects.adapter_for(provider)
+
+
+def _items_adapter(messages: Any) -> Adapter:
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+        raise InvalidRequestError(
+            "messages", f"must be a list of message objects, got {type(messages).__name__}"
+        )
+    return dialects.adapter_for_items(messages)
