@@ -61,6 +61,38 @@ class TaskPolicy:
 PolicyLike = BudgetPolicy | TaskPolicy | Mapping[str, Any]
 
 
+def _check_room(task: str, given: TaskPolicy, default_reserve: int) -> None:
+    """Refuse, when loaded, a task policy whose limit leaves no room after the reserve.
+
+    Otherwise every call of that task type would fail to get a budget, and be dropped
+    unobserved, from the first one on. The window a policy does not name comes from the
+    model table per call; a ``context_length`` or ``request_limit`` it names is known now,
+    and so is the reserve: its own ``reserved_output``, else the instrumentation's default.
+    """
+    named = [
+        (k, v)
+        for k, v in (("context_length", given.context_length), ("request_limit", given.request_limit))
+        if v
+    ]
+    if not named:
+        return
+    field, limit = min(named, key=lambda kv: kv[1])
+    own = given.reserved_output is not None
+    reserve = given.reserved_output if given.reserved_output is not None else default_reserve
+    margin = given.safety_margin or 0
+    budget = limit - reserve - margin
+    if budget > 0:
+        return
+    reserve_text = f"reserved_output={reserve}" if own else f"the default reserved_output={reserve}"
+    fix = "lower its reserved_output" if own else "give it a reserved_output"
+    raise InvalidPolicyError(
+        f"policies[{task!r}]",
+        f"{field}={limit} - {reserve_text} - safety_margin={margin} = {budget}: "
+        f"task type {task!r} leaves no budget for the prompt; {fix} below {limit - margin} "
+        f"or raise {field}",
+    )
+
+
 def _policies(raw: Mapping[str, PolicyLike] | None) -> dict[str, BudgetPolicy | TaskPolicy]:
     out: dict[str, BudgetPolicy | TaskPolicy] = {}
     for task, policy in (raw or {}).items():
@@ -168,6 +200,11 @@ class Config:
             models=table,
             langchain=_env_bool(ENV_LANGCHAIN, True) if langchain is None else langchain,
         )
+
+    def __post_init__(self) -> None:
+        for task, given in self.policies.items():
+            if isinstance(given, TaskPolicy):
+                _check_room(task, given, self.reserved_output)
 
     @property
     def task_types(self) -> tuple[str, ...]:
