@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         UnknownTaskTypeError,
     )
     from otel_ctx.fitting import ContextFitter
-    from otel_ctx.instrumentation import instrument, task, uninstrument
+    from otel_ctx.instrumentation import carry, instrument, task, uninstrument
     from otel_ctx.ledger import RunCeilingReached
     from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
     from otel_ctx.pricing import PriceTable, Usage
@@ -82,7 +82,7 @@ _EXPORTS: dict[str, str] = {
     "support_desk_policies": "otel_ctx.presets",
     **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
     # The zero-code instrumentor (needs the openai/anthropic/langchain extras).
-    **dict.fromkeys(("instrument", "uninstrument", "task"), "otel_ctx.instrumentation"),
+    **dict.fromkeys(("instrument", "uninstrument", "task", "carry"), "otel_ctx.instrumentation"),
 }
 
 __all__ = [
@@ -109,6 +109,7 @@ __all__ = [
     "UnknownTaskTypeError",
     "Usage",
     "__version__",
+    "carry",
     "configure",
     "instrument",
     "observe",

@@ -12,6 +12,7 @@ GUIDE = (ROOT / "docs" / "integrations.md").read_text()
 EXAMPLES = [
     ("### OpenAI Chat Completions", "openai_chat_request.py"),
     ("### OpenAI Responses", "openai_responses_request.py"),
+    ("### Which task a call belongs to", "task_context.py"),
 ]
 
 

@@ -31,7 +31,7 @@ from otel_ctx.instrumentation._config import (
     PolicyLike,
     TaskPolicy,
 )
-from otel_ctx.instrumentation._context import current_task, task
+from otel_ctx.instrumentation._context import carry, current_task, task
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
 from otel_ctx.models import ENV_MODELS, ModelTable
@@ -183,6 +183,7 @@ __all__ = [
     "Target",
     "TaskPolicy",
     "active_observer",
+    "carry",
     "current_task",
     "instrument",
     "task",

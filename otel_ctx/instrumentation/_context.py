@@ -2,26 +2,59 @@
 
 The instrumentor sees a bare SDK call; the agent (or a gateway in front of it) says
 what the call is for. ``with otel_ctx.task(task_type="returns", conversation_id=t.id):``
-sets both on a context variable, so they follow threads started with a copied context
-and every asyncio task; a gateway can send the same as baggage
+puts both in the OpenTelemetry context; a gateway can send the same as baggage
 (``context_budget.task_type``, ``gen_ai.conversation.id``) instead.
+
+Where a task follows the agent, exactly:
+
+- **asyncio tasks** and anything run in a copy of the context
+  (``contextvars.copy_context().run``, ``asyncio.to_thread``, LangChain's
+  ``ContextThreadPoolExecutor``): the OpenTelemetry context is a context variable.
+- **Threads and executors**: Python hands no context to a new ``threading.Thread`` or
+  to a ``ThreadPoolExecutor`` worker (nor does ``loop.run_in_executor``). Wrap the
+  function: ``pool.submit(otel_ctx.carry(work), ...)``,
+  ``Thread(target=otel_ctx.carry(work))``. Code that hands OpenTelemetry's context to a
+  thread (``context.attach(captured)``, as ``opentelemetry-instrumentation-threading``
+  does for ``Thread.start`` and ``ThreadPoolExecutor.submit``) hands the task with it.
+- **Generators**: a ``with otel_ctx.task(...)`` block inside a generator or an async
+  generator is in force while that generator runs, not while it is suspended at a
+  ``yield``: two conversations run as interleaved generators keep their own task and
+  conversation. The decorator on a generator function works the same way. A block
+  inside a ``@contextmanager`` generator belongs to the ``with`` that uses it.
+
+A ``task`` object may be entered again while it is in force (nested, or in several
+threads at once); each exit undoes its own entry, so the state before is back after
+both.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
-from collections.abc import Callable
-from contextvars import ContextVar, Token
+import sys
+import threading
+from collections.abc import AsyncGenerator, Callable, Generator
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, TypeVar
+from types import CodeType, FrameType, TracebackType
+from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import baggage
+from opentelemetry import context as otel_context
 
 from otel_ctx import names
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Where the innermost entry lives in the OpenTelemetry context.
+_KEY = otel_context.create_key("otel_ctx.task")
+#: Frames that can be suspended with a ``with`` block open in them.
+_SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+#: A generator driven by one of these is a context manager (``contextlib.contextmanager``):
+#: a block it opens is meant for its caller's ``with`` body, which runs while it is suspended.
+_CONTEXT_MANAGER_METHODS = frozenset({"__enter__", "__aenter__", "__exit__", "__aexit__"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,16 +63,111 @@ class TaskInfo:
     conversation_id: str | None = None
 
 
-_TASK: ContextVar[TaskInfo | None] = ContextVar("otel_ctx_task", default=None)
+class _Entry:
+    """One ``task`` in force: a link of an immutable chain, innermost first.
+
+    An entry made in a generator's frame remembers that frame (its id and code: a
+    reference would keep the generator's locals alive), the thread and the asyncio
+    task: it applies in that thread and task only while the frame is running.
+    """
+
+    __slots__ = ("code", "conversation_id", "frame", "loop_task", "owner", "parent", "task_type", "thread")
+
+    def __init__(
+        self,
+        owner: task,
+        parent: _Entry | None,
+        frame: FrameType | None,
+        thread: int,
+        loop_task: object | None,
+    ) -> None:
+        self.owner = owner
+        self.task_type = owner.task_type
+        self.conversation_id = owner.conversation_id
+        self.parent = parent
+        self.frame = id(frame) if frame is not None else None
+        self.code: CodeType | None = frame.f_code if frame is not None else None
+        self.thread = thread
+        self.loop_task = loop_task
+
+    def relinked(self, parent: _Entry | None) -> _Entry:
+        copy = _Entry.__new__(_Entry)
+        for slot in _Entry.__slots__:
+            setattr(copy, slot, getattr(self, slot))
+        copy.parent = parent
+        return copy
 
 
-def current_task() -> TaskInfo:
-    """The innermost ``otel_ctx.task``; what it leaves open comes from baggage."""
-    info = _TASK.get()
-    task_type = info.task_type if info is not None else None
-    conversation = info.conversation_id if info is not None else None
+def _owner(frame: FrameType | None) -> FrameType | None:
+    """The generator frame a block opened in ``frame`` belongs to; None for an ordinary frame.
+
+    A generator-based context manager's block belongs to the frame whose ``with`` drives
+    it (and so, if that frame is a generator, to that generator).
+    """
+    f = frame
+    while f is not None and f.f_code.co_flags & _SUSPENDABLE:
+        driver = f.f_back
+        if driver is None or driver.f_code.co_name not in _CONTEXT_MANAGER_METHODS:
+            return f
+        f = driver.f_back
+    return None
+
+
+def _loop_task() -> object | None:
+    """The running asyncio task, if any (asyncio is not imported for this)."""
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return None
+    try:
+        running: object | None = aio.current_task()
+    except RuntimeError:  # no running loop in this thread
+        return None
+    return running
+
+
+def _running(frame_id: int, code: CodeType | None, thread: int, loop_task: object | None) -> bool:
+    """Whether an entry bound to a generator's frame applies here and now."""
+    if thread != threading.get_ident():
+        return True  # the context was handed to another thread: what was in force comes along
+    if loop_task is not None and loop_task is not _loop_task():
+        return True  # ... or to another asyncio task
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        if id(f) == frame_id and f.f_code is code:
+            return True
+        f = f.f_back
+    return False  # that generator is suspended: its block is not in force here
+
+
+def _in_force(context: otel_context.Context | None = None) -> list[_Entry]:
+    """The entries that apply here, innermost first."""
+    out = []
+    entry = otel_context.get_value(_KEY, context)
+    while isinstance(entry, _Entry):
+        if entry.frame is None or _running(entry.frame, entry.code, entry.thread, entry.loop_task):
+            out.append(entry)
+        entry = entry.parent
+    return out
+
+
+def current_task(context: otel_context.Context | None = None) -> TaskInfo:
+    """The innermost ``otel_ctx.task`` in force; what it leaves open comes from baggage.
+
+    ``context`` is an OpenTelemetry context captured earlier (when a framework's call
+    began, say); the current one by default.
+    """
+    task_type: str | None = None
+    conversation: str | None = None
+    if otel_context.get_value(_KEY, context) is not None:
+        for entry in _in_force(context):
+            if task_type is None:
+                task_type = entry.task_type
+            if conversation is None:
+                conversation = entry.conversation_id
+            if task_type is not None and conversation is not None:
+                break
     if task_type is None or conversation is None:
-        entries = baggage.get_all()
+        entries = baggage.get_all(context)
         if entries:
             if task_type is None:
                 value = entries.get(names.BAGGAGE_TASK_TYPE)
@@ -50,12 +178,23 @@ def current_task() -> TaskInfo:
     return TaskInfo(task_type, conversation)
 
 
+def _set_chain(head: _Entry | None) -> None:
+    # Never detached: the context variable's previous value comes back when whoever
+    # attached before this entry detaches, and entries may leave out of order.
+    otel_context.attach(otel_context.set_value(_KEY, head))
+
+
+async def _ready(value: task) -> task:
+    return value
+
+
 class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``@otel_ctx.task(...)``
     """Name the task type and conversation of the provider calls made inside.
 
-    A context manager (``with``/``async with``) and a decorator (sync or async
-    functions). Nested blocks inherit what they do not set. Each ``with`` block is one
-    use; the decorator opens a fresh one per call.
+    A context manager (``with``/``async with``) and a decorator (functions, async
+    functions, generator and async generator functions). Nested blocks inherit what
+    they do not set. The same object may be entered again while in force; each exit
+    undoes its own entry. The decorator opens a fresh block per call.
     """
 
     def __init__(self, task_type: str | None = None, *, conversation_id: str | None = None) -> None:
@@ -65,39 +204,93 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
             raise TypeError(f"conversation_id must be a string, got {type(conversation_id).__name__}")
         self.task_type = task_type
         self.conversation_id = conversation_id
-        self._token: Token[TaskInfo | None] | None = None
+
+    # The frame that holds the ``with`` is the caller's: these are plain functions, not
+    # coroutines, so that ``sys._getframe(1)`` is it for ``async with`` too.
 
     def __enter__(self) -> task:
-        outer = _TASK.get()
-        info = TaskInfo(
-            self.task_type if self.task_type is not None else (outer.task_type if outer else None),
-            self.conversation_id
-            if self.conversation_id is not None
-            else (outer.conversation_id if outer else None),
-        )
-        self._token = _TASK.set(info)
+        self._push(sys._getframe(1))
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._token is not None:
-            try:
-                _TASK.reset(self._token)
-            except ValueError:  # left in another context than it was entered in
-                _TASK.set(None)
-            self._token = None
+        self._pop(sys._getframe(1))
 
-    async def __aenter__(self) -> task:
-        return self.__enter__()
+    def __aenter__(self) -> Any:
+        self._push(sys._getframe(1))
+        return _ready(self)
 
-    async def __aexit__(
+    def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
+    ) -> Any:
+        self._pop(sys._getframe(1))
+        return _ready(self)
+
+    def _push(self, frame: FrameType) -> None:
+        head = otel_context.get_value(_KEY)
+        bound = _owner(frame)
+        entry = _Entry(
+            self,
+            head if isinstance(head, _Entry) else None,
+            bound,
+            threading.get_ident(),
+            _loop_task() if bound is not None else None,
+        )
+        _set_chain(entry)
+
+    def _pop(self, frame: FrameType) -> None:
+        """Remove this object's innermost entry made in ``frame``, whatever was entered since."""
+        head = otel_context.get_value(_KEY)
+        above: list[_Entry] = []
+        entry = head if isinstance(head, _Entry) else None
+        owner = _owner(frame)
+        frame_id = id(owner) if owner is not None else None
+        while entry is not None and not (entry.owner is self and entry.frame == frame_id):
+            above.append(entry)
+            entry = entry.parent
+        if entry is None:
+            return  # left in another context than it was entered in: nothing of it is here
+        new = entry.parent
+        for kept in reversed(above):  # entered since, by a generator now suspended, say
+            new = kept.relinked(new)
+        _set_chain(new)
 
     def __call__(self, fn: F) -> F:
         task_type, conversation_id = self.task_type, self.conversation_id
+        if inspect.isasyncgenfunction(fn):
+
+            @functools.wraps(fn)
+            async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+                inner = fn(*args, **kwargs)
+                with task(task_type, conversation_id=conversation_id):
+                    # ``yield from`` for an async generator: what is sent or thrown goes through.
+                    try:
+                        value = await inner.__anext__()
+                        while True:
+                            try:
+                                sent = yield value
+                            except GeneratorExit:
+                                await inner.aclose()
+                                raise
+                            except BaseException as exc:
+                                value = await inner.athrow(exc)
+                            else:
+                                value = await inner.asend(sent)
+                    except StopAsyncIteration:
+                        return
+
+            return async_gen_wrapper  # type: ignore[return-value]
+
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+                with task(task_type, conversation_id=conversation_id):
+                    return (yield from fn(*args, **kwargs))
+
+            return gen_wrapper  # type: ignore[return-value]
+
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -113,3 +306,27 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+def carry(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` run, wherever it is called, with the context in force now.
+
+    For threads and executors, which start with an empty context:
+    ``pool.submit(otel_ctx.carry(answer), ticket)`` or
+    ``Thread(target=otel_ctx.carry(answer))`` book the worker's provider calls under the
+    task, conversation and current span of the code that wrapped it. Each call runs in
+    its own copy, so one wrapped function may run in many threads at once.
+    """
+    snapshot = contextvars.copy_context()
+    # What is in force here and now, without the blocks of suspended generators.
+    settled: _Entry | None = None
+    for entry in reversed(_in_force()):
+        settled = _Entry(entry.owner, settled, None, entry.thread, None)
+        settled.task_type, settled.conversation_id = entry.task_type, entry.conversation_id
+    snapshot.run(_set_chain, settled)
+
+    @functools.wraps(fn)
+    def carried(*args: P.args, **kwargs: P.kwargs) -> R:
+        return snapshot.copy().run(fn, *args, **kwargs)
+
+    return carried

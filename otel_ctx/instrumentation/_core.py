@@ -210,7 +210,7 @@ class Observer:
     ) -> Round:
         body = request_body(kwargs)
         model = str(body.get("model") or "unknown")
-        info = current_task()
+        info = current_task(parent)  # the task in force when the call began
         task_type = info.task_type or self.config.default_task_type
         policy = self.config.policy(task_type, model, _requested_output(body))
         fitter = self.fitter(model)
