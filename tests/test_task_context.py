@@ -91,6 +91,16 @@ def test_a_plain_thread_gets_the_task_through_carry_and_submit_after_the_block_k
     assert _booked(instrumented) == [("status", "thread-1", 1), ("status", "thread-1", 2), (DEFAULT, None, 2)]
 
 
+def test_carry_refuses_what_it_cannot_carry() -> None:
+    async def answer() -> None:
+        return None
+
+    with pytest.raises(TypeError, match=r"plain function, got the async .*answer"):
+        otel_ctx.carry(answer)
+    with pytest.raises(TypeError, match="takes a function, got str"):
+        otel_ctx.carry("answer")  # type: ignore[arg-type]
+
+
 def test_a_worker_handed_opentelemetrys_context_gets_the_task(
     instrumented: Instrumented, fake_provider: FakeProvider
 ) -> None:

@@ -316,7 +316,17 @@ def carry(fn: Callable[P, R]) -> Callable[P, R]:
     ``Thread(target=otel_ctx.carry(answer))`` book the worker's provider calls under the
     task, conversation and current span of the code that wrapped it. Each call runs in
     its own copy, so one wrapped function may run in many threads at once.
+
+    A plain function: an async one would only be created in the copy and run wherever
+    it is awaited (asyncio tasks copy the context by themselves).
     """
+    if not callable(fn):
+        raise TypeError(f"otel_ctx.carry takes a function, got {type(fn).__name__}")
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"otel_ctx.carry takes a plain function, got the async {getattr(fn, '__qualname__', fn)!r}; "
+            "asyncio tasks carry the context by themselves (wrap the function that awaits it)"
+        )
     snapshot = contextvars.copy_context()
     # What is in force here and now, without the blocks of suspended generators.
     settled: _Entry | None = None
