@@ -8,11 +8,12 @@ itself as a hypothesis property over arbitrary interleavings of generators.
 from __future__ import annotations
 
 import asyncio
+import operator
 import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from fake_provider import FakeProvider
@@ -20,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from instrument_support import CHAT, Instrumented, async_openai_client, instrumented, openai_client
 from opentelemetry import context as otel_context
+from support import missing
 
 import otel_ctx
 from otel_ctx import names as n
@@ -89,6 +91,41 @@ def test_a_plain_thread_gets_the_task_through_carry_and_submit_after_the_block_k
     later.join()
     call()  # the caller itself is outside the block again
     assert _booked(instrumented) == [("status", "thread-1", 1), ("status", "thread-1", 2), (DEFAULT, None, 2)]
+
+
+def test_langgraph_parallel_nodes_in_its_executor_keep_the_task(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    # LangGraph runs a sync graph's nodes on LangChain's ContextThreadPoolExecutor, which
+    # copies the context: the task reaches them with no carry.
+    try:
+        from langgraph.graph import END, START, StateGraph
+    except ImportError:
+        missing("langgraph (the test extra) is not installed")
+        return
+    oc = openai_client(fake_provider)
+    threads: set[str] = set()
+
+    class State(TypedDict):
+        answers: Annotated[list[str], operator.add]
+
+    def node(state: State) -> dict[str, list[str]]:
+        threads.add(threading.current_thread().name)
+        return {"answers": [oc.chat.completions.create(model="gpt-4o", messages=CHAT).id]}
+
+    graph = StateGraph(State)
+    graph.add_node("lookup", node)
+    graph.add_node("policy", node)
+    for name in ("lookup", "policy"):
+        graph.add_edge(START, name)
+        graph.add_edge(name, END)
+    with otel_ctx.task("returns", conversation_id="graph-1"):
+        out = graph.compile().invoke({"answers": []})
+    assert len(out["answers"]) == 2
+    assert threading.current_thread().name not in threads  # the nodes ran on worker threads
+    booked = _booked(instrumented)
+    assert {(t, c) for t, c, _ in booked} == {("returns", "graph-1")}
+    assert sorted(r for _, _, r in booked) == [1, 2]
 
 
 def test_carry_refuses_what_it_cannot_carry() -> None:
