@@ -41,6 +41,11 @@ class Reply:
     #: In a stream, send the usage (OpenAI chat: only if the request asked with ``stream_options``).
     stream_usage: bool = True
 
+    @classmethod
+    def structured(cls, answer: Any, **kwargs: Any) -> Reply:
+        """A structured-output answer: the JSON text ``parse()`` validates into the caller's type."""
+        return cls(text=json.dumps(answer, separators=(",", ":")), **kwargs)
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -49,6 +54,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: The query string (``beta=true`` on Anthropic's and OpenAI's beta endpoints), without the ``?``.
+    query: str = ""
 
     @property
     def json(self) -> Any:
@@ -114,16 +121,16 @@ class FakeProvider:
 
     # -- serving ---------------------------------------------------------------------------
 
-    def _next(self, body: bytes, path: str, headers: dict[str, str]) -> tuple[Reply, int]:
+    def _next(self, body: bytes, path: str, headers: dict[str, str], query: str = "") -> tuple[Reply, int]:
         with self._lock:
-            self.requests.append(Recorded(path, headers, body))
+            self.requests.append(Recorded(path, headers, body, query))
             reply = self.replies.popleft() if self.replies else Reply()
             self._ids += 1
             return reply, self._ids
 
     def _handle(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
-        path = h.path.split("?", 1)[0]
-        reply, n = self._next(raw, path, {k.lower(): v for k, v in h.headers.items()})
+        path, _, query = h.path.partition("?")
+        reply, n = self._next(raw, path, {k.lower(): v for k, v in h.headers.items()}, query)
         try:
             body = json.loads(raw or b"{}")
         except ValueError:

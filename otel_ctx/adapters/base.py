@@ -22,6 +22,10 @@ from otel_ctx.engine.model import Block, RequestModel, Turn
 from otel_ctx.engine.tokens import TokenCounter
 from otel_ctx.engine.tokens import to_json as _engine_json
 
+#: What a JSON array may arrive as: a caller builds messages, content parts and tools as lists or
+#: tuples alike, and the SDKs send both as arrays, so both are read (and billed) the same.
+ARRAY = (list, tuple)
+
 #: Cuts a tool result's text to the policy's cap (the identity when nothing is capped).
 CapText = Callable[[str], str]
 
