@@ -300,29 +300,31 @@ def _response(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
 
 
 def _responses_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterator[tuple[str | None, Any]]:
+    """The events the Responses API streams: each output item is added, filled and done, in order."""
     done = _response(body, reply, n, usage_in)
     started = {**done, "status": "in_progress", "output": [], "usage": None}
     seq = iter(range(1_000_000))
-    yield "response.created", {"type": "response.created", "response": started, "sequence_number": next(seq)}
-    if not reply.tool_calls:
+
+    def event(kind: str, **fields: Any) -> tuple[str, Any]:
+        return kind, {"type": kind, **fields, "sequence_number": next(seq)}
+
+    yield event("response.created", response=started)
+    for index, item in enumerate(done["output"]):
+        if item["type"] != "message":
+            yield event("response.output_item.added", output_index=index, item=item)
+            yield event("response.output_item.done", output_index=index, item=item)
+            continue
+        yield event("response.output_item.added", output_index=index, item={**item, "content": []})
+        empty = {"type": "output_text", "text": "", "annotations": []}
+        ids = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        yield event("response.content_part.added", **ids, part=empty)
         for word in _pieces(reply.text):
-            yield (
-                "response.output_text.delta",
-                {
-                    "type": "response.output_text.delta",
-                    "item_id": f"msg_{n}",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": word,
-                    "logprobs": [],
-                    "sequence_number": next(seq),
-                },
-            )
+            yield event("response.output_text.delta", **ids, delta=word, logprobs=[])
+        yield event("response.output_text.done", **ids, text=reply.text, logprobs=[])
+        yield event("response.content_part.done", **ids, part=item["content"][0])
+        yield event("response.output_item.done", output_index=index, item=item)
     completed = done if reply.stream_usage else {**done, "usage": None}
-    yield (
-        "response.completed",
-        {"type": "response.completed", "response": completed, "sequence_number": next(seq)},
-    )
+    yield event("response.completed", response=completed)
 
 
 # -- Anthropic Messages ----------------------------------------------------------------------
