@@ -342,7 +342,7 @@ def test_the_sdks_own_errors_on_raw_parse_and_beta_calls(
         (oerr, lambda: oc.chat.completions.parse(model="gpt-4o", messages=CHAT, response_format=Verdict)),
         (oerr, lambda: oc.responses.with_streaming_response.create(model="gpt-4o", input="hi").__enter__()),
         (aerr, lambda: ac.beta.messages.create(model=MODEL, max_tokens=5, messages=ANTHROPIC_MESSAGES)),  # type: ignore[arg-type]
-        (aerr, lambda: ac.messages.with_raw_response.create(model=MODEL, max_tokens=5, messages=ANTHROPIC_MESSAGES)),
+        (aerr, lambda: ac.messages.with_raw_response.create(model=MODEL, max_tokens=5, messages=[])),
     ]  # fmt: skip
     for expected, call in calls:
         fake_provider.queue(Reply(status=status))
@@ -408,7 +408,7 @@ def test_a_stream_closed_early_or_a_helper_left_early_ends_its_round(
     assert len(instrumented.rounds()) == 1
     with ac.messages.stream(model=MODEL, max_tokens=300, messages=ANTHROPIC_MESSAGES) as helper:
         next(iter(helper))  # message_start: the input tokens are known
-    first, second = instrumented.rounds()
+    _, second = instrumented.rounds()
     assert second.attributes[n.USAGE_INPUT_TOKENS] == 55  # type: ignore[index]
     with oc.chat.completions.with_streaming_response.create(model="gpt-4o", messages=CHAT, stream=True) as r:
         assert r.status_code == 200  # never parsed: the round ends when the response closes

@@ -373,7 +373,7 @@ class ChatReader:
         return turn, replaced
 
 
-def _all_text(content: list[Any]) -> bool:
+def _all_text(content: Sequence[Any]) -> bool:
     return all(
         isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
     )
