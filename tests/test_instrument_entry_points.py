@@ -481,3 +481,34 @@ def test_tuples_are_observed_like_lists(fake_provider: FakeProvider) -> None:
     assert tuples == lists
     assert lists[0][3] > 0 and lists[2][2] > 0 and lists[2][3] > 0  # tools and system were read
     assert fake_provider.bodies()[:3] == fake_provider.bodies()[3:]  # the same requests went out
+
+
+def test_raw_and_streaming_responses_stay_the_sdks_and_otel_ctx_failures_stay_inside(
+    instrumented: Instrumented, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openai._legacy_response import LegacyAPIResponse
+
+    from otel_ctx.instrumentation import _sdk
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected failure inside otel-ctx")
+
+    monkeypatch.setattr(_sdk, "_usage_in_body", broken)
+    monkeypatch.setattr(_sdk, "CHAT", _sdk.Route("openai", broken, broken))
+    oc = openai_client(fake_provider)
+    raw = oc.chat.completions.with_raw_response.create(model="gpt-4o", messages=CHAT)
+    assert type(raw) is LegacyAPIResponse and raw.parse().choices[0].message.content == "Done."
+    streamed = oc.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=CHAT, stream=True, stream_options=INCLUDE_USAGE
+    )
+    assert isinstance(streamed, LegacyAPIResponse)
+    chunks = list(streamed.parse())
+    assert isinstance(chunks[0], openai.types.chat.ChatCompletionChunk) and chunks[-1].usage is not None
+    with oc.chat.completions.with_streaming_response.create(model="gpt-4o", messages=CHAT) as r:
+        assert isinstance(r, openai.APIResponse)
+        assert r.parse().choices[0].message.content == "Done."
+    with oc.chat.completions.with_streaming_response.create(model="gpt-4o", messages=CHAT) as r:
+        assert r.json()["object"] == "chat.completion"  # type: ignore[index]
+    rounds = instrumented.rounds()
+    assert len(rounds) == 4  # every round ended, without the usage otel-ctx failed to read
+    assert all(n.USAGE_INPUT_TOKENS not in (s.attributes or {}) for s in rounds)
