@@ -512,3 +512,26 @@ def test_raw_and_streaming_responses_stay_the_sdks_and_otel_ctx_failures_stay_in
     rounds = instrumented.rounds()
     assert len(rounds) == 4  # every round ended, without the usage otel-ctx failed to read
     assert all(n.USAGE_INPUT_TOKENS not in (s.attributes or {}) for s in rounds)
+
+
+def test_the_openai_agents_sdk_is_one_round_per_model_call(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+
+    async def agent() -> list[Any]:
+        client = async_openai_client(fake_provider)
+        out = []
+        for model in (OpenAIResponsesModel("gpt-4o", client), OpenAIChatCompletionsModel("gpt-4o", client)):
+            fake_provider.queue(Reply(input_tokens=USAGE))
+            run = await Runner.run(Agent(name="support", instructions="Be kind.", model=model), "Refund?")
+            out.append(run.final_output)
+        return out
+
+    assert asyncio.run(agent()) == ["Done.", "Done."]
+    responses, chat = instrumented.rounds()
+    assert [responses.attributes[n.PROVIDER], chat.attributes[n.PROVIDER]] == ["openai-responses", "openai"]  # type: ignore[index]
+    assert responses.attributes[n.USAGE_INPUT_TOKENS] == chat.attributes[n.USAGE_INPUT_TOKENS] == USAGE  # type: ignore[index]
+    assert responses.attributes[n.SYSTEM_PROMPT_TOKENS] > 0  # type: ignore[index]  # the instructions
