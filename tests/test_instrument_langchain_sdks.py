@@ -156,3 +156,18 @@ def test_chat_anthropic_with_betas_is_measured_as_anthropic(
     # tokens, where the schema's text alone (OpenAI's accounting) is a few dozen.
     assert beta.attributes[n.TOOL_SCHEMA_TOKENS] > 300  # type: ignore[index]
     assert beta.attributes[n.SYSTEM_PROMPT_TOKENS] > 0  # type: ignore[index]
+
+
+def test_chat_anthropic_stream_and_chat_openai_batch_are_one_round_per_request(
+    with_langchain: Instrumented, fake_provider: FakeProvider
+) -> None:
+    fake_provider.queue(Reply(text="one two three", input_tokens=USAGE))
+    chunks = list(_anthropic(fake_provider).stream(HISTORY))
+    assert "".join(str(c.content) for c in chunks) == "one two three"
+    _one_round(with_langchain, "anthropic")
+    fake_provider.queue(Reply(input_tokens=USAGE), Reply(input_tokens=USAGE))
+    answers = _openai(fake_provider).batch([HISTORY, [*HISTORY, HumanMessage("And the refund?")]])
+    assert [a.content for a in answers] == ["Done.", "Done."]
+    rounds = with_langchain.rounds()
+    assert len(rounds) == 3 == len(fake_provider.requests)
+    assert all(s.attributes[n.USAGE_INPUT_TOKENS] == USAGE for s in rounds)  # type: ignore[index]
