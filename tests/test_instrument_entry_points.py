@@ -535,3 +535,45 @@ def test_the_openai_agents_sdk_is_one_round_per_model_call(
     assert [responses.attributes[n.PROVIDER], chat.attributes[n.PROVIDER]] == ["openai-responses", "openai"]  # type: ignore[index]
     assert responses.attributes[n.USAGE_INPUT_TOKENS] == chat.attributes[n.USAGE_INPUT_TOKENS] == USAGE  # type: ignore[index]
     assert responses.attributes[n.SYSTEM_PROMPT_TOKENS] > 0  # type: ignore[index]  # the instructions
+
+
+@pytest.mark.parametrize(
+    ("path", "provider"),
+    [
+        ("/chat/completions", "openai"),
+        ("/responses", "openai-responses"),
+        ("/openai/deployments/gpt-4o/chat/completions", "openai"),
+        ("/chat/completions/chatcmpl-1", None),  # retrieve a stored completion
+        ("/chat/completions/chatcmpl-1/messages", None),
+        ("/responses/resp_1", None),
+        ("/responses/resp_1/cancel", None),
+        ("/responses/compact", None),
+        ("/responses/input_tokens", None),
+        ("/completions", None),
+        ("/embeddings", None),
+    ],
+)
+def test_only_model_request_paths_are_rounds_openai(path: str, provider: str | None) -> None:
+    from otel_ctx.instrumentation import _sdk
+
+    route = _sdk.openai_route(path)
+    assert (route.provider if route else None) == provider
+
+
+@pytest.mark.parametrize(
+    ("path", "provider"),
+    [
+        ("/v1/messages", "anthropic"),
+        ("/v1/messages/count_tokens", None),
+        ("/v1/messages/batches", None),
+        ("/v1/messages/batches/msgbatch_1/cancel", None),
+        ("/v1/threads/thread_1/messages", None),
+        ("/v1/complete", None),
+        ("/v1/models", None),
+    ],
+)
+def test_only_model_request_paths_are_rounds_anthropic(path: str, provider: str | None) -> None:
+    from otel_ctx.instrumentation import _sdk
+
+    route = _sdk.anthropic_route(path)
+    assert (route.provider if route else None) == provider

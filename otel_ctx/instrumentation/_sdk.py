@@ -147,8 +147,8 @@ def openai_route(path: str) -> Route | None:
 
 
 def anthropic_route(path: str) -> Route | None:
-    """``/v1/messages``, also for ``beta.messages`` (a query flag); not ``count_tokens`` or batches."""
-    return MESSAGES if path.endswith("/messages") else None
+    """``/v1/messages``, also for ``beta.messages``; not ``count_tokens``, batches or other collections."""
+    return MESSAGES if path.endswith("/v1/messages") else None
 
 
 class _Never:
