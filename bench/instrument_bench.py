@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from openai.types.chat import ChatCompletion
@@ -57,7 +58,7 @@ class InstrumentBenchResult:
     notes: list[str]
 
 
-def _sdk_method(**kwargs: Any) -> ChatCompletion:
+def _sdk_method(*args: Any, **kwargs: Any) -> ChatCompletion:
     return _ANSWER
 
 
@@ -78,19 +79,15 @@ def run(*, quick: bool = False) -> InstrumentBenchResult:
 def _measure(trials: int, repeat: int) -> InstrumentBenchResult:
     observer = oi.active_observer()
     assert observer is not None
-    # The very wrapper instrument() put on Completions.create.
-    wrapper = _sdk.sync_create(
-        observer,
-        "openai",
-        _sdk._from_response(_sdk.openai_chat_usage),
-        _sdk.watch_openai_chat,
-        (),
-    )
+    # The very wrapper instrument() put on the OpenAI client's request method, fed the options
+    # chat.completions.create hands it.
+    wrapper = _sdk.sync_request(observer, _sdk.Sdk(_sdk.openai_route, (), (), (), ()))
     fitter = observer.fitter(inputs.MODEL)
 
     def call(messages: list[dict[str, Any]]) -> Thunk:
-        kwargs = {"model": inputs.MODEL, "messages": messages}
-        return lambda: wrapper(_sdk_method, None, (), kwargs)
+        body = {"model": inputs.MODEL, "messages": messages}
+        options = SimpleNamespace(method="post", url="/chat/completions", json_data=body, extra_json=None)
+        return lambda: wrapper(_sdk_method, None, (ChatCompletion, options), {"stream": False})
 
     conv = inputs.conversation()
     body = {"model": inputs.MODEL, "messages": conv}

@@ -41,6 +41,11 @@ class Reply:
     #: In a stream, send the usage (OpenAI chat: only if the request asked with ``stream_options``).
     stream_usage: bool = True
 
+    @classmethod
+    def structured(cls, answer: Any, **kwargs: Any) -> Reply:
+        """A structured-output answer: the JSON text ``parse()`` validates into the caller's type."""
+        return cls(text=json.dumps(answer, separators=(",", ":")), **kwargs)
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -49,6 +54,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: The query string (``beta=true`` on Anthropic's and OpenAI's beta endpoints), without the ``?``.
+    query: str = ""
 
     @property
     def json(self) -> Any:
@@ -114,16 +121,16 @@ class FakeProvider:
 
     # -- serving ---------------------------------------------------------------------------
 
-    def _next(self, body: bytes, path: str, headers: dict[str, str]) -> tuple[Reply, int]:
+    def _next(self, body: bytes, path: str, headers: dict[str, str], query: str = "") -> tuple[Reply, int]:
         with self._lock:
-            self.requests.append(Recorded(path, headers, body))
+            self.requests.append(Recorded(path, headers, body, query))
             reply = self.replies.popleft() if self.replies else Reply()
             self._ids += 1
             return reply, self._ids
 
     def _handle(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
-        path = h.path.split("?", 1)[0]
-        reply, n = self._next(raw, path, {k.lower(): v for k, v in h.headers.items()})
+        path, _, query = h.path.partition("?")
+        reply, n = self._next(raw, path, {k.lower(): v for k, v in h.headers.items()}, query)
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -293,29 +300,31 @@ def _response(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
 
 
 def _responses_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterator[tuple[str | None, Any]]:
+    """The events the Responses API streams: each output item is added, filled and done, in order."""
     done = _response(body, reply, n, usage_in)
     started = {**done, "status": "in_progress", "output": [], "usage": None}
     seq = iter(range(1_000_000))
-    yield "response.created", {"type": "response.created", "response": started, "sequence_number": next(seq)}
-    if not reply.tool_calls:
+
+    def event(kind: str, **fields: Any) -> tuple[str, Any]:
+        return kind, {"type": kind, **fields, "sequence_number": next(seq)}
+
+    yield event("response.created", response=started)
+    for index, item in enumerate(done["output"]):
+        if item["type"] != "message":
+            yield event("response.output_item.added", output_index=index, item=item)
+            yield event("response.output_item.done", output_index=index, item=item)
+            continue
+        yield event("response.output_item.added", output_index=index, item={**item, "content": []})
+        empty = {"type": "output_text", "text": "", "annotations": []}
+        ids = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        yield event("response.content_part.added", **ids, part=empty)
         for word in _pieces(reply.text):
-            yield (
-                "response.output_text.delta",
-                {
-                    "type": "response.output_text.delta",
-                    "item_id": f"msg_{n}",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": word,
-                    "logprobs": [],
-                    "sequence_number": next(seq),
-                },
-            )
+            yield event("response.output_text.delta", **ids, delta=word, logprobs=[])
+        yield event("response.output_text.done", **ids, text=reply.text, logprobs=[])
+        yield event("response.content_part.done", **ids, part=item["content"][0])
+        yield event("response.output_item.done", output_index=index, item=item)
     completed = done if reply.stream_usage else {**done, "usage": None}
-    yield (
-        "response.completed",
-        {"type": "response.completed", "response": completed, "sequence_number": next(seq)},
-    )
+    yield event("response.completed", response=completed)
 
 
 # -- Anthropic Messages ----------------------------------------------------------------------

@@ -450,21 +450,22 @@ def test_policies_from_instrument_and_from_a_file(
 
 
 def test_uninstrument_restores_the_sdks_own_methods() -> None:
-    from openai.resources.chat.completions import AsyncCompletions, Completions
-    from openai.resources.responses import Responses
+    import anthropic._base_client as anthropic_base
+    import openai._base_client as openai_base
 
-    originals = [
-        Completions.__dict__["create"],
-        AsyncCompletions.__dict__["create"],
-        Responses.__dict__["create"],
+    owners = [
+        openai_base.SyncAPIClient,
+        openai_base.AsyncAPIClient,
+        anthropic_base.SyncAPIClient,
+        anthropic_base.AsyncAPIClient,
     ]
-    originals += [anthropic.resources.messages.Messages.__dict__[m] for m in ("create", "stream")]
+    originals = [owner.__dict__["request"] for owner in owners]
     oi.instrument(langchain=False)
-    assert Completions.__dict__["create"] is not originals[0]
-    oi.uninstrument()
-    now = [Completions.__dict__["create"], AsyncCompletions.__dict__["create"], Responses.__dict__["create"]]
-    now += [anthropic.resources.messages.Messages.__dict__[m] for m in ("create", "stream")]
-    assert all(a is b for a, b in zip(now, originals))
+    try:
+        assert all(owner.__dict__["request"] is not o for owner, o in zip(owners, originals))
+    finally:
+        oi.uninstrument()
+    assert all(owner.__dict__["request"] is o for owner, o in zip(owners, originals))
 
 
 def test_the_task_decorator_and_context_manager_nest(

@@ -32,7 +32,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from otel_ctx.adapters.base import Adapter, Fitted, ReadContext, Reading, as_mapping, kept_items, to_json
+from otel_ctx.adapters.base import (
+    ARRAY,
+    Adapter,
+    Fitted,
+    ReadContext,
+    Reading,
+    as_mapping,
+    kept_items,
+    to_json,
+)
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -131,7 +140,7 @@ class _Reader:
             return [Part("tool_result", self.text(content))]
         if content is None:
             return []
-        if not isinstance(content, list):
+        if not isinstance(content, ARRAY):
             raise InvalidMessageError(
                 where, f"must be a string or a list of blocks, got {type(content).__name__}", index=index
             )
@@ -231,7 +240,7 @@ class _Reader:
         if content.__class__ is str or isinstance(content, str):
             parts.append(Part("user" if line_role == "user" else "assistant", self.text(str(content))))
             return line_role, parts, uses, results, ["text"]
-        if not isinstance(content, list):
+        if not isinstance(content, ARRAY):
             raise InvalidMessageError(
                 f"{where}.content",
                 f"must be a string or a list of blocks, got {type(content).__name__}",
@@ -296,7 +305,7 @@ def _cap_content(content: Any, cap: Any) -> Any:
     if isinstance(content, str):
         new = cap(content)
         return None if new is content else new
-    if not isinstance(content, list) or not content:
+    if not isinstance(content, ARRAY) or not content:
         return None
     blocks = [as_mapping(b) for b in content]
     texts = [b.get("text") for b in blocks if b is not None and b.get("type") == "text"]
@@ -319,7 +328,7 @@ class AnthropicAdapter(Adapter):
 
     def claims(self, body: Mapping[str, Any]) -> bool | None:
         messages = body.get("messages")
-        if not isinstance(messages, list) or "input" in body:
+        if not isinstance(messages, ARRAY) or "input" in body:
             return False
         if "system" in body:
             return True
@@ -337,7 +346,7 @@ class AnthropicAdapter(Adapter):
             if m.get("role") in ("system", "developer", "tool", "function") or m.get("tool_calls"):
                 return False
             content = m.get("content")
-            if isinstance(content, list):
+            if isinstance(content, ARRAY):
                 for raw_block in content:
                     b = as_mapping(raw_block)
                     kind = b.get("type") if b is not None else None
@@ -361,7 +370,7 @@ class AnthropicAdapter(Adapter):
         if not isinstance(body, Mapping):
             raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
         messages = body.get("messages")
-        if not isinstance(messages, list):
+        if not isinstance(messages, ARRAY):
             raise InvalidRequestError("messages", "a Messages API request needs a 'messages' list")
         counter = ctx.counter
         state = _State()
@@ -469,7 +478,7 @@ class AnthropicAdapter(Adapter):
         """The tool definitions' text plus the tool-use system prompt the API adds with them."""
         if not tools:
             return 0
-        if not isinstance(tools, list):
+        if not isinstance(tools, ARRAY):
             raise InvalidToolSchemaError(
                 "tools", f"must be a list of tool objects, got {type(tools).__name__}"
             )
@@ -539,7 +548,7 @@ class AnthropicAdapter(Adapter):
 def _system_text(system: Any) -> str:
     if isinstance(system, str):
         return system
-    if not isinstance(system, list):
+    if not isinstance(system, ARRAY):
         raise InvalidRequestError(
             "system", f"must be a string or a list of text blocks, got {type(system).__name__}"
         )

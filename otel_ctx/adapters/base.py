@@ -24,6 +24,7 @@ from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.tokens import to_json as _engine_json
 
 __all__ = [
+    "ARRAY",
     "AUDIO_BYTES_PER_TOKEN",
     "SUMMARY_PREFIX",
     "Adapter",
@@ -35,6 +36,10 @@ __all__ = [
     "kept_items",
     "to_json",
 ]
+
+#: What a JSON array may arrive as: a caller builds messages, content parts and tools as lists or
+#: tuples alike, and the SDKs send both as arrays, so both are read (and billed) the same.
+ARRAY = (list, tuple)
 
 #: The text a string summary is sent with, in every dialect (the model reads it as context).
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.adapters.base import (
+    ARRAY,
     AUDIO_BYTES_PER_TOKEN,
     SUMMARY_PREFIX,
     Adapter,
@@ -104,7 +105,7 @@ class ChatReader:
             return [Part(text_component, self.counter.text(str(content)))]
         if content is None:
             return []
-        if not isinstance(content, list):
+        if not isinstance(content, ARRAY):
             raise InvalidMessageError(
                 f"{where}.content",
                 f"must be a string, a list of parts or null, got {type(content).__name__}",
@@ -140,7 +141,7 @@ class ChatReader:
         return Part(component, text(to_json(part, where, index, InvalidMessageError)))
 
     def tool_calls(self, calls: Any, where: str, index: int) -> list[Part]:
-        if not isinstance(calls, list):
+        if not isinstance(calls, ARRAY):
             raise InvalidMessageError(
                 f"{where}.tool_calls", f"must be a list, got {type(calls).__name__}", index=index
             )
@@ -293,7 +294,7 @@ class ChatReader:
                     replaced = dict(m)
                     replaced["content"] = new
                     content = new
-            if isinstance(content, list) and _all_text(content):
+            if isinstance(content, ARRAY) and _all_text(content):
                 joined = "".join(p["text"] for p in content)
                 parts.append(Part("tool_result", text(joined), call_id))
             elif isinstance(content, str):
@@ -370,7 +371,7 @@ class ChatReader:
         return turn, replaced
 
 
-def _all_text(content: list[Any]) -> bool:
+def _all_text(content: Sequence[Any]) -> bool:
     return all(
         isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
     )
@@ -381,7 +382,7 @@ def _cap_content(content: Any, cap: Any) -> str | None:
     if isinstance(content, str):
         new = cap(content)
         return None if new is content else new
-    if isinstance(content, list) and content and _all_text(content):
+    if isinstance(content, ARRAY) and content and _all_text(content):
         joined = "".join(p["text"] for p in content)
         new = cap(joined)
         return None if new is joined else new
@@ -421,12 +422,12 @@ class OpenAIChatAdapter(Adapter):
 
     def claims(self, body: Mapping[str, Any]) -> bool | None:
         messages = body.get("messages")
-        if not isinstance(messages, list) or "input" in body:
+        if not isinstance(messages, ARRAY) or "input" in body:
             return False
         if "system" in body:  # a top-level system prompt is the Messages API's
             return False
         tools = body.get("tools")
-        for tool in tools if isinstance(tools, list) else ():
+        for tool in tools if isinstance(tools, ARRAY) else ():
             if isinstance(tool, Mapping):
                 if "input_schema" in tool:
                     return False
@@ -444,7 +445,7 @@ class OpenAIChatAdapter(Adapter):
             ):
                 return True
             content = m.get("content")
-            if isinstance(content, list):
+            if isinstance(content, ARRAY):
                 for part in content:
                     kind = part.get("type") if isinstance(part, Mapping) else None
                     if kind in ("image_url", "input_audio", "file", "refusal"):
@@ -470,13 +471,13 @@ class OpenAIChatAdapter(Adapter):
         if not isinstance(body, Mapping):
             raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
         messages = body.get("messages")
-        if not isinstance(messages, list):
+        if not isinstance(messages, ARRAY):
             raise InvalidRequestError("messages", "a Chat Completions request needs a 'messages' list")
         tools = body.get("tools")
         functions = body.get("functions")
         reading = self.read_items(messages, tools, ctx)
         if functions:  # the legacy function definitions, billed like tools
-            if not isinstance(functions, list):
+            if not isinstance(functions, ARRAY):
                 raise InvalidRequestError("functions", "must be a list of function definitions")
             wrapped = [{"type": "function", "function": f} for f in functions]
             reading.model.tool_schema += ctx.counter.tools(wrapped)

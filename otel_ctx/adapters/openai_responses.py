@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.adapters.base import (
+    ARRAY,
     AUDIO_BYTES_PER_TOKEN,
     SUMMARY_PREFIX,
     Adapter,
@@ -103,7 +104,7 @@ class _Reader:
             return [Part(component, text(content))]
         if content is None:
             return []
-        if not isinstance(content, list):
+        if not isinstance(content, ARRAY):
             raise InvalidMessageError(
                 f"{where}.content",
                 f"must be a string or a list of parts, got {type(content).__name__}",
@@ -184,12 +185,12 @@ class _Reader:
         if kind == "reasoning":
             summary = item.get("summary") or []
             n = 0
-            if isinstance(summary, list):
+            if isinstance(summary, ARRAY):
                 for s in summary:
                     t = s.get("text") if isinstance(s, Mapping) else None
                     n += text(t) if isinstance(t, str) else 0
             content = item.get("content")
-            if isinstance(content, list):
+            if isinstance(content, ARRAY):
                 for c in content:
                     t = c.get("text") if isinstance(c, Mapping) else None
                     n += text(t) if isinstance(t, str) else 0
@@ -226,7 +227,7 @@ class _Reader:
                     output = new
             if isinstance(output, str):
                 parts = [Part("tool_result", text(output), call_id, capped=i in self.state.replaced)]
-            elif isinstance(output, list):
+            elif isinstance(output, ARRAY):
                 parts = [
                     Part("tool_result", p.tokens, call_id) for p in self.content(output, "tool", where, i)
                 ]
@@ -258,7 +259,7 @@ def _cap_output(output: Any, cap: Any) -> Any:
         new = cap(output)
         return None if new is output else new
     if (
-        isinstance(output, list)
+        isinstance(output, ARRAY)
         and output
         and all(
             isinstance(p, Mapping) and p.get("type") == "input_text" and isinstance(p.get("text"), str)

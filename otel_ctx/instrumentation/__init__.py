@@ -2,9 +2,9 @@
 
 ``opentelemetry-instrument python agent.py`` finds :class:`OtelCtxInstrumentor` through
 the ``opentelemetry_instrumentor`` entry point; in code, ``otel_ctx.instrument()`` does
-the same. Each call to ``chat.completions.create``, ``responses.create``,
-``messages.create`` or ``messages.stream`` (sync or async, streamed or not) is measured
-as sent, emitted as a ``context_budget.observe`` span with the breakdown and its
+the same. Each model request the OpenAI or Anthropic SDK sends (``create``, ``stream``,
+``parse``, their ``beta.*`` twins, raw and streaming responses; sync or async) is
+measured as sent, emitted as a ``context_budget.observe`` span with the breakdown and its
 metrics, and, when the provider reports usage, fed back into the estimate's
 calibration. The call itself is never changed.
 """

@@ -1,28 +1,47 @@
-"""The wrappers around the provider SDKs' methods, and where each dialect keeps its usage.
+"""The wrapper around the provider SDKs' request layer, and where each dialect keeps its usage.
 
-Each wrapper is observe-only: it reads the keyword arguments, calls the SDK's method
-with exactly those arguments, and returns exactly what the method returned (a stream
-behind a transparent proxy). The SDK's exceptions pass through untouched.
+Every method of the ``openai`` and ``anthropic`` SDKs that sends a model request
+(``create``, ``stream``, ``parse``, their ``beta.*`` twins, ``with_raw_response`` and
+``with_streaming_response``, sync and async) ends in the client's one ``request``
+method with the request's path and body. Wrapping that one method (per client class)
+observes all of them, once per request (the SDK's retries happen inside it), in the
+dialect the path names rather than one guessed from the body's shape. It also puts no
+otel-ctx frame between the agent and the SDK's public methods, so a warning those
+raise with a ``stacklevel`` still points at the agent's line.
+
+The wrapper is observe-only: it reads the request options, calls the SDK's method with
+exactly its arguments, and returns what the method returned: the SDK's own object, or
+(for a stream, or a raw response whose body is not read yet) that object behind a
+transparent proxy that watches for the usage. The SDK's exceptions pass through untouched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from types import TracebackType
+import importlib
+import json
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import wrapt
 
 from otel_ctx.instrumentation._core import Observer, Round, Usage
-from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watcher
+from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
 from otel_ctx.telemetry.emitter import log_failure
 
-Extract = Callable[[Any], Usage | None]
 WrapperFn = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A field of an SDK object or of the same thing as decoded JSON (a raw response's body)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
 
 
 # --- usage, per dialect -------------------------------------------------------------------------
@@ -34,11 +53,11 @@ def _openai_usage(input_field: str, output_field: str, details_field: str) -> Ca
     def usage_of(usage: Any) -> Usage | None:
         if usage is None:
             return None
-        details = getattr(usage, details_field, None)
+        details = _field(usage, details_field)
         return Usage(
-            input_tokens=_int(getattr(usage, input_field, 0)),
-            output_tokens=_int(getattr(usage, output_field, 0)),
-            cached_input_tokens=_int(getattr(details, "cached_tokens", 0)),
+            input_tokens=_int(_field(usage, input_field)),
+            output_tokens=_int(_field(usage, output_field)),
+            cached_input_tokens=_int(_field(details, "cached_tokens")),
         )
 
     return usage_of
@@ -53,23 +72,19 @@ def anthropic_usage(usage: Any) -> Usage | None:
     """Messages: ``input_tokens`` counts only uncached tokens; cache reads and writes come beside it."""
     if usage is None:
         return None
-    read = _int(getattr(usage, "cache_read_input_tokens", 0))
-    write = _int(getattr(usage, "cache_creation_input_tokens", 0))
+    read = _int(_field(usage, "cache_read_input_tokens"))
+    write = _int(_field(usage, "cache_creation_input_tokens"))
     return Usage(
-        input_tokens=_int(getattr(usage, "input_tokens", 0)) + read + write,
-        output_tokens=_int(getattr(usage, "output_tokens", 0)),
+        input_tokens=_int(_field(usage, "input_tokens")) + read + write,
+        output_tokens=_int(_field(usage, "output_tokens")),
         cached_input_tokens=read,
         cache_creation_input_tokens=write,
     )
 
 
-def _from_response(usage_of: Callable[[Any], Usage | None]) -> Extract:
-    return lambda response: usage_of(getattr(response, "usage", None))
-
-
 def watch_openai_chat(chunk: Any, seen: Usage | None) -> Usage | None:
     # Only when the agent asked for it with stream_options; otel-ctx never adds that option.
-    usage = getattr(chunk, "usage", None)
+    usage = _field(chunk, "usage")
     return openai_chat_usage(usage) if usage is not None else None
 
 
@@ -77,17 +92,17 @@ _RESPONSES_DONE = frozenset({"response.completed", "response.incomplete", "respo
 
 
 def watch_openai_responses(chunk: Any, seen: Usage | None) -> Usage | None:
-    if getattr(chunk, "type", None) not in _RESPONSES_DONE:
+    if _field(chunk, "type") not in _RESPONSES_DONE:
         return None
-    return openai_responses_usage(getattr(getattr(chunk, "response", None), "usage", None))
+    return openai_responses_usage(_field(_field(chunk, "response"), "usage"))
 
 
 def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
-    kind = getattr(chunk, "type", None)
+    kind = _field(chunk, "type")
     if kind == "message_start":
-        return anthropic_usage(getattr(getattr(chunk, "message", None), "usage", None))
+        return anthropic_usage(_field(_field(chunk, "message"), "usage"))
     if kind == "message_delta":
-        delta = getattr(chunk, "usage", None)
+        delta = _field(chunk, "usage")
         if delta is None:
             return None
         # The final delta's counts are cumulative; input counts appear there only in newer APIs.
@@ -96,7 +111,7 @@ def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
             return late
         return Usage(
             input_tokens=max(seen.input_tokens, late.input_tokens if late else 0),
-            output_tokens=_int(getattr(delta, "output_tokens", 0)) or seen.output_tokens,
+            output_tokens=_int(_field(delta, "output_tokens")) or seen.output_tokens,
             cached_input_tokens=max(seen.cached_input_tokens, late.cached_input_tokens if late else 0),
             cache_creation_input_tokens=max(
                 seen.cache_creation_input_tokens, late.cache_creation_input_tokens if late else 0
@@ -105,31 +120,234 @@ def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
     return None
 
 
-# --- the wrappers ---------------------------------------------------------------------------------
+# --- which requests are model requests ------------------------------------------------------------
 
 
-def _respond(
-    round_: Round, response: Any, extract: Extract, watcher: Watcher, streams: tuple[type, ...], proxy: type
-) -> Any:
-    """The response as the SDK returned it; a stream behind a watching proxy."""
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A model-request path: its dialect, where its answer keeps the usage, how its stream reports it."""
+
+    provider: str
+    usage_of: Callable[[Any], Usage | None]
+    watcher: Watcher
+
+
+CHAT = Route("openai", openai_chat_usage, watch_openai_chat)
+RESPONSES = Route("openai-responses", openai_responses_usage, watch_openai_responses)
+MESSAGES = Route("anthropic", anthropic_usage, watch_anthropic)
+
+
+def openai_route(path: str) -> Route | None:
+    """``/chat/completions`` and ``/responses`` (not ``/responses/{id}``, ``/responses/compact``, ...)."""
+    if path.endswith("/chat/completions"):
+        return CHAT
+    if path.endswith("/responses"):
+        return RESPONSES
+    return None
+
+
+def anthropic_route(path: str) -> Route | None:
+    """``/v1/messages``, also for ``beta.messages``; not ``count_tokens``, batches or other collections."""
+    return MESSAGES if path.endswith("/v1/messages") else None
+
+
+class _Never:
+    """Stands for an SDK type an older SDK version does not have: nothing is an instance of it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sdk:
+    """What one SDK's ``request`` can return besides a parsed answer."""
+
+    route: Callable[[str], Route | None]
+    streams: tuple[type, ...]
+    async_streams: tuple[type, ...]
+    #: Raw responses (``with_raw_response``: ``LegacyAPIResponse`` or ``APIResponse``;
+    #: ``with_streaming_response``: ``APIResponse``), whose ``parse()`` the agent calls later.
+    raw: tuple[type, ...]
+    async_raw: tuple[type, ...]
+
+
+def _request_of(
+    sdk: Sdk, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[Route, dict[str, Any]] | None:
+    """The route and body of a ``request(cast_to, options, ...)`` call, if it is a model request."""
     try:
-        if streams and isinstance(response, streams):
-            return proxy(response, round_, watcher)
-        round_.finish(extract(response))
+        options = args[1] if len(args) > 1 else kwargs.get("options")
+        if str(getattr(options, "method", "")).lower() != "post":
+            return None
+        url = getattr(options, "url", None)
+        if not isinstance(url, str):
+            return None
+        route = sdk.route(url.split("?", 1)[0].rstrip("/"))
+        if route is None:
+            return None
+        data = getattr(options, "json_data", None)
+        if not isinstance(data, Mapping):
+            return None
+        extra = getattr(options, "extra_json", None)  # extra_body: sent, so measured
+        return route, ({**data, **extra} if isinstance(extra, Mapping) else dict(data))
+    except Exception as exc:
+        log_failure("reading an SDK request", exc)
+        return None
+
+
+# --- answers: parsed, raw, streamed -----------------------------------------------------------------
+
+
+def _usage_in_body(content: bytes, route: Route) -> Usage | None:
+    """The usage in a raw answer's JSON body (a streamed body, server-sent events, carries none here)."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return None
+    return route.usage_of(data.get("usage")) if isinstance(data, dict) else None
+
+
+def _read_body(response: Any) -> bytes | None:
+    """The raw answer's body if the SDK has read it already (a non-streamed raw response), else None."""
+    http = getattr(response, "http_response", None)
+    try:
+        content = http.content if http is not None else None
+    except Exception:  # not read yet: the agent reads it later (with_streaming_response)
+        return None
+    return content if isinstance(content, bytes) else None
+
+
+def _respond(round_: Round, response: Any, route: Route, sdk: Sdk, streamed: bool) -> Any:
+    """The response as the SDK returned it; a stream or unread raw response behind a watching proxy."""
+    try:
+        if isinstance(response, sdk.streams):
+            return StreamProxy(response, Watch(round_, route.watcher))
+        if isinstance(response, sdk.async_streams):
+            return AsyncStreamProxy(response, Watch(round_, route.watcher))
+        if isinstance(response, sdk.raw + sdk.async_raw):
+            body = None if streamed else _read_body(response)
+            if body is not None:  # with_raw_response of a plain call: the body is here already
+                round_.finish(_usage_in_body(body, route))
+                return response
+            proxy = AsyncRawProxy if isinstance(response, sdk.async_raw) else RawProxy
+            return proxy(response, Watch(round_, route.watcher), route, sdk, streamed)
+        round_.finish(route.usage_of(_field(response, "usage")))
     except Exception as exc:
         log_failure("reading a provider response", exc)
         round_.finish(None)
     return response
 
 
-def sync_create(
-    observer: Observer, provider: str, extract: Extract, watcher: Watcher, streams: tuple[type, ...]
-) -> WrapperFn:
+def _parsed(watch: Watch, result: Any, route: Route, sdk: Sdk, streamed: bool) -> Any:
+    """What a raw response's ``parse()`` gave the agent: a stream is watched, an answer read."""
+    try:
+        if isinstance(result, sdk.streams):
+            return StreamProxy(result, watch)
+        if isinstance(result, sdk.async_streams):
+            return AsyncStreamProxy(result, watch)
+        if not streamed:
+            watch.usage = route.usage_of(_field(result, "usage"))
+            watch.done()
+    except Exception as exc:
+        log_failure("reading a provider response", exc)
+    return result
+
+
+def _body_read(watch: Watch, response: Any, route: Route, streamed: bool) -> None:
+    """The agent read a raw response's body itself (``read()``, ``text()``, ``json()``)."""
+    try:
+        body = None if streamed else _read_body(response)
+        if body is not None:
+            watch.usage = _usage_in_body(body, route)
+        watch.done()
+    except Exception as exc:
+        log_failure("reading a provider response", exc)
+
+
+class RawProxy(wrapt.ObjectProxy[Any]):
+    """A raw response whose body the agent reads later: the round ends when it is read or closed.
+
+    Garbage-collected unread, it ends the round too, with what it saw.
+    """
+
+    def __init__(self, wrapped: Any, watch: Watch, route: Route, sdk: Sdk, streamed: bool) -> None:
+        super().__init__(wrapped)
+        self._self_watch = watch
+        self._self_route = route
+        self._self_sdk = sdk
+        self._self_streamed = streamed
+        weakref.finalize(self, watch.done)
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.__wrapped__.parse(*args, **kwargs)
+        return _parsed(self._self_watch, result, self._self_route, self._self_sdk, self._self_streamed)
+
+    def read(self) -> Any:
+        data = self.__wrapped__.read()
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        return data
+
+    def text(self) -> Any:
+        data = self.__wrapped__.text()
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        return data
+
+    def json(self) -> Any:
+        data = self.__wrapped__.json()
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        return data
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_watch.done()
+
+
+class AsyncRawProxy(wrapt.ObjectProxy[Any]):
+    """:class:`RawProxy` for the async clients' ``AsyncAPIResponse``."""
+
+    def __init__(self, wrapped: Any, watch: Watch, route: Route, sdk: Sdk, streamed: bool) -> None:
+        super().__init__(wrapped)
+        self._self_watch = watch
+        self._self_route = route
+        self._self_sdk = sdk
+        self._self_streamed = streamed
+        weakref.finalize(self, watch.done)
+
+    async def parse(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self.__wrapped__.parse(*args, **kwargs)
+        return _parsed(self._self_watch, result, self._self_route, self._self_sdk, self._self_streamed)
+
+    async def read(self) -> Any:
+        data = await self.__wrapped__.read()
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        return data
+
+    async def text(self) -> Any:
+        data = await self.__wrapped__.text()
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        return data
+
+    async def json(self) -> Any:
+        data = await self.__wrapped__.json()
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        return data
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_watch.done()
+
+
+# --- the wrappers -------------------------------------------------------------------------------------
+
+
+def sync_request(observer: Observer, sdk: Sdk) -> WrapperFn:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        round_ = observer.start(kwargs, provider)
-        if round_ is None:
+        found = _request_of(sdk, args, kwargs) if observer.active else None
+        round_ = observer.start(found[1], found[0].provider) if found is not None else None
+        if found is None or round_ is None:
             return wrapped(*args, **kwargs)
         try:
             response = wrapped(*args, **kwargs)
@@ -138,19 +356,18 @@ def sync_create(
             round_.finish(None, exc)
             raise
         round_.detach()
-        return _respond(round_, response, extract, watcher, streams, StreamProxy)
+        return _respond(round_, response, found[0], sdk, kwargs.get("stream") is True)
 
     return wrapper
 
 
-def async_create(
-    observer: Observer, provider: str, extract: Extract, watcher: Watcher, streams: tuple[type, ...]
-) -> WrapperFn:
+def async_request(observer: Observer, sdk: Sdk) -> WrapperFn:
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        round_ = observer.start(kwargs, provider)
-        if round_ is None:
+        found = _request_of(sdk, args, kwargs) if observer.active else None
+        round_ = observer.start(found[1], found[0].provider) if found is not None else None
+        if found is None or round_ is None:
             return await wrapped(*args, **kwargs)
         try:
             response = await wrapped(*args, **kwargs)
@@ -159,100 +376,7 @@ def async_create(
             round_.finish(None, exc)
             raise
         round_.detach()
-        return _respond(round_, response, extract, watcher, streams, AsyncStreamProxy)
-
-    return wrapper
-
-
-def _snapshot_usage(stream: Any) -> Usage | None:
-    """What the Messages stream helper accumulated (its message_start carries the input counts)."""
-    try:
-        snapshot = stream.current_message_snapshot
-    except Exception:  # nothing read yet: the helper asserts a snapshot exists
-        return None
-    return anthropic_usage(getattr(snapshot, "usage", None))
-
-
-class MessageStreamManagerProxy(wrapt.ObjectProxy[Any]):
-    """``client.messages.stream(...)``: the request goes out on ``__enter__``, so the round starts there."""
-
-    def __init__(self, wrapped: Any, observer: Observer, kwargs: dict[str, Any]) -> None:
-        super().__init__(wrapped)
-        self._self_observer = observer
-        self._self_kwargs = kwargs
-        self._self_round: Round | None = None
-        self._self_stream: Any = None
-
-    def __enter__(self) -> Any:
-        round_ = self._self_observer.start(self._self_kwargs, "anthropic")
-        try:
-            stream = self.__wrapped__.__enter__()
-        except BaseException as exc:
-            if round_ is not None:
-                round_.detach()
-                round_.finish(None, exc)
-            raise
-        if round_ is not None:
-            round_.detach()
-        self._self_round, self._self_stream = round_, stream
-        return stream
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> Any:
-        try:
-            return self.__wrapped__.__exit__(exc_type, exc, tb)
-        finally:
-            if self._self_round is not None:
-                self._self_round.finish(_snapshot_usage(self._self_stream))
-
-
-class AsyncMessageStreamManagerProxy(wrapt.ObjectProxy[Any]):
-    """``async with client.messages.stream(...)``, as :class:`MessageStreamManagerProxy`."""
-
-    def __init__(self, wrapped: Any, observer: Observer, kwargs: dict[str, Any]) -> None:
-        super().__init__(wrapped)
-        self._self_observer = observer
-        self._self_kwargs = kwargs
-        self._self_round: Round | None = None
-        self._self_stream: Any = None
-
-    async def __aenter__(self) -> Any:
-        round_ = self._self_observer.start(self._self_kwargs, "anthropic")
-        try:
-            stream = await self.__wrapped__.__aenter__()
-        except BaseException as exc:
-            if round_ is not None:
-                round_.detach()
-                round_.finish(None, exc)
-            raise
-        if round_ is not None:
-            round_.detach()
-        self._self_round, self._self_stream = round_, stream
-        return stream
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> Any:
-        try:
-            return await self.__wrapped__.__aexit__(exc_type, exc, tb)
-        finally:
-            if self._self_round is not None:
-                self._self_round.finish(_snapshot_usage(self._self_stream))
-
-
-def stream_manager(observer: Observer, proxy: type) -> WrapperFn:
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        manager = wrapped(*args, **kwargs)
-        if not observer.active:
-            return manager
-        try:
-            return proxy(manager, observer, kwargs)
-        except Exception as exc:
-            log_failure("wrapping a message stream", exc)
-            return manager
+        return _respond(round_, response, found[0], sdk, kwargs.get("stream") is True)
 
     return wrapper
 
@@ -263,37 +387,35 @@ def stream_manager(observer: Observer, proxy: type) -> WrapperFn:
 Target = tuple[str, str, Callable[[Observer], WrapperFn]]
 
 
-def openai_targets() -> list[Target]:
-    import openai
+def _types(module: str, *names: str) -> tuple[type, ...]:
+    """The SDK's classes of these names (an older SDK may lack some: those never match)."""
+    try:
+        found = importlib.import_module(module)
+    except ImportError:
+        return (_Never,)
+    return tuple(getattr(found, name, _Never) for name in names)
 
-    streams: tuple[type, ...] = (openai.Stream,)
-    astreams: tuple[type, ...] = (openai.AsyncStream,)
-    chat, responses = _from_response(openai_chat_usage), _from_response(openai_responses_usage)
+
+def _targets(package: str, route: Callable[[str], Route | None]) -> list[Target]:
+    """Both clients' ``request`` of one SDK: every call that reaches the provider passes there."""
+    importlib.import_module(package)  # ImportError: not installed, not instrumented
+    sdk = Sdk(
+        route=route,
+        streams=_types(package, "Stream"),
+        async_streams=_types(package, "AsyncStream"),
+        raw=_types(f"{package}._legacy_response", "LegacyAPIResponse") + _types(package, "APIResponse"),
+        async_raw=_types(package, "AsyncAPIResponse"),
+    )
+    base = f"{package}._base_client"
     return [
-        ("openai.resources.chat.completions", "Completions.create",
-         lambda o: sync_create(o, "openai", chat, watch_openai_chat, streams)),
-        ("openai.resources.chat.completions", "AsyncCompletions.create",
-         lambda o: async_create(o, "openai", chat, watch_openai_chat, astreams)),
-        ("openai.resources.responses", "Responses.create",
-         lambda o: sync_create(o, "openai-responses", responses, watch_openai_responses, streams)),
-        ("openai.resources.responses", "AsyncResponses.create",
-         lambda o: async_create(o, "openai-responses", responses, watch_openai_responses, astreams)),
-    ]  # fmt: skip
+        (base, "SyncAPIClient.request", lambda o: sync_request(o, sdk)),
+        (base, "AsyncAPIClient.request", lambda o: async_request(o, sdk)),
+    ]
+
+
+def openai_targets() -> list[Target]:
+    return _targets("openai", openai_route)
 
 
 def anthropic_targets() -> list[Target]:
-    import anthropic
-
-    streams: tuple[type, ...] = (anthropic.Stream,)
-    astreams: tuple[type, ...] = (anthropic.AsyncStream,)
-    messages = _from_response(anthropic_usage)
-    return [
-        ("anthropic.resources.messages", "Messages.create",
-         lambda o: sync_create(o, "anthropic", messages, watch_anthropic, streams)),
-        ("anthropic.resources.messages", "AsyncMessages.create",
-         lambda o: async_create(o, "anthropic", messages, watch_anthropic, astreams)),
-        ("anthropic.resources.messages", "Messages.stream",
-         lambda o: stream_manager(o, MessageStreamManagerProxy)),
-        ("anthropic.resources.messages", "AsyncMessages.stream",
-         lambda o: stream_manager(o, AsyncMessageStreamManagerProxy)),
-    ]  # fmt: skip
+    return _targets("anthropic", anthropic_route)

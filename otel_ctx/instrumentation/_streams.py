@@ -3,11 +3,13 @@
 The proxy passes every chunk through as it arrives (nothing is buffered), answers
 ``isinstance`` as the SDK's stream class, works as a (async) context manager, and
 watches each chunk only for the provider's usage. When the stream ends, is closed or
-fails, the round is finished once.
+fails, the round is finished once; a stream the agent stops reading and never closes
+finishes it when it is garbage-collected (or at exit), with the usage it saw.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -21,7 +23,9 @@ from otel_ctx.telemetry.emitter import log_failure
 Watcher = Callable[[Any, Usage | None], Usage | None]
 
 
-class _Watch:
+class Watch:
+    """The usage a round's answer reported so far; shared by a raw response and the stream it parses to."""
+
     __slots__ = ("round", "usage", "watcher")
 
     def __init__(self, round_: Round, watcher: Watcher) -> None:
@@ -44,9 +48,11 @@ class _Watch:
 class StreamProxy(wrapt.ObjectProxy[Any]):
     """A synchronous SDK stream (``openai.Stream``, ``anthropic.Stream``), watched."""
 
-    def __init__(self, wrapped: Any, round_: Round, watcher: Watcher) -> None:
+    def __init__(self, wrapped: Any, watch: Watch) -> None:
         super().__init__(wrapped)
-        self._self_watch = _Watch(round_, watcher)
+        self._self_watch = watch
+        # Not the proxy itself (it would never be collected): the watch, which ends the round.
+        weakref.finalize(self, watch.done)
 
     def __iter__(self) -> StreamProxy:
         return self
@@ -85,9 +91,11 @@ class StreamProxy(wrapt.ObjectProxy[Any]):
 class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
     """An asynchronous SDK stream (``openai.AsyncStream``, ``anthropic.AsyncStream``), watched."""
 
-    def __init__(self, wrapped: Any, round_: Round, watcher: Watcher) -> None:
+    def __init__(self, wrapped: Any, watch: Watch) -> None:
         super().__init__(wrapped)
-        self._self_watch = _Watch(round_, watcher)
+        self._self_watch = watch
+        # Not the proxy itself (it would never be collected): the watch, which ends the round.
+        weakref.finalize(self, watch.done)
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
