@@ -12,6 +12,9 @@ provides one defines a module-level ``ADAPTER`` instance.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +24,9 @@ from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.model import Block, RequestModel, Turn
 from otel_ctx.engine.tokens import TokenCounter
 from otel_ctx.engine.tokens import to_json as _engine_json
+
+#: A PDF page object (``/Type /Page``, not the ``/Pages`` tree).
+_PAGE = re.compile(rb"/Type\s*/Page[^s]")
 
 #: Cuts a tool result's text to the policy's cap (the identity when nothing is capped).
 CapText = Callable[[str], str]
@@ -143,3 +149,16 @@ def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) ->
     items = reading.items
     kept = reading.model.item_indexes(fitted.turns)
     return [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
+
+
+def pdf_pages(data: str | bytes) -> int:
+    """Pages of a PDF (base64 text, or the raw bytes an SDK holds), read from its page objects;
+    at least one. Dialects that bill per page count them offline this way."""
+    if isinstance(data, str):
+        try:
+            raw = base64.b64decode(data, validate=False)
+        except (binascii.Error, ValueError):
+            return 1
+    else:
+        raw = bytes(data)
+    return max(1, len(_PAGE.findall(raw)))

@@ -54,10 +54,10 @@ def parse_request(label: str, text: str) -> ChatRequest:
             f"{label}: expected a JSON object (a request body with 'messages' or 'input'), "
             f"got {_json_type(body)}"
         )
-    if "messages" not in body and "input" not in body:
+    if "messages" not in body and "input" not in body and "contents" not in body:
         raise CliError(
-            f"{label}: no 'messages' or 'input' key; expected a Chat Completions, Responses "
-            "or Anthropic Messages body"
+            f"{label}: no 'messages', 'input' or 'contents' key; expected a Chat Completions, Responses, "
+            "Anthropic Messages or Gemini generate_content body"
         )
     messages = body.get("messages", [])
     if not isinstance(messages, list):
