@@ -1,9 +1,10 @@
-"""Zero-code instrumentation: every OpenAI and Anthropic SDK call becomes a budget round.
+"""Zero-code instrumentation: every OpenAI, Anthropic and Google Gen AI call becomes a budget round.
 
 ``opentelemetry-instrument python agent.py`` finds :class:`OtelCtxInstrumentor` through
 the ``opentelemetry_instrumentor`` entry point; in code, ``otel_ctx.instrument()`` does
 the same. Each call to ``chat.completions.create``, ``responses.create``,
-``messages.create`` or ``messages.stream`` (sync or async, streamed or not) is measured
+``messages.create`` or ``messages.stream``, and each request Google Gen AI's
+``models.generate_content`` / ``generate_content_stream`` send (sync or async, streamed or not) is measured
 as sent, emitted as a ``context_budget.observe`` span with the breakdown and its
 metrics, and, when the provider reports usage, fed back into the estimate's
 calibration. The call itself is never changed.
@@ -34,6 +35,7 @@ from otel_ctx.instrumentation._config import (
 from otel_ctx.instrumentation._context import current_task, task
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
+from otel_ctx.instrumentation.google_genai import google_targets
 from otel_ctx.models import ENV_MODELS, ModelTable
 from otel_ctx.telemetry.emitter import Emitter, default_emitter
 
@@ -52,7 +54,7 @@ CONFIG_KEYS = (
 
 
 class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Observe-only wrappers for the OpenAI and Anthropic SDKs and a global LangChain handler.
+    """Observe-only wrappers for the OpenAI, Anthropic and Google Gen AI SDKs and a global LangChain handler.
 
     ``instrument(tracer_provider=..., meter_provider=..., policies=..., ...)``; each SDK
     that is installed is wrapped, the others are skipped. ``uninstrument()`` puts the
@@ -78,7 +80,11 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         observer = Observer(config, emitter)
         self._observer = observer
         self._patched = []
-        for sdk, targets in (("openai", openai_targets), ("anthropic", anthropic_targets)):
+        for sdk, targets in (
+            ("openai", openai_targets),
+            ("anthropic", anthropic_targets),
+            ("google-genai", google_targets),
+        ):
             try:
                 found = targets()
             except ImportError:
