@@ -36,6 +36,7 @@ from otel_ctx.instrumentation._context import current_task, task
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
 from otel_ctx.instrumentation.google_genai import google_targets
+from otel_ctx.instrumentation.litellm import litellm_targets
 from otel_ctx.models import ENV_MODELS, ModelTable
 from otel_ctx.telemetry.emitter import Emitter, default_emitter
 
@@ -61,7 +62,7 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     SDKs' own methods back.
     """
 
-    _patched: list[tuple[type, str, Any]]
+    _patched: list[tuple[Any, str, Any]]
     _observer: Observer | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -84,6 +85,7 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             ("openai", openai_targets),
             ("anthropic", anthropic_targets),
             ("google-genai", google_targets),
+            ("litellm", litellm_targets),
         ):
             try:
                 found = targets()
@@ -101,8 +103,10 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 attach_globally(observer)
 
     def _wrap(self, module: str, name: str, wrapper: WrapperFn) -> None:
-        class_name, method = name.split(".")
-        owner = getattr(importlib.import_module(module), class_name)
+        # "Class.method", or a module-level function's bare name (LiteLLM's entry points).
+        class_name, _, method = name.rpartition(".")
+        found = importlib.import_module(module)
+        owner = getattr(found, class_name) if class_name else found
         wrapt.wrap_function_wrapper(owner, method, wrapper)
         self._patched.append((owner, method, wrapper))
 

@@ -69,6 +69,12 @@ class FrameworkCall:
 FRAMEWORK_CALL: ContextVar[FrameworkCall | None] = ContextVar("otel_ctx_framework_call", default=None)
 
 
+#: True while a call is observed by a layer above the provider SDKs (LiteLLM, which sends
+#: ``openai/…`` models through the openai SDK): the SDK wrappers inside it stand down, so one
+#: request is one round whichever layers it passes through.
+OBSERVED_ABOVE: ContextVar[bool] = ContextVar("otel_ctx_observed_above", default=False)
+
+
 class Conversations:
     """Round numbers per conversation: the Nth call of a conversation is round N.
 
@@ -201,7 +207,7 @@ class Observer:
         ``framework`` marks a round a framework's callback reports after the fact (with the
         ``start_time`` and ``parent`` context it saw when the call began).
         """
-        if not self.active:
+        if not self.active or OBSERVED_ABOVE.get():
             return None
         try:
             if not framework:
