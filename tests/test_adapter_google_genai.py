@@ -225,3 +225,22 @@ def test_the_cli_measures_a_gemini_body_with_provider_google(tmp_path: Path) -> 
     data = json.loads(proc.stdout)
     assert data["provider"] == "google"
     assert data["breakdown"]["system_prompt"] > 0
+
+
+def test_exchanges_calling_the_same_function_are_dropped_one_by_one() -> None:
+    contents: list[Any] = [{"role": "user", "parts": [{"text": "Where is my parcel?"}]}]
+    for day in range(8):  # Gemini calls carry no id: the same name in every exchange
+        contents += [
+            {"role": "model", "parts": [{"function_call": {"name": "get_scans", "args": {"day": day}}}]},
+            {
+                "role": "user",
+                "parts": [
+                    {"function_response": {"name": "get_scans", "response": {"output": "scan " * 300}}}
+                ],
+            },
+        ]
+    result = _fitter(context_length=2_000).fit_request({"contents": contents})
+    assert result.outcome == "compacted"
+    assert 0 < result.dropped_turns < 8
+    sent = result.request["contents"]
+    assert sent[0] is contents[0] and sent[-1] is contents[-1] and sent[-2] is contents[-2]

@@ -107,6 +107,7 @@ def test_every_request_is_a_round_with_its_usage_sync_async_and_streamed(
     assert [s.attributes[n.USAGE_INPUT_TOKENS] for s in rounds] == [400, 410, 420, 430]  # type: ignore[index]
     first = rounds[0].attributes
     assert first[n.USAGE_CACHED_INPUT_TOKENS] == 100  # type: ignore[index]
+    assert first[n.CONTEXT_LENGTH] == 1_048_576  # the shipped model table's Gemini window  # type: ignore[index]
     assert first[n.MODEL] == MODEL  # type: ignore[index]
     assert rounds[1].attributes[n.MODEL] == MODEL  # "models/..." read as the bare id  # type: ignore[index]
     assert first[n.RESERVED_OUTPUT] == 300  # the config's max_output_tokens  # type: ignore[index]

@@ -418,8 +418,11 @@ class GoogleGenAIAdapter(Adapter):
                     role,  # type: ignore[arg-type]
                     parts,
                     0,
-                    calls=tuple(calls),
-                    answers=tuple(answers),
+                    # Calls are matched within their exchange, by id or (usually) by name: the
+                    # exchange's position makes them unique, so two exchanges calling the same
+                    # function stay two units the fit may drop apart.
+                    calls=tuple(f"{start}:{c}" for c in calls),
+                    answers=tuple(f"{start}:{a}" for a in answers),
                     has_user_text=has_user_text,
                 )
             )
