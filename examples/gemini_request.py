@@ -4,7 +4,9 @@ from google.genai import types
 
 from otel_ctx import BudgetPolicy, ContextFitter
 
-policy = BudgetPolicy(context_length=1_048_576, request_limit=6_000, reserved_output=1_024, tool_result_cap=800)
+policy = BudgetPolicy(
+    context_length=1_048_576, request_limit=6_000, reserved_output=1_024, tool_result_cap=800
+)
 fitter = ContextFitter(policy, model="gemini-2.5-flash")
 config = types.GenerateContentConfig(
     system_instruction="You are Sundry's support agent.",
@@ -27,7 +29,10 @@ for day in range(1, 9):  # the agent asked for the scans eight times; each answe
     scans = " ".join(f"2026-10-{day:02d} hub-{hub} scanned" for hub in range(300))
     contents += [
         types.Content(role="model", parts=[types.Part(function_call=call)]),  # response.candidates[0].content
-        {"role": "user", "parts": [{"function_response": {"name": "get_scans", "response": {"output": scans}}}]},
+        {
+            "role": "user",
+            "parts": [{"function_response": {"name": "get_scans", "response": {"output": scans}}}],
+        },
     ]
 body = {"model": "gemini-2.5-flash", "contents": contents, "config": config}
 

@@ -29,7 +29,7 @@ otel_ctx.uninstrument()
 
 (span,) = spans.get_finished_spans()
 a = span.attributes
-print(span.name, "| dialect:", a["context_budget.provider"], "| routed to:", a["context_budget.routed_provider"])
+print(span.name, "| dialect:", a["context_budget.provider"], "| to:", a["context_budget.routed_provider"])
 print("model:", a["context_budget.model"], "| window:", a["context_budget.context_length"])
 print("reserved output:", a["context_budget.reserved_output"], "| round:", a["context_budget.round"])
 print("system prompt in transcript:", a["context_budget.system_prompt_in_transcript"])

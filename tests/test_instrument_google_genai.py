@@ -189,3 +189,15 @@ def test_uninstrument_restores_the_sdks_own_methods() -> None:
     assert all(models.Models.__dict__[m] is not f for m, f in before.items())
     oi.uninstrument()
     assert all(models.Models.__dict__[m] is f for m, f in before.items())
+
+
+def test_a_chat_session_is_observed_request_by_request(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    c = client(fake_provider)
+    chat = c.chats.create(model=MODEL, config=types.GenerateContentConfig(system_instruction="Be kind."))
+    chat.send_message("Where is my parcel?")
+    chat.send_message("And the invoice?")
+    first, second = instrumented.rounds()
+    assert [first.attributes[n.ROUND], second.attributes[n.ROUND]] == [1, 2]  # type: ignore[index]
+    assert second.attributes[n.ESTIMATED_TOKENS] > first.attributes[n.ESTIMATED_TOKENS]  # type: ignore[index]
