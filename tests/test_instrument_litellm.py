@@ -8,7 +8,6 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the bundled price map: no download
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -74,10 +73,10 @@ def _calls(fake: FakeProvider) -> list[Callable[[], Any]]:
 
 
 def _bodies(fake: FakeProvider) -> list[tuple[str, Any]]:
-    return [(r.path, json.loads(r.body)) for r in fake.requests]
+    return [(r.path, r.body) for r in fake.requests]
 
 
-def test_one_round_per_request_and_the_same_requests_with_and_without_instrumentation(
+def test_one_round_per_request_and_byte_identical_requests_with_and_without_instrumentation(
     fake_provider: FakeProvider,
 ) -> None:
     for call in _calls(fake_provider):
