@@ -219,12 +219,14 @@ def test_the_cli_measures_a_gemini_body_with_provider_google(tmp_path: Path) -> 
     path = tmp_path / "gemini.json"
     rest = _body()
     rest["systemInstruction"] = {"parts": [{"text": rest.pop("config")["system_instruction"]}]}
+    rest["generationConfig"] = {"maxOutputTokens": 321}
     path.write_text(json.dumps(rest))
     proc = cli("fit", str(path), "--provider", "google", "--measure", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["provider"] == "google"
     assert data["breakdown"]["system_prompt"] > 0
+    assert data["policy"]["reserved_output"] == 321  # the body's generationConfig.maxOutputTokens
 
 
 def test_exchanges_calling_the_same_function_are_dropped_one_by_one() -> None:

@@ -77,6 +77,11 @@ def parse_request(label: str, text: str) -> ChatRequest:
             raise CliError(f"{label}: {key!r} must be a non-negative integer, got {value!r}")
         max_out = value
         break
+    if max_out is None and "contents" in body:
+        # Gemini keeps it in the config (generationConfig in the REST body).
+        from otel_ctx.adapters.google_genai import requested_output
+
+        max_out = requested_output(body)
     return ChatRequest(label, body, messages, tools, model, max_out)
 
 
