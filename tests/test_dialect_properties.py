@@ -315,7 +315,9 @@ def gemini_bodies(draw: st.DrawFn) -> dict[str, Any]:
     config: dict[str, Any] = {"tools": GEMINI_TOOLS}
     if draw(st.booleans()):
         config["system_instruction"] = draw(text)
-    return {"model": "gemini-2.5-flash", "contents": contents, "config": config}
+    # The SDK's own config type as often as a dict.
+    typed = types.GenerateContentConfig.model_validate(config) if draw(st.booleans()) else config
+    return {"model": "gemini-2.5-flash", "contents": contents, "config": typed}
 
 
 @settings(max_examples=150, deadline=None)
