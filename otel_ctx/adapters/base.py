@@ -83,7 +83,7 @@ class Fitted:
 class Adapter(ABC):
     """One provider dialect, both ways."""
 
-    #: The provider name callers pass (``"openai"``, ``"openai-responses"``, ``"anthropic"``).
+    #: The provider name callers pass (``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"google"``).
     provider: ClassVar[str]
     #: True when the counts are the provider's own (its tokenizer is available offline).
     exact: ClassVar[bool] = True
