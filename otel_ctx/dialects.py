@@ -30,11 +30,12 @@ _MODULES: dict[str, str] = {
     "openai": "otel_ctx.adapters.openai_chat",
     "openai-responses": "otel_ctx.adapters.openai_responses",
     "anthropic": "otel_ctx.adapters.anthropic",
+    "google": "otel_ctx.adapters.google_genai",
 }
 #: Dialects a bare transcript (``fit(messages)``) may be in, tried in order; Chat
 #: Completions last, as the default.
 _ITEM_MODULES: tuple[str, ...] = ("otel_ctx.adapters.langchain", "otel_ctx.adapters.openai_chat")
-PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic")
+PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "google")
 _loaded: dict[str, Adapter] = {}
 
 

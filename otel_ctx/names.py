@@ -192,8 +192,11 @@ USAGE_INPUT_TOKENS = _P + "usage.input_tokens"
 USAGE_OUTPUT_TOKENS = _P + "usage.output_tokens"
 USAGE_CACHED_INPUT_TOKENS = _P + "usage.cached_input_tokens"
 USAGE_CACHE_CREATION_INPUT_TOKENS = _P + "usage.cache_creation_input_tokens"
-#: ``openai`` (Chat Completions), ``openai-responses`` or ``anthropic``: the request's dialect.
+#: ``openai`` (Chat Completions), ``openai-responses``, ``anthropic`` or ``google``: the request's dialect.
 PROVIDER = _P + "provider"
+#: The provider a router (LiteLLM) sends the call to, when it is not the dialect's own
+#: (``anthropic`` for ``litellm.completion(model="anthropic/claude-…")``).
+ROUTED_PROVIDER = _P + "routed_provider"
 #: Sentry's GenAI conventions for a generation span: set on the provider call's span when
 #: otel-ctx runs inside it (the window, and the share of it the call used).
 GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
@@ -279,7 +282,8 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     USAGE_CACHED_INPUT_TOKENS: "Provider-reported input tokens read from its prompt cache (round span).",
     USAGE_CACHE_CREATION_INPUT_TOKENS: "Provider-reported input tokens written to its prompt cache "
     "(round span).",
-    PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses` or `anthropic`.",
+    PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses`, `anthropic` or `google`.",
+    ROUTED_PROVIDER: "The provider LiteLLM routed the call to (`anthropic`, `openai`, ...).",
     GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run and round spans; never on metrics).",
     GEN_AI_CONTEXT_WINDOW_SIZE: "Sentry GenAI: the model's window, on the provider call's span.",
     GEN_AI_CONTEXT_UTILIZATION: "Sentry GenAI: tokens used ÷ window, on the provider call's span.",

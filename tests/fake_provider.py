@@ -2,8 +2,10 @@
 
 The SDKs are used exactly as an agent uses them, with ``base_url`` pointed here:
 OpenAI Chat Completions (``POST /v1/chat/completions``), OpenAI Responses
-(``POST /v1/responses``) and Anthropic Messages (``POST /v1/messages``), each plain
-or streamed as server-sent events. Every request is recorded byte for byte, so a test
+(``POST /v1/responses``), Anthropic Messages (``POST /v1/messages``) and Gemini
+(``POST /v1/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``,
+as the Gemini API answers them, with ``usageMetadata``), each plain or streamed as
+server-sent events. Every request is recorded byte for byte, so a test
 can prove that instrumentation sent the same body it would have sent without it.
 
 Replies come from a queue of :class:`Reply` (default: a short text answer). A reply
@@ -82,6 +84,11 @@ class FakeProvider:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
+    def gemini_url(self) -> str:
+        """``http_options.base_url`` for ``google.genai.Client`` (it appends ``/v1beta/models/...``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
     def anthropic_url(self) -> str:
         """``base_url`` for ``anthropic.Anthropic`` (it appends ``/v1/messages``)."""
         return f"http://127.0.0.1:{self.port}"
@@ -140,6 +147,11 @@ class FakeProvider:
             payload: dict[str, Any] = {"error": {"message": f"fake {reply.status}", "type": kind}}
             if path.endswith("/messages"):
                 payload = {"type": "error", "error": {"type": kind, "message": f"fake {reply.status}"}}
+            if path.endswith(("generateContent", "GenerateContent")):
+                status = "INVALID_ARGUMENT" if reply.status < 500 else "INTERNAL"
+                payload = {
+                    "error": {"code": reply.status, "message": f"fake {reply.status}", "status": status}
+                }
             return self._send_json(h, reply.status, payload)
         usage_in = reply.input_tokens if reply.input_tokens is not None else self.usage_for(body)
         stream = bool(body.get("stream"))
@@ -156,6 +168,10 @@ class FakeProvider:
             if stream:
                 return self._send_sse(h, _anthropic_events(body, reply, n, usage_in))
             return self._send_json(h, 200, _anthropic_message(body, reply, n, usage_in))
+        if path.endswith(":generateContent"):
+            return self._send_json(h, 200, _gemini_response(path, reply, n, usage_in))
+        if path.endswith(":streamGenerateContent"):
+            return self._send_sse(h, _gemini_chunks(path, reply, n, usage_in))
         return self._send_json(h, 404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
     @staticmethod
@@ -402,6 +418,63 @@ def _anthropic_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterato
         },
     )
     yield "message_stop", {"type": "message_stop"}
+
+
+# -- Gemini generateContent ------------------------------------------------------------------
+
+
+def _gemini_model(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(":", 1)[0]
+
+
+def _gemini_usage(reply: Reply, usage_in: int, output: int) -> dict[str, Any]:
+    """``promptTokenCount`` includes the cached tokens (``cachedContentTokenCount`` is part of it)."""
+    usage: dict[str, Any] = {
+        "promptTokenCount": usage_in,
+        "candidatesTokenCount": output,
+        "totalTokenCount": usage_in + output,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": usage_in}],
+    }
+    if reply.cached_tokens:
+        usage["cachedContentTokenCount"] = reply.cached_tokens
+    return usage
+
+
+def _gemini_parts(reply: Reply) -> list[dict[str, Any]]:
+    if reply.tool_calls:
+        return [{"functionCall": {"name": name, "args": json.loads(args)}} for name, args in reply.tool_calls]
+    return [{"text": reply.text}]
+
+
+def _gemini_response(path: str, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": _gemini_parts(reply)}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": _gemini_usage(reply, usage_in, reply.output_tokens),
+        "modelVersion": _gemini_model(path),
+        "responseId": f"gemini-{n}",
+    }
+
+
+def _gemini_chunks(path: str, reply: Reply, n: int, usage_in: int) -> Iterator[tuple[str | None, Any]]:
+    """Every chunk carries the usage so far (the prompt count from the first); the last one is final."""
+    pieces: list[list[dict[str, Any]]] = (
+        [_gemini_parts(reply)] if reply.tool_calls else [[{"text": w}] for w in _pieces(reply.text)]
+    )
+    for k, parts in enumerate(pieces):
+        last = k == len(pieces) - 1
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if last:
+            candidate["finishReason"] = "STOP"
+        chunk: dict[str, Any] = {
+            "candidates": [candidate],
+            "modelVersion": _gemini_model(path),
+            "responseId": f"gemini-{n}",
+        }
+        if reply.stream_usage:
+            chunk["usageMetadata"] = _gemini_usage(reply, usage_in, reply.output_tokens if last else k + 1)
+        yield None, chunk
 
 
 def closed_port_url() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from google.genai import types
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionMessage
@@ -15,6 +16,7 @@ from openai.types.responses import ResponseFunctionToolCall
 from openai_rules import chat_violations, responses_violations
 
 from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters.base import as_mapping
 
 WORDS = ["order", "parcel", "refund", "<|endoftext|>", "Übergröße", "📦", "42", "\n", "shelf"]
 text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=40).map(" ".join)
@@ -31,7 +33,10 @@ TOOLS = [
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, default=lambda o: o.model_dump(exclude_none=True), sort_keys=True)
+    def plain(o: Any) -> Any:
+        return o.hex() if isinstance(o, bytes) else o.model_dump(exclude_none=True)
+
+    return json.dumps(value, default=plain, sort_keys=True)
 
 
 def _policies(draw: st.DrawFn) -> BudgetPolicy:
@@ -235,3 +240,90 @@ def test_the_estimate_never_comes_in_under_the_texts_it_carries(case: tuple[list
     floor = sum(fitter.counter.text(s) for s in texts)
     assert fitter.count(msgs) >= floor
     assert fitter.measure(msgs).raw_tokens >= floor
+
+
+# -- Google Gen AI (Gemini generate_content) --------------------------------------------------------
+
+GEMINI_TOOLS = [
+    {
+        "function_declarations": [
+            {
+                "name": "lookup",
+                "description": "Find a thing.",
+                "parameters": {"type": "OBJECT", "properties": {"q": {"type": "STRING"}}},
+            }
+        ]
+    }
+]
+
+
+def gemini_violations(body: dict[str, Any]) -> list[str]:
+    """What the Gemini API refuses: a first content that is not the user's, a function call not
+    answered (by name or id) in the very next user content, a response answering no call."""
+    out: list[str] = []
+    contents = [as_mapping(c) or {} for c in body["contents"]]
+    if contents and (contents[0].get("role") or "user") != "user":
+        out.append("first content is not the user's")
+    open_calls: list[str] = []
+    for i, c in enumerate(contents):
+        parts = [as_mapping(p) or {} for p in c.get("parts") or []]
+        role = c.get("role") or "user"
+        answered = [p["function_response"]["name"] for p in parts if p.get("function_response")]
+        if role == "user":
+            if sorted(answered) != sorted(open_calls):
+                out.append(f"contents[{i}] answers {answered}, open calls {open_calls}")
+            open_calls = []
+        elif open_calls:
+            out.append(f"contents[{i}]: calls {open_calls} never answered")
+        else:
+            open_calls = [p["function_call"]["name"] for p in parts if p.get("function_call")]
+    if open_calls:
+        out.append(f"calls {open_calls} left open")
+    return out
+
+
+@st.composite
+def gemini_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    contents: list[Any] = [{"role": "user", "parts": [{"text": draw(text)}]}]
+    for _ in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["exchange", "tools", "image"]))
+        if kind == "tools":
+            names = [f"lookup_{k}" for k in range(draw(st.integers(1, 3)))]
+            calls = [{"function_call": {"name": n, "args": {"q": draw(text)}}} for n in names]
+            model: Any = {"role": "model", "parts": calls}
+            # An agent loop appends the SDK's own content (response.candidates[0].content) as often as a dict.
+            contents.append(types.Content.model_validate(model) if draw(st.booleans()) else model)
+            answers = [
+                {"function_response": {"name": n, "response": {"output": draw(text)}}}
+                for n in draw(st.permutations(names))
+            ]
+            contents.append({"role": "user", "parts": answers})
+        elif kind == "image":
+            contents.append({"role": "model", "parts": [{"text": draw(text)}]})
+            contents.append(
+                types.Content(
+                    role="user",
+                    parts=[
+                        types.Part(text=draw(text)),
+                        types.Part(inline_data=types.Blob(data=b"\x89PNG", mime_type="image/png")),
+                    ],
+                )
+            )
+        else:
+            contents.append({"role": "model", "parts": [{"text": draw(text)}]})
+            contents.append({"role": "user", "parts": [{"text": draw(text)}]})
+    config: dict[str, Any] = {"tools": GEMINI_TOOLS}
+    if draw(st.booleans()):
+        config["system_instruction"] = draw(text)
+    # The SDK's own config type as often as a dict.
+    typed = types.GenerateContentConfig.model_validate(config) if draw(st.booleans()) else config
+    return {"model": "gemini-2.5-flash", "contents": contents, "config": typed}
+
+
+@settings(max_examples=150, deadline=None)
+@given(gemini_bodies(), st.data())
+def test_gemini_fit_is_always_a_request_gemini_accepts(body: dict[str, Any], data: st.DataObject) -> None:
+    policy = _policies(data.draw)
+    n = len(body["contents"])
+    pins = data.draw(st.lists(st.integers(0, n - 1), max_size=2))
+    _check(body, policy, pins, "contents", gemini_violations)

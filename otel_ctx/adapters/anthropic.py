@@ -26,9 +26,6 @@ can be given to the fitter instead.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +37,7 @@ from otel_ctx.adapters.base import (
     Reading,
     as_mapping,
     kept_items,
+    pdf_pages,
     to_json,
 )
 from otel_ctx.engine.errors import (
@@ -71,7 +69,6 @@ TOOL_USE_SYSTEM_PROMPT_FORCED = 313
 TOKENS_PER_TOOL = 8
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 #: Block types that carry a server tool's result inside the assistant's own message.
-_PAGE = re.compile(rb"/Type\s*/Page[^s]")
 _ROLES = ("user", "assistant")
 
 
@@ -131,7 +128,7 @@ class _Reader:
             data = source.get("data")
             if not isinstance(data, str):
                 raise InvalidMessageError(f"{where}.source.data", "must be a base64 string", index=index)
-            return extra + PDF_PAGE_TOKENS * _pdf_pages(data)
+            return extra + PDF_PAGE_TOKENS * pdf_pages(data)
         return extra + UNKNOWN_DOCUMENT_TOKENS
 
     def blocks(self, content: Any, role: str, where: str, index: int) -> list[Part]:
@@ -289,15 +286,6 @@ class _Reader:
         if new_content is not None:
             self.state.replaced[i] = {**m, "content": new_content}
         return line_role, parts, uses, results, kinds
-
-
-def _pdf_pages(data: str) -> int:
-    """Pages of a base64 PDF (at least one), read from its page objects."""
-    try:
-        raw = base64.b64decode(data, validate=False)
-    except (binascii.Error, ValueError):
-        return 1
-    return max(1, len(_PAGE.findall(raw)))
 
 
 def _cap_content(content: Any, cap: Any) -> Any:

@@ -15,6 +15,9 @@ registry in :mod:`otel_ctx.dialects` finds it by provider name.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,8 +37,12 @@ __all__ = [
     "Reading",
     "as_mapping",
     "kept_items",
+    "pdf_pages",
     "to_json",
 ]
+
+#: A PDF page object (``/Type /Page``, not the ``/Pages`` tree).
+_PAGE = re.compile(rb"/Type\s*/Page[^s]")
 
 #: What a JSON array may arrive as: a caller builds messages, content parts and tools as lists or
 #: tuples alike, and the SDKs send both as arrays, so both are read (and billed) the same.
@@ -80,3 +87,16 @@ def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) ->
     items = reading.items
     kept = reading.model.item_indexes(fitted.turns)
     return [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
+
+
+def pdf_pages(data: str | bytes) -> int:
+    """Pages of a PDF (base64 text, or the raw bytes an SDK holds), read from its page objects;
+    at least one. Dialects that bill per page count them offline this way."""
+    if isinstance(data, str):
+        try:
+            raw = base64.b64decode(data, validate=False)
+        except (binascii.Error, ValueError):
+            return 1
+    else:
+        raw = bytes(data)
+    return max(1, len(_PAGE.findall(raw)))

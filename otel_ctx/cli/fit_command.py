@@ -33,7 +33,8 @@ DEFAULT_CONTEXT_LENGTH = 128_000
 
 HELP = """\
 Fit or measure one request body: OpenAI Chat Completions (messages), OpenAI Responses (input, \
-instructions) or Anthropic Messages (messages, system), with its tools.
+instructions), Anthropic Messages (messages, system) or Gemini generate_content (contents, \
+system_instruction), with its tools.
 
 Prints the breakdown (where the window went, line by line) and what the fit does: cap tool results, \
 drop turns from the middle, or overflow at the pinned floor. With --measure nothing is changed: the \
@@ -56,11 +57,12 @@ the body; --provider names it when the body could be more than one.
 
   otel-ctx fit messages-api.json --provider anthropic --measure
 """
-PROVIDERS = ("openai", "openai-responses", "anthropic")
+PROVIDERS = ("openai", "openai-responses", "anthropic", "google")
 DIALECT_NAMES = {
     "openai": "OpenAI Chat Completions",
     "openai-responses": "OpenAI Responses",
     "anthropic": "Anthropic Messages",
+    "google": "Google Gen AI (Gemini generate_content)",
 }
 
 
@@ -96,8 +98,8 @@ def fit(
     provider: Annotated[
         str | None,
         typer.Option(
-            help="The body's dialect: openai (Chat Completions), openai-responses or anthropic "
-            "(default: read from the body)."
+            help="The body's dialect: openai (Chat Completions), openai-responses, anthropic or "
+            "google (Gemini generate_content) (default: read from the body)."
         ),
     ] = None,
     strategy: Annotated[str, typer.Option(help="Compaction order: middle or oldest.")] = "middle",

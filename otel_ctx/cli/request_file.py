@@ -54,10 +54,10 @@ def parse_request(label: str, text: str) -> ChatRequest:
             f"{label}: expected a JSON object (a request body with 'messages' or 'input'), "
             f"got {_json_type(body)}"
         )
-    if "messages" not in body and "input" not in body:
+    if "messages" not in body and "input" not in body and "contents" not in body:
         raise CliError(
-            f"{label}: no 'messages' or 'input' key; expected a Chat Completions, Responses "
-            "or Anthropic Messages body"
+            f"{label}: no 'messages', 'input' or 'contents' key; expected a Chat Completions, Responses, "
+            "Anthropic Messages or Gemini generate_content body"
         )
     messages = body.get("messages", [])
     if not isinstance(messages, list):
@@ -77,6 +77,11 @@ def parse_request(label: str, text: str) -> ChatRequest:
             raise CliError(f"{label}: {key!r} must be a non-negative integer, got {value!r}")
         max_out = value
         break
+    if max_out is None and "contents" in body:
+        # Gemini keeps it in the config (generationConfig in the REST body).
+        from otel_ctx.adapters.google_genai import requested_output
+
+        max_out = requested_output(body)
     return ChatRequest(label, body, messages, tools, model, max_out)
 
 

@@ -1,12 +1,14 @@
-"""Zero-code instrumentation: every OpenAI and Anthropic SDK call becomes a budget round.
+"""Zero-code instrumentation: every OpenAI, Anthropic and Google Gen AI call becomes a budget round.
 
 ``opentelemetry-instrument python agent.py`` finds :class:`OtelCtxInstrumentor` through
 the ``opentelemetry_instrumentor`` entry point; in code, ``otel_ctx.instrument()`` does
 the same. Each model request the OpenAI or Anthropic SDK sends (``create``, ``stream``,
-``parse``, their ``beta.*`` twins, raw and streaming responses; sync or async) is
-measured as sent, emitted as a ``context_budget.observe`` span with the breakdown and its
-metrics, and, when the provider reports usage, fed back into the estimate's
-calibration. The call itself is never changed.
+``parse``, their ``beta.*`` twins, raw and streaming responses; sync or async), each
+request Google Gen AI's ``models.generate_content`` / ``generate_content_stream`` send,
+and each LiteLLM ``completion`` / ``responses`` call is measured as sent, emitted as a
+``context_budget.observe`` span with the breakdown and its metrics, and, when the
+provider reports usage, fed back into the estimate's calibration. The call itself is
+never changed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from otel_ctx.instrumentation._config import (
 from otel_ctx.instrumentation._context import carry, current_task, task
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
+from otel_ctx.instrumentation.google_genai import google_targets
+from otel_ctx.instrumentation.litellm import litellm_targets
 from otel_ctx.models import ENV_MODELS, ModelTable
 from otel_ctx.telemetry.emitter import Emitter, default_emitter
 
@@ -52,14 +56,14 @@ CONFIG_KEYS = (
 
 
 class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Observe-only wrappers for the OpenAI and Anthropic SDKs and a global LangChain handler.
+    """Observe-only wrappers for the OpenAI, Anthropic and Google Gen AI SDKs and a global LangChain handler.
 
     ``instrument(tracer_provider=..., meter_provider=..., policies=..., ...)``; each SDK
     that is installed is wrapped, the others are skipped. ``uninstrument()`` puts the
     SDKs' own methods back.
     """
 
-    _patched: list[tuple[type, str, Any]]
+    _patched: list[tuple[Any, str, Any]]
     _observer: Observer | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -78,7 +82,12 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         observer = Observer(config, emitter)
         self._observer = observer
         self._patched = []
-        for sdk, targets in (("openai", openai_targets), ("anthropic", anthropic_targets)):
+        for sdk, targets in (
+            ("openai", openai_targets),
+            ("anthropic", anthropic_targets),
+            ("google-genai", google_targets),
+            ("litellm", litellm_targets),
+        ):
             try:
                 found = targets()
             except ImportError:
@@ -95,8 +104,10 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 attach_globally(observer)
 
     def _wrap(self, module: str, name: str, wrapper: WrapperFn) -> None:
-        class_name, method = name.split(".")
-        owner = getattr(importlib.import_module(module), class_name)
+        # "Class.method", or a module-level function's bare name (LiteLLM's entry points).
+        class_name, _, method = name.rpartition(".")
+        found = importlib.import_module(module)
+        owner = getattr(found, class_name) if class_name else found
         wrapt.wrap_function_wrapper(owner, method, wrapper)
         self._patched.append((owner, method, wrapper))
 

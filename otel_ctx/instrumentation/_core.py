@@ -69,6 +69,12 @@ class FrameworkCall:
 FRAMEWORK_CALL: ContextVar[FrameworkCall | None] = ContextVar("otel_ctx_framework_call", default=None)
 
 
+#: True while a call is observed by a layer above the provider SDKs (LiteLLM, which sends
+#: ``openai/…`` models through the openai SDK): the SDK wrappers inside it stand down, so one
+#: request is one round whichever layers it passes through.
+OBSERVED_ABOVE: ContextVar[bool] = ContextVar("otel_ctx_observed_above", default=False)
+
+
 class Conversations:
     """Round numbers per conversation: the Nth call of a conversation is round N.
 
@@ -94,21 +100,24 @@ class Conversations:
 
 
 _ANSWER_ITEMS = frozenset({"function_call", "reasoning"})
+#: The model's own turns: ``assistant``, and ``model`` in Gemini's contents.
+_ANSWER_ROLES = frozenset({"assistant", "model"})
 
 
 def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
     """Answers already in the transcript: without a conversation id, the round is this plus one."""
-    items = body.get("input") if provider == "openai-responses" else body.get("messages")
+    key = "input" if provider == "openai-responses" else "contents" if provider == "google" else "messages"
+    items = body.get(key)
     if not isinstance(items, (list, tuple)):
         return 0
     turns = 0
     previous_was_answer = False
     for item in items:
         if item.__class__ is dict or isinstance(item, Mapping):
-            answer = item.get("role") == "assistant" or item.get("type") in _ANSWER_ITEMS
+            answer = item.get("role") in _ANSWER_ROLES or item.get("type") in _ANSWER_ITEMS
         else:
             answer = (
-                getattr(item, "role", None) == "assistant" or getattr(item, "type", None) in _ANSWER_ITEMS
+                getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
             )
         if answer and not previous_was_answer:
             turns += 1
@@ -117,6 +126,11 @@ def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
 
 
 def _requested_output(body: Mapping[str, Any]) -> int | None:
+    config = body.get("config")  # Google Gen AI keeps it in the call's config (a dict or the SDK's type)
+    if config is not None:
+        found = config.get("max_output_tokens") if isinstance(config, Mapping) else None
+        found = getattr(config, "max_output_tokens", None) if found is None else found
+        body = {"max_output_tokens": found, **body}
     for key in _OUTPUT_LIMITS:
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -193,7 +207,7 @@ class Observer:
         ``framework`` marks a round a framework's callback reports after the fact (with the
         ``start_time`` and ``parent`` context it saw when the call began).
         """
-        if not self.active:
+        if not self.active or OBSERVED_ABOVE.get():
             return None
         try:
             if not framework:
