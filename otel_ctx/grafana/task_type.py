@@ -9,11 +9,11 @@ from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from otel_ctx import names
-from otel_ctx.presets import SUPPORT_DESK_TOOL_RESULT_CAP
 from otel_ctx.grafana import conventions
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
+from otel_ctx.presets import SUPPORT_DESK_TOOL_RESULT_CAP
 
 UID = conventions.TASK_TYPE_UID
 TITLE = "otel-ctx · Task type drill-down"
