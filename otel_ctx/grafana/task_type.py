@@ -384,4 +384,5 @@ def build() -> dash_b.Dashboard:
             ("Distributions by round (native histograms)", _distributions()),
         ],
     )
-    return board.with_variable(_tool_result_cap_variable())
+    built: dash_b.Dashboard = board.with_variable(_tool_result_cap_variable())
+    return built
