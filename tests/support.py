@@ -146,6 +146,9 @@ def registry_series() -> set[str]:
 
 
 def _value(sample: dict[str, Any]) -> float:
+    """A sample's number; a native histogram's (a heatmap's rate, a recorded native rate) is its count."""
+    if "histogram" in sample:
+        return float(sample["histogram"][1]["count"])
     return float(sample["value"][1])
 
 

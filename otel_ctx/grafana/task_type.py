@@ -257,6 +257,12 @@ DISTRIBUTION_LINES: tuple[str, ...] = tuple(c for c in names.LINE_COMPONENTS if 
 TOOL_RESULTS = names.transcript_role_component("tool")
 
 
+def _known(expr: str) -> str:
+    """``expr >= 0``: drops the NaN a native histogram's quantile or fraction is in an interval
+    with no request (a round no run reached), which would show as a number in some panels."""
+    return f"{expr} >= 0"
+
+
 def _line_heatmap(line: str) -> heatmap.Panel:
     by_round = q.distribution_rate(names.LINE_TOKENS, [q.ROUND], **{q.COMPONENT: line})
     built: heatmap.Panel = (
@@ -269,7 +275,7 @@ def _line_heatmap(line: str) -> heatmap.Panel:
             "a cell far darker than its neighbours is the round where the line blew up."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(f"histogram_quantile(0.95, {by_round})", p.legend(q.ROUND))))
+        .targets(p.targets(p.query(f"{_known(f'histogram_quantile(0.95, {by_round})')}", p.legend(q.ROUND))))
         .calculate(False)
         .no_value(NEEDS_DISTRIBUTIONS)
         .span(6)
@@ -294,8 +300,10 @@ def _distributions() -> list[p.PanelBuilder]:
             p.targets(
                 *(
                     p.query(
-                        f"histogram_quantile({quantile}, "
-                        f"{q.distribution_rate(names.LINE_TOKENS, [q.COMPONENT], **lines)})",
+                        _known(
+                            f"histogram_quantile({quantile}, "
+                            f"{q.distribution_rate(names.LINE_TOKENS, [q.COMPONENT], **lines)})"
+                        ),
                         f"p{round(quantile * 100)} {p.legend(q.COMPONENT)}",
                     )
                     for quantile in (0.5, 0.95, 0.99)
@@ -326,7 +334,7 @@ def _distributions() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})",
+                    _known(f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})"),
                     "share over the cap",
                 )
             )
@@ -349,7 +357,7 @@ def _distributions() -> list[p.PanelBuilder]:
             "fuller). The round where the rows reach 100% is where compaction starts."
         )
         .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(f"histogram_quantile(0.95, {by_round})", p.legend(q.ROUND))))
+        .targets(p.targets(p.query(f"{_known(f'histogram_quantile(0.95, {by_round})')}", p.legend(q.ROUND))))
         .calculate(False)
         .no_value(NEEDS_DISTRIBUTIONS)
         .span(6)
