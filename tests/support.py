@@ -153,8 +153,11 @@ def _value(sample: dict[str, Any]) -> float:
 
 
 def needs_distributions(expr: str) -> bool:
-    """True when a query reads the per-round distributions (native histograms only)."""
-    return any(m.prometheus in expr for m in names.DISTRIBUTIONS)
+    """True when a query reads only the per-round distributions (native histograms only), not a
+    classic series beside them as a fallback."""
+    return any(m.prometheus in expr for m in names.DISTRIBUTIONS) and not any(
+        m.prometheus in expr for m in names.METRICS
+    )
 
 
 def assert_panel_queries_answer(query: Query, *, distributions: bool = False) -> None:

@@ -39,9 +39,7 @@ METRIC_OF = {
 #: Recording rules over native histograms. promtool's unit tests cannot load a native
 #: histogram series (not in Prometheus 2.42's test notation): test_e2e_native checks these on a
 #: real Prometheus fed by the Collector.
-NATIVE_RECORDS = {names.recorded(m) for m in names.ALL_METRICS if m.kind == "histogram"} | {
-    names.recorded(names.LINE_TOKENS, "_sum")
-}
+NATIVE_RECORDS = alerts.NATIVE_RECORDS
 
 
 def _group() -> list[dict[str, Any]]:

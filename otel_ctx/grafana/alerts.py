@@ -133,6 +133,15 @@ def _labels(metric: names.Metric, *extra: str) -> tuple[str, ...]:
     return (q.JOB, *(names.prometheus_label(a) for a in metric.attributes), *extra)
 
 
+#: The recording rules over native histograms (exponential buckets pushed over OTLP): where
+#: metrics are scraped from the SDK (classic buckets) they hold nothing, and the classic ones
+#: hold nothing where histograms are native.
+NATIVE_RECORDS: frozenset[str] = frozenset(
+    {names.recorded(m) for m in names.ALL_METRICS if m.kind == "histogram"}
+    | {names.recorded(names.LINE_TOKENS, "_sum")}
+)
+
+
 def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
     """The rates the alerts and the dashboards' over-time panels read, summed over processes.
 
