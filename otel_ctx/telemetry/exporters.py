@@ -42,7 +42,7 @@ DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
 ENV_HISTOGRAM_AGGREGATION = "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"
 EXPONENTIAL_HISTOGRAM = "base2_exponential_bucket_histogram"
 #: Buckets per exponential histogram point (the SDK's default). The scale drops until a point's
-#: range fits: 160 buckets over 1..100,000 tokens still leave each bucket 7% wide at most.
+#: range fits: 160 buckets over 1..100,000 tokens still leave each bucket 9% wide at most.
 EXPONENTIAL_MAX_SIZE = 160
 #: The finest scale recorded: Prometheus's native histograms go no finer (buckets 0.27% wide),
 #: so a finer one is only scaled down on the way. The Collector's remote-write translator
