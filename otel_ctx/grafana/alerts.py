@@ -467,8 +467,10 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
                     f"Prometheus has no {names.FITS.prometheus} series for {s.absent_window}, so the "
                     "overflow and utilization alerts cannot fire.\nCheck in order: the agents are "
                     "running and call otel_ctx.configure() (exporter and OTEL_EXPORTER_OTLP_ENDPOINT); "
-                    "the OpenTelemetry Collector is up and its prometheus exporter is scraped "
-                    "(Prometheus Status > Targets); the scrape keeps the job label (honor_labels).\n"
+                    "the OpenTelemetry Collector is up and its metrics reach Prometheus (its remote "
+                    "write: Prometheus runs with --web.enable-remote-write-receiver, the Collector logs "
+                    "no export errors; or, scraping its prometheus exporter, Status > Targets shows it "
+                    "up and the scrape keeps the job label with honor_labels).\n"
                     f"{overview.capitalize()} goes empty at the same time."
                 ),
                 "dashboard": dashboard_link(s, service=False, task_type=False),
