@@ -224,7 +224,7 @@ def test_prometheus_takes_the_collectors_remote_write_and_scrapes_no_second_copy
     config: dict[str, Any],
 ) -> None:
     collector_cfg = _load(STACK / "otelcol.yaml")
-    remote_write = collector_cfg["exporters"]["prometheusremotewrite"]
+    remote_write = collector_cfg["exporters"]["prometheus_remote_write"]
     assert _host_port(remote_write["endpoint"]) == ("prometheus", 9090)
     assert urlsplit(remote_write["endpoint"]).path == "/api/v1/write"
     # Parallel senders could deliver a series' samples out of order (rejected by Prometheus).
@@ -284,7 +284,7 @@ def test_collector_receives_otlp_and_exports_traces_to_jaeger_and_openmetrics(co
     assert _host_port(cfg["exporters"][trace_exporter]["endpoint"]) == ("jaeger", 4317)
     assert "jaeger" in config["services"]
     assert config["services"]["jaeger"]["image"].startswith("jaegertracing/jaeger:2.")
-    assert set(pipelines["metrics"]["exporters"]) == {"prometheusremotewrite", "prometheus"}
+    assert set(pipelines["metrics"]["exporters"]) == {"prometheus_remote_write", "prometheus"}
     assert cfg["exporters"]["prometheus"]["enable_open_metrics"] is True
 
 
