@@ -8,7 +8,12 @@ Prometheus) is ``tests/test_e2e_native.py``.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +35,7 @@ from otel_ctx.telemetry.labels import LabelPolicy
 OUTCOMES = spread.outcomes()
 RESULTS = [(task, outcome, r) for task, by in OUTCOMES.by_task.items() for outcome, r in by.items()]
 KNOWN = tuple(OUTCOMES.by_task)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _metrics(reader: InMemoryMetricReader) -> dict[str, Any]:
@@ -165,3 +171,39 @@ def test_one_process_at_three_task_types_by_three_models_stays_within_the_budget
     # 9 lines x 13 round labels x 3 task types: the distributions carry no model label.
     assert counts[names.LINE_TOKENS.name] == len(names.LINE_COMPONENTS) * 13 * 3
     assert sum(counts.values()) <= series_paths.TARGET
+
+
+def test_an_applications_own_meter_provider_keeps_the_round_counter_unless_the_variable_is_set() -> None:
+    """Its aggregation is the application's: without the standard variable the distributions would
+    be classic histograms (a series per bucket), so configure() does not switch them on."""
+    code = """
+import json, logging
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+metrics.set_meter_provider(MeterProvider())
+import otel_ctx
+from otel_ctx.telemetry.emitter import default_emitter
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+logging.getLogger("otel_ctx.telemetry").addHandler(Keep())
+otel_ctx.configure(exporter="none", native_histograms=True)
+print(json.dumps({"on": default_emitter().distributions, "log": records}))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    for variable, expected in ((None, False), (EXPONENTIAL_HISTOGRAM, True)):
+        run_env = dict(env) if variable is None else {**env, ENV_HISTOGRAM_AGGREGATION: variable}
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert out["on"] is expected
+        assert any("native_histograms=True ignored" in line for line in out["log"]) is not expected

@@ -33,9 +33,12 @@ from opentelemetry import metrics, trace
 from otel_ctx.telemetry.emitter import default_emitter
 from otel_ctx.telemetry.exporters import (
     DEFAULT_EXPORT_TIMEOUT_S,
+    ENV_HISTOGRAM_AGGREGATION,
+    EXPONENTIAL_HISTOGRAM,
     ExporterName,
     ExportSettings,
     OtlpProtocol,
+    distributions_from_env,
     push_metric_reader,
     sdk_disabled,
     serve_prometheus,
@@ -275,6 +278,18 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
                 handle.meter_provider.shutdown(timeout_millis=0)
                 handle.meter_provider = None
                 want_metrics = False
+        if not want_metrics and distributions and not distributions_from_env():
+            # The application's own meter provider decides the aggregation: without the
+            # standard variable its histograms keep explicit buckets, and a distribution per
+            # line and round would cost a series per bucket. Stay with the per-round counter.
+            logger.warning(
+                "otel-ctx telemetry: native_histograms=True ignored: the application's own meter "
+                "provider is in use; set %s=%s (or add otel_ctx.telemetry.views(native=True) to "
+                "it) to record the distributions",
+                ENV_HISTOGRAM_AGGREGATION,
+                EXPONENTIAL_HISTOGRAM,
+            )
+            emitter.distributions = handle.distributions = False
         if not (want_traces and want_metrics):
             logger.info(
                 "otel-ctx telemetry: using the application's own %s",
