@@ -32,7 +32,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from bench import inputs, spread
+from bench import inputs, series_paths, spread
 from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
@@ -229,6 +229,7 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
         )
     )
     figures += _series_figures()
+    figures += series_paths.figures()
     return TelemetryBenchResult(figures, notes)
 
 

@@ -536,3 +536,42 @@ OTHER_MODEL = "other"
 def prometheus_label(attribute: str) -> str:
     """The Prometheus label an attribute becomes (dots to underscores)."""
     return re.sub(r"[^a-zA-Z0-9_]", "_", attribute)
+
+
+# --- distributions: each line per request, as native (exponential) histograms ----------
+
+#: The lines ``context_budget.line_tokens`` carries: the summed lines, their sum and the budget
+#: (the round counter's lines plus ``estimated``, so a quantile of the whole request is there too).
+LINE_COMPONENTS: tuple[str, ...] = (*ROUND_COMPONENTS, COMPONENT_ESTIMATED)
+
+# A mean hides the round where a tool result was ten times its usual size; a bucketed
+# histogram per line and round would cost a series per bucket. These two are recorded only
+# as exponential histograms, which Prometheus (and Mimir, Thanos, Grafana Cloud) store as one
+# native-histogram series per label set: 9 lines x 13 rounds x 3 task types is 351 series.
+# They carry no model label: at 3 models the line histogram alone would be 1,053 series.
+# They replace context_budget.round_tokens (whose totals are their sums) where they are on.
+LINE_TOKENS = Metric(
+    name=_P + "line_tokens",
+    kind="histogram",
+    unit="{token}",
+    description=(
+        "Tokens of one breakdown line in one request, by round and task type (the line is in "
+        "context_budget.component). Only with native histograms on (OTLP, exponential buckets)."
+    ),
+    attributes=(COMPONENT, ROUND, TASK_TYPE),
+)
+ROUND_UTILIZATION = Metric(
+    name=_P + "round_utilization",
+    kind="histogram",
+    unit="1",
+    description=(
+        "Estimated request tokens divided by the budget, by round and task type. Only with "
+        "native histograms on (OTLP, exponential buckets)."
+    ),
+    attributes=(ROUND, TASK_TYPE),
+)
+
+#: The metrics recorded only as native (exponential) histograms, when they are switched on.
+DISTRIBUTIONS: tuple[Metric, ...] = (LINE_TOKENS, ROUND_UTILIZATION)
+#: Every metric otel-ctx can emit: :data:`METRICS` always, :data:`DISTRIBUTIONS` when switched on.
+ALL_METRICS: tuple[Metric, ...] = (*METRICS, *DISTRIBUTIONS)

@@ -72,7 +72,7 @@ def emitted_markdown() -> str:
     out += ["", "| Attribute | Prometheus label (metrics) | Meaning |", "|---|---|---|"]
     documented = [a for a in names.FIT_SPAN_ATTRIBUTES if a in names.ATTRIBUTE_DOCS]
     extra = [a for a in names.ATTRIBUTE_DOCS if a not in names.FIT_SPAN_ATTRIBUTES]
-    on_metrics = {a for m in names.METRICS for a in m.attributes}
+    on_metrics = {a for m in names.ALL_METRICS for a in m.attributes}
     for attr in documented + extra:
         label = f"`{names.prometheus_label(attr)}`" if attr in on_metrics else "(spans only)"
         out.append(f"| `{attr}` | {label} | {_doc(attr)} |")
@@ -81,10 +81,13 @@ def emitted_markdown() -> str:
         "| Metric (OTLP) | Prometheus series | Kind | Unit | Attributes | Meaning |",
         "|---|---|---|---|---|---|",
     ]
-    for m in names.METRICS:
-        series = (
-            f"`{m.series('_bucket')}`, `_sum`, `_count`" if m.kind == "histogram" else f"`{m.prometheus}`"
-        )
+    for m in names.ALL_METRICS:
+        if m in names.DISTRIBUTIONS:
+            series = f"`{m.prometheus}` (native histogram)"
+        elif m.kind == "histogram":
+            series = f"`{m.series('_bucket')}`, `_sum`, `_count` (or `{m.prometheus}`, native)"
+        else:
+            series = f"`{m.prometheus}`"
         attrs = ", ".join(f"`{a}`" for a in m.attributes)
         out.append(f"| `{m.name}` | {series} | {m.kind} | `{m.unit}` | {attrs} | {m.description} |")
     out += [
@@ -92,6 +95,13 @@ def emitted_markdown() -> str:
         f"Values of `{names.COMPONENT}`: " + ", ".join(f"`{c}`" for c in names.COMPONENTS) + ". "
         "The transcript roles, tool schema, system prompt and skills sum to `estimated`; "
         "`headroom` and `overflow` replace the signed `remaining` (histograms take no negatives).",
+        "",
+        "With native histograms on (`configure(native_histograms=True)`, or "
+        "`OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram` "
+        "with OTLP) every histogram is exponential (one native series per label set, no `_bucket`, "
+        f"`_sum`, `_count`), `{names.LINE_TOKENS.name}` and `{names.ROUND_UTILIZATION.name}` are "
+        f"recorded, and `{names.ROUND_TOKENS.name}` is not (the line distributions' sums replace it). "
+        f"Lines of `{names.LINE_TOKENS.name}`: " + ", ".join(f"`{c}`" for c in names.LINE_COMPONENTS) + ".",
         "",
         f"Values of `{names.OUTCOME}`: " + ", ".join(f"`{o}`" for o in names.OUTCOMES) + ".",
         "",

@@ -6,7 +6,9 @@ bounded time (disputes whose pinned floor overflows included), writes what it di
 JSON, then keeps serving the metrics until it is terminated, so Prometheus can take the
 final scrape the test compares against. With ``--otlp`` it exports spans and metrics over
 OTLP/gRPC instead (``tests/test_e2e_collector.py``: through the real Collector), and the report
-lists each run's trace id and whether it overflowed.
+lists each run's trace id and whether it overflowed. With ``--native`` it pushes native
+histograms (``configure(native_histograms=True)``) and the report lists every round's breakdown
+lines too (``tests/test_e2e_native.py``: the quantiles Prometheus reads against the fits').
 """
 
 from __future__ import annotations
@@ -25,12 +27,47 @@ from opentelemetry.trace import format_trace_id, get_current_span
 
 from otel_ctx import SUPPORT_DESK, ContextFitter
 from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
-from otel_ctx.names import OUTCOME_OVERFLOW
+from otel_ctx.engine.result import FitResult
+from otel_ctx.names import COMPONENTS, LINE_COMPONENTS, OUTCOME_OVERFLOW
 from otel_ctx.telemetry import configure, run
+from otel_ctx.telemetry.emitter import component_values
+from otel_ctx.telemetry.labels import LabelPolicy
 from otel_ctx.telemetry.run import start_counters
 
 MODEL = "gpt-4o"
 AGENT = "support-desk"
+#: Where each line sits in ``component_values``.
+_COMPONENT_INDEX = {c: i for i, c in enumerate(COMPONENTS)}
+
+
+class _Recorded:
+    """A run that also notes each round's breakdown lines (the fit's own numbers, not telemetry)."""
+
+    def __init__(self, inner: RoundFitter, task_type: str, into: list[dict[str, object]]) -> None:
+        self._inner = inner
+        self._task_type = task_type
+        self._into = into
+        self._round = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def fit(self, *args: object, **kwargs: object) -> FitResult:
+        result: FitResult = self._inner.fit(*args, **kwargs)  # type: ignore[arg-type]
+        self._round += 1
+        values = component_values(result.breakdown)
+        self._into.append(
+            {
+                "task_type": self._task_type,
+                "round": _ROUND_LABELS.round_label(self._round),
+                "lines": {c: values[_COMPONENT_INDEX[c]] for c in LINE_COMPONENTS},
+                "utilization": result.breakdown.estimated / result.breakdown.budget,
+            }
+        )
+        return result
+
+
+_ROUND_LABELS = LabelPolicy()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,12 +85,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--start-file", type=Path, help="serve metrics, but run no ticket until this file exists"
     )
+    parser.add_argument(
+        "--native", action="store_true", help="with --otlp: push native histograms, report every line"
+    )
     args = parser.parse_args(argv)
 
     if args.otlp is not None:
         # Metrics every second, so the Collector's exporter has the last fits soon after the run.
         handle = configure(
-            exporter="otlp", service_name=args.service, endpoint=args.otlp, export_interval_millis=1000
+            exporter="otlp",
+            service_name=args.service,
+            endpoint=args.otlp,
+            export_interval_millis=1000,
+            native_histograms=args.native,
         )
     else:
         handle = configure(
@@ -67,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     fitter = ContextFitter(SUPPORT_DESK, model=MODEL)
     trace_ids: dict[str, str] = {}
+    lines: list[dict[str, object]] = []
     # The ceiling-stop counters exist (at 0) before the first scrape, so the first stop shows.
     start_counters(fitter, model=MODEL)
 
@@ -80,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             model=MODEL,
         ) as r:
             trace_ids[ticket.ticket_id] = format_trace_id(get_current_span().get_span_context().trace_id)
-            yield r
+            yield _Recorded(r, ticket.task_type, lines) if args.native else r  # type: ignore[misc]
 
     # Prometheus must have scraped once before the first fit, or it never sees the first increase.
     if args.start_file is not None:
@@ -135,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         # Every round and every run, so the test can compute the advisor's answers on its own.
         "rounds": rounds,
         "runs": runs,
+        # With --native: each round's lines, for the quantiles the test computes on its own.
+        "lines": lines,
     }
     tmp = args.report.with_suffix(".tmp")
     tmp.write_text(json.dumps(report), encoding="utf-8")

@@ -61,6 +61,7 @@ SUBSTITUTIONS = {
     "$service": ".*",
     "$task_type": ".*",
     "$model": ".*",
+    "$tool_result_cap": "1200",
 }
 # Series Prometheus adds by itself (scrape health, alert state) and the resource metric.
 INFRASTRUCTURE = {
@@ -145,17 +146,36 @@ def registry_series() -> set[str]:
 
 
 def _value(sample: dict[str, Any]) -> float:
+    """A sample's number; a native histogram's (a heatmap's rate, a recorded native rate) is its count."""
+    if "histogram" in sample:
+        return float(sample["histogram"][1]["count"])
     return float(sample["value"][1])
 
 
-def assert_panel_queries_answer(query: Query) -> None:
-    """Every panel query of every committed dashboard returns plausible series."""
+def needs_distributions(expr: str) -> bool:
+    """True when a query reads only the per-round distributions (native histograms only), not a
+    classic series beside them as a fallback."""
+    return any(m.prometheus in expr for m in names.DISTRIBUTIONS) and not any(
+        m.prometheus in expr for m in names.METRICS
+    )
+
+
+def assert_panel_queries_answer(query: Query, *, distributions: bool = False) -> None:
+    """Every panel query of every committed dashboard returns plausible series.
+
+    Without ``distributions`` (metrics scraped from the SDK, or pushed with classic buckets) the
+    queries of the distribution panels must return nothing at all, never another number: the
+    panel then says what it needs.
+    """
     queries = panel_queries()
     assert queries
     empty = []
     outcome = names.prometheus_label(names.OUTCOME)
     for dashboard, title, expr in queries:
         result = query(substitute(expr))
+        if needs_distributions(expr) and not distributions:
+            assert not result, (f"{dashboard}: {title} answers without distributions", result)
+            continue
         if not result:
             empty.append(f"{dashboard}: {title}\n{expr}")
             continue

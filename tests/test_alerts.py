@@ -22,19 +22,24 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "dashboards" / "alerts.yml"
 RULE_TESTS = ROOT / "dashboards" / "alerts.test.yml"
 
-# Every series a histogram or counter in the registry can become.
+# Every series a histogram or counter in the registry can become: a histogram is its classic
+# series, or one native series where it is pushed with exponential buckets.
 REGISTRY_SERIES = {
     m.series(suffix)
-    for m in names.METRICS
-    for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+    for m in names.ALL_METRICS
+    for suffix in (("", "_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
 }
 # ... and the recording rule that can hold each one's rate, summed to the service.
 METRIC_OF = {
     series: m
-    for m in names.METRICS
-    for suffix in (("_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
+    for m in names.ALL_METRICS
+    for suffix in (("", "_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
     for series in (m.series(suffix), names.recorded(m, suffix))
 }
+#: Recording rules over native histograms. promtool's unit tests cannot load a native
+#: histogram series (not in Prometheus 2.42's test notation): test_e2e_native checks these on a
+#: real Prometheus fed by the Collector.
+NATIVE_RECORDS = alerts.NATIVE_RECORDS
 
 
 def _group() -> list[dict[str, Any]]:
@@ -196,7 +201,11 @@ def test_recording_rules_sum_away_only_the_process() -> None:
     """Every recorded rate keeps its metric's labels (and job, le) and drops instance."""
     for rule in _recording():
         metric = METRIC_OF[rule["record"]]
-        kept = set(re.fullmatch(r"sum by \(([^)]*)\) \(rate\(.*\)\)", rule["expr"]).group(1).split(", "))  # type: ignore[union-attr]
+        kept = set(
+            re.fullmatch(r"sum by \(([^)]*)\) \((?:histogram_sum\()?rate\(.*\)\)", rule["expr"])
+            .group(1)
+            .split(", ")
+        )  # type: ignore[union-attr]
         expected = {"job"} | {names.prometheus_label(a) for a in metric.attributes}
         if rule["record"].endswith("_bucket:rate"):
             expected.add("le")
@@ -217,7 +226,7 @@ def test_unit_tests_cover_a_firing_and_a_silent_case_for_every_alert() -> None:
     assert fires == set(alerts.ALERT_NAMES)
     assert silent == set(alerts.ALERT_NAMES)
     # Every recording rule's value is checked on its own, with two processes to sum.
-    assert recorded == {r["record"] for r in _recording()}
+    assert recorded == {r["record"] for r in _recording()} - NATIVE_RECORDS
 
 
 @pytest.mark.e2e

@@ -220,21 +220,34 @@ def test_prometheus_config_and_mounted_rules_pass_promtool(config: dict[str, Any
 
 
 @pytest.mark.e2e
-def test_prometheus_scrapes_the_collectors_exporter_keeping_the_job_label(config: dict[str, Any]) -> None:
+def test_prometheus_takes_the_collectors_remote_write_and_scrapes_no_second_copy(
+    config: dict[str, Any],
+) -> None:
     collector_cfg = _load(STACK / "otelcol.yaml")
+    remote_write = collector_cfg["exporters"]["prometheus_remote_write"]
+    assert _host_port(remote_write["endpoint"]) == ("prometheus", 9090)
+    assert urlsplit(remote_write["endpoint"]).path == "/api/v1/write"
+    # Parallel senders could deliver a series' samples out of order (rejected by Prometheus).
+    assert remote_write["remote_write_queue"]["num_consumers"] == 1
+    flags = config["services"]["prometheus"]["command"]
+    assert "--web.enable-remote-write-receiver" in flags
+    assert "--enable-feature=native-histograms" in flags
+    assert "--enable-feature=exemplar-storage" in flags
+    # The Collector's scrape endpoint carries the same series: scraping it too would store
+    # every series twice.
     _, exporter_port = _host_port(collector_cfg["exporters"]["prometheus"]["endpoint"])
     jobs = _load(STACK / "prometheus.yml")["scrape_configs"]
     targets = {
-        (job["job_name"], target): job
-        for job in jobs
-        for static in job.get("static_configs", [])
-        for target in static["targets"]
+        target for job in jobs for static in job.get("static_configs", []) for target in static["targets"]
     }
-    collector_jobs = [job for (_, t), job in targets.items() if t == f"otel-collector:{exporter_port}"]
-    assert len(collector_jobs) == 1
-    # Without honor_labels the service's job label would become exported_job.
-    assert collector_jobs[0]["honor_labels"] is True
+    assert not {t for t in targets if t.startswith("otel-collector:")}, targets
+    assert f"otel-collector:{exporter_port}" not in targets
     assert "otel-collector" in config["services"]
+    # The load pushes native histograms, as an agent with the standard variable set does.
+    load_env = config["services"]["load"]["environment"]
+    assert load_env["OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"] == (
+        "base2_exponential_bucket_histogram"
+    )
 
 
 # --- the Collector -----------------------------------------------------------------------
@@ -271,8 +284,7 @@ def test_collector_receives_otlp_and_exports_traces_to_jaeger_and_openmetrics(co
     assert _host_port(cfg["exporters"][trace_exporter]["endpoint"]) == ("jaeger", 4317)
     assert "jaeger" in config["services"]
     assert config["services"]["jaeger"]["image"].startswith("jaegertracing/jaeger:2.")
-    (metric_exporter,) = pipelines["metrics"]["exporters"]
-    assert metric_exporter == "prometheus"
+    assert set(pipelines["metrics"]["exporters"]) == {"prometheus_remote_write", "prometheus"}
     assert cfg["exporters"]["prometheus"]["enable_open_metrics"] is True
 
 

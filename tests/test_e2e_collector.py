@@ -10,8 +10,8 @@ one-minute windows, ``for: 0s``), as in the SDK-path test, so they fire within t
 
 The workload (``tests/e2e_workload.py --otlp``) runs support-desk tickets through
 ``otel_ctx.run`` and exports spans and metrics over OTLP/gRPC to the Collector, which
-tail-samples the traces into Jaeger and exposes the metrics as OpenMetrics (with exemplars)
-for Prometheus to scrape. The test then checks what an SRE relies on: every dashboard query
+tail-samples the traces into Jaeger and pushes the metrics (with exemplars) to Prometheus's
+remote-write receiver. The test then checks what an SRE relies on: every dashboard query
 and alert answers, exemplars lead to traces Jaeger has, the Jaeger links in the alert and the
 dashboards list exactly the overflowed runs, and the sampler kept exactly the traces its
 policy says.
@@ -325,15 +325,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorStack]:
         )
         support.wait("Prometheus to be ready", 30, lambda: ok(f"{prom_base}/-/ready"))
 
-        up = urllib.parse.urlencode({"query": 'up{job="otel-collector"} == 1'})
-
-        def scraping() -> bool:
-            check_alive()
-            url = f"{prom_base}/api/v1/query?{up}"
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return bool(json.loads(response.read())["data"]["result"])
-
-        support.wait("Prometheus's first scrape of the Collector", 30, scraping)
         started_ms = int(time.time() * 1000)
         procs.append(
             (

@@ -208,6 +208,10 @@ def test_every_dashboard_query_answers_over_the_fleet_and_its_latency_is_reporte
         result = fleet.query(query)
         elapsed = time.perf_counter() - started
         rows.append((elapsed, dashboard, title, len(result)))
+        if support.needs_distributions(expr):
+            # Scraped from the SDK: no native histograms, so nothing rather than another number.
+            assert not result, (dashboard, title)
+            continue
         if not result:
             empty.append(f"{dashboard}: {title}")
         assert all(math.isfinite(_value(s)) and _value(s) >= 0 for s in result), (title, result[:3])

@@ -133,6 +133,15 @@ def _labels(metric: names.Metric, *extra: str) -> tuple[str, ...]:
     return (q.JOB, *(names.prometheus_label(a) for a in metric.attributes), *extra)
 
 
+#: The recording rules over native histograms (exponential buckets pushed over OTLP): where
+#: metrics are scraped from the SDK (classic buckets) they hold nothing, and the classic ones
+#: hold nothing where histograms are native.
+NATIVE_RECORDS: frozenset[str] = frozenset(
+    {names.recorded(m) for m in names.ALL_METRICS if m.kind == "histogram"}
+    | {names.recorded(names.LINE_TOKENS, "_sum")}
+)
+
+
 def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
     """The rates the alerts and the dashboards' over-time panels read, summed over processes.
 
@@ -186,6 +195,32 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]
             _labels(names.RUN_COST, q.LE),
         ),
     ]
+    # Where histograms are pushed as native ones (exponential buckets) they have no _bucket,
+    # _sum or _count series: their rates are recorded as native histograms under the metric's
+    # own name (``job:<metric>:rate``), read beside the classic ones with ``or``; the per-round
+    # counter's totals come from the line distributions that replace it (without a model label).
+    # A process sends one kind or the other, so the two never meet in a series.
+    line = names.LINE_TOKENS
+    not_estimated = f'{line.prometheus}{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
+    rules += [
+        (names.recorded(util), f"rate({util.prometheus}[{s.utilization_window}])", _labels(util)),
+        (
+            names.recorded(line, "_sum"),
+            f"histogram_sum(rate({not_estimated}[{s.recording_window}]))",
+            _labels(line),
+        ),
+        (names.recorded(acc), f"rate({acc.prometheus}[{s.drift_window}])", _labels(acc)),
+        (
+            names.recorded(names.RUN_TOKENS),
+            f"rate({names.RUN_TOKENS.prometheus}[{s.ceiling_window}])",
+            _labels(names.RUN_TOKENS),
+        ),
+        (
+            names.recorded(names.RUN_COST),
+            f"rate({names.RUN_COST.prometheus}[{s.cost_window}])",
+            _labels(names.RUN_COST),
+        ),
+    ]
     return [{"record": record, "expr": q.summed(expr, by)} for record, expr, by in rules]
 
 
@@ -215,8 +250,10 @@ def overflow_expr(s: AlertSettings) -> str:
 
 
 def _quantile(quantile: float, metric: names.Metric) -> str:
+    """From the recorded bucket rates, or the recorded native histogram's where it is native."""
     bucket = q.summed(names.recorded(metric, "_bucket"), (*PER_TASK, q.LE))
-    return f"histogram_quantile({q.number(quantile)},\n  {bucket}\n)"
+    native = q.summed(names.recorded(metric), PER_TASK)
+    return f"histogram_quantile({q.number(quantile)},\n  {bucket}\n  or\n  {native}\n)"
 
 
 def utilization_signal(s: AlertSettings) -> str:
@@ -232,9 +269,13 @@ def drift_signal(s: AlertSettings) -> str:
     """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     group = (*PER_TASK, q.MODEL)
     acc = names.ESTIMATE_ACCURACY
-    return _ratio(
-        q.summed(names.recorded(acc, "_sum"), group), q.summed(names.recorded(acc, "_count"), group)
-    )
+    return _ratio(_either(acc, "_sum", group), _either(acc, "_count", group))
+
+
+def _either(metric: names.Metric, suffix: str, group: tuple[str, ...]) -> str:
+    """A histogram's recorded ``_sum``/``_count`` rate, or its recorded native histogram's."""
+    native = f"histogram{suffix}({names.recorded(metric)})"
+    return f"(\n  {q.summed(names.recorded(metric, suffix), group)}\n  or\n  {q.summed(native, group)}\n)"
 
 
 def drift_expr(s: AlertSettings) -> str:
@@ -251,7 +292,7 @@ def ceiling_stop_signal(s: AlertSettings) -> str:
     The stop counter starts at 0 for every task type that runs, so the first stop shows.
     """
     stops = q.summed(names.recorded(names.CEILING_STOPS), PER_TASK)
-    runs = q.summed(names.recorded(names.RUN_TOKENS, "_count"), PER_TASK)
+    runs = _either(names.RUN_TOKENS, "_count", PER_TASK)
     return _ratio(stops, f"({runs} > 0)")
 
 
@@ -426,8 +467,10 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
                     f"Prometheus has no {names.FITS.prometheus} series for {s.absent_window}, so the "
                     "overflow and utilization alerts cannot fire.\nCheck in order: the agents are "
                     "running and call otel_ctx.configure() (exporter and OTEL_EXPORTER_OTLP_ENDPOINT); "
-                    "the OpenTelemetry Collector is up and its prometheus exporter is scraped "
-                    "(Prometheus Status > Targets); the scrape keeps the job label (honor_labels).\n"
+                    "the OpenTelemetry Collector is up and its metrics reach Prometheus (its remote "
+                    "write: Prometheus runs with --web.enable-remote-write-receiver, the Collector logs "
+                    "no export errors; or, scraping its prometheus exporter, Status > Targets shows it "
+                    "up and the scrape keeps the job label with honor_labels).\n"
                     f"{overview.capitalize()} goes empty at the same time."
                 ),
                 "dashboard": dashboard_link(s, service=False, task_type=False),

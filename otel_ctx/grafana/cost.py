@@ -37,7 +37,7 @@ RESOLUTION_COLORS = {
 
 
 def _runs_rate(group: list[str], window: str = q.RATE, **matchers: str) -> str:
-    return q.rate_sum(names.RUN_TOKENS.series("_count"), group, window, **matchers)
+    return q.histogram_count(names.RUN_TOKENS, group, window, **matchers)
 
 
 def ceiling_share(window: str = q.RATE) -> str:
@@ -96,7 +96,7 @@ def _cost_panels() -> list[p.PanelBuilder]:
         .datasource(p.DATASOURCE)
         .targets(
             p.targets(
-                p.table_query(q.increase_sum(names.RUN_TOKENS.series("_count"), [q.TASK_TYPE], q.RANGE)),
+                p.table_query(q.histogram_count(names.RUN_TOKENS, [q.TASK_TYPE], q.RANGE, over="increase")),
                 p.table_query(resolution_rate(q.RANGE)),
                 p.table_query(q.histogram_mean(names.RUN_COST, [q.TASK_TYPE], q.RANGE)),
                 p.table_query(q.histogram_quantile(0.95, names.RUN_COST, [q.TASK_TYPE], q.RANGE)),

@@ -30,6 +30,8 @@ VAR_SERVICE = "service"
 VAR_TASK_TYPE = "task_type"
 VAR_MODEL = "model"
 VAR_JAEGER_URL = "jaeger_url"
+#: The per-result cap the tool-results distribution is compared with (tokens).
+VAR_TOOL_RESULT_CAP = "tool_result_cap"
 
 RATE = "$__rate_interval"
 RANGE = "$__range"
@@ -43,7 +45,7 @@ def selector(metric: str, **matchers: str) -> str:
     """``metric{job=~"$service", <task_type>=~"$task_type", <model>=~"$model", extra...}``.
 
     Extra matchers are ``label=value`` (exact) or, when the value starts with ``~``,
-    ``label=~regex``.
+    ``label=~regex`` (``!``: ``label!=value``).
     """
     parts = [
         f"{JOB}=~{_quote('$' + VAR_SERVICE)}",
@@ -53,6 +55,8 @@ def selector(metric: str, **matchers: str) -> str:
     for label, value in matchers.items():
         if value.startswith("~"):
             parts.append(f"{label}=~{_quote(value[1:])}")
+        elif value.startswith("!"):
+            parts.append(f"{label}!={_quote(value[1:])}")
         else:
             parts.append(f"{label}={_quote(value)}")
     return f"{metric}{{{', '.join(parts)}}}"
@@ -106,25 +110,79 @@ def increase_sum(metric: str, group: Iterable[str] = (), window: str = RATE, **m
     return f"sum{by(group)} (increase({selector(metric, **matchers)}[{window}]))"
 
 
+def native_sum(
+    metric: names.Metric,
+    group: Iterable[str] = (),
+    window: str = RATE,
+    fn: str = "",
+    *,
+    over: str = "rate",
+    **matchers: str,
+) -> str:
+    """``sum by (group) (fn(rate(metric[window])))`` over a native histogram (``fn``:
+    ``histogram_sum``/``histogram_count``, or nothing for the histograms themselves; ``over``:
+    ``rate`` or ``increase``)."""
+    inner = f"{over}({selector(metric.prometheus, **matchers)}[{window}])"
+    return f"sum{by(group)} ({fn}({inner}))" if fn else f"sum{by(group)} ({inner})"
+
+
+def histogram_count(
+    metric: names.Metric,
+    group: Iterable[str] = (),
+    window: str = RATE,
+    *,
+    over: str = "rate",
+    **matchers: str,
+) -> str:
+    """Observations per second of a histogram: its ``_count`` rate, or its native histogram's count.
+
+    Each histogram is classic (``_bucket``/``_sum``/``_count`` series) where metrics are scraped
+    from the SDK and native where they are pushed with exponential buckets; a process has one
+    or the other, so the two arms never both answer for one label set.
+    """
+    summed_ = increase_sum if over == "increase" else rate_sum
+    classic = summed_(metric.series("_count"), group, window, **matchers)
+    native = native_sum(metric, group, window, "histogram_count", over=over, **matchers)
+    return f"(\n  {classic}\n  or\n  {native}\n)"
+
+
 def histogram_mean(
     metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
 ) -> str:
-    """Mean of a histogram over the window: rate of ``_sum`` over rate of ``_count``.
+    """Mean of a histogram over the window: rate of ``_sum`` over rate of ``_count`` (of the
+    native histogram's sum over its count where the histogram is native).
 
     The denominator is filtered to ``> 0`` so an idle window drops the series instead of
     showing NaN.
     """
     group = tuple(group)
     num = rate_sum(metric.series("_sum"), group, window, **matchers)
-    den = rate_sum(metric.series("_count"), group, window, **matchers)
-    return f"{num}\n/\n({den} > 0)"
+    num = f"(\n  {num}\n  or\n  {native_sum(metric, group, window, 'histogram_sum', **matchers)}\n)"
+    return f"{num}\n/\n({histogram_count(metric, group, window, **matchers)} > 0)"
 
 
 def histogram_quantile(
     q: float, metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
 ) -> str:
-    inner = rate_sum(metric.series("_bucket"), (*group, LE), window, **matchers)
-    return f"histogram_quantile({q}, {inner})"
+    """A quantile from the classic buckets' rates or, where the histogram is native, from its own
+    rate: ``histogram_quantile`` reads both kinds in one vector."""
+    group = tuple(group)
+    classic = rate_sum(metric.series("_bucket"), (*group, LE), window, **matchers)
+    return f"histogram_quantile({q},\n  {classic}\n  or\n  {native_sum(metric, group, window, **matchers)}\n)"
+
+
+def distribution_selector(metric: names.Metric, **matchers: str) -> str:
+    """A per-round distribution's selector, with the model matcher too although the distributions
+    carry no model label: ``=~"$model"`` matches a missing label only when every model is
+    selected, so a panel shows nothing for one model rather than every model's numbers."""
+    return selector(metric.prometheus, **matchers)
+
+
+def distribution_rate(
+    metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
+) -> str:
+    """``sum by (group) (rate(<distribution>[window]))``: a native histogram per group."""
+    return f"sum{by(group)} (rate({distribution_selector(metric, **matchers)}[{window}]))"
 
 
 def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: dict[str, str]) -> str:
@@ -156,7 +214,13 @@ def recorded_sum(
     series = selector(names.recorded(metric, suffix), **matchers)
     if window is not None:
         series = f"avg_over_time({series}[{window}])"
-    return f"sum{by(group)} ({series})"
+    expr = f"sum{by(group)} ({series})"
+    if metric is names.ROUND_TOKENS:
+        # Where the line distributions are on they replace the per-round counter: the same
+        # totals are their recorded sums.
+        native = recorded_sum(names.LINE_TOKENS, group, "_sum", window, **matchers)
+        return f"(\n  {expr}\n  or\n  {native}\n)"
+    return expr
 
 
 def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[str, str]) -> str:
@@ -168,8 +232,10 @@ def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[
 
 
 def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (), **matchers: str) -> str:
-    """A quantile of a histogram from its recorded bucket rates."""
-    return f"histogram_quantile({q}, {recorded_sum(metric, (*group, LE), '_bucket', **matchers)})"
+    """A quantile of a histogram from its recorded bucket rates, or its recorded native rate."""
+    group = tuple(group)
+    classic = recorded_sum(metric, (*group, LE), "_bucket", **matchers)
+    return f"histogram_quantile({q},\n  {classic}\n  or\n  {recorded_sum(metric, group, **matchers)}\n)"
 
 
 def _per(num: str, den: str, group: Iterable[str]) -> str:

@@ -13,6 +13,7 @@ from otel_ctx.grafana import conventions
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
+from otel_ctx.presets import SUPPORT_DESK_TOOL_RESULT_CAP
 
 UID = conventions.TASK_TYPE_UID
 TITLE = "otel-ctx · Task type drill-down"
@@ -165,7 +166,9 @@ def _edge() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.recorded_sum(names.UTILIZATION, [q.LE], "_bucket"),
+                    # The bucket rates, or the native histogram's rate where it is native.
+                    f"{q.recorded_sum(names.UTILIZATION, [q.LE], '_bucket')}\nor\n"
+                    f"{q.recorded_sum(names.UTILIZATION)}",
                     p.legend(q.LE),
                     fmt=o.FORMAT_HEATMAP,
                 )
@@ -240,8 +243,143 @@ def _edge() -> list[p.PanelBuilder]:
     return [util, headroom, outcomes, per_compaction]
 
 
+#: What a distribution panel shows where the metrics carry no distributions (scraped from the SDK,
+#: or pushed without exponential buckets): it says so rather than showing another number.
+NEEDS_DISTRIBUTIONS = (
+    "No distributions: they need metrics pushed over OTLP with "
+    "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram "
+    "(or configure(native_histograms=True)) into a Prometheus with native histograms on, and "
+    "all models selected (they carry no model label)"
+)
+#: The lines whose tokens the distribution panels show (the budget is a setting, not a load).
+DISTRIBUTION_LINES: tuple[str, ...] = tuple(c for c in names.LINE_COMPONENTS if c != names.COMPONENT_BUDGET)
+#: The tool results' line: what the tool-result cap bounds.
+TOOL_RESULTS = names.transcript_role_component("tool")
+
+
+def _known(expr: str) -> str:
+    """``expr >= 0``: drops the NaN a native histogram's quantile or fraction is in an interval
+    with no request (a round no run reached), which would show as a number in some panels."""
+    return f"{expr} >= 0"
+
+
+def _line_heatmap(line: str) -> heatmap.Panel:
+    by_round = q.distribution_rate(names.LINE_TOKENS, [q.ROUND], **{q.COMPONENT: line})
+    built: heatmap.Panel = (
+        heatmap.Panel()
+        .title(f"{line}: p95 tokens by round")
+        .description(
+            f"Each row is a round of a run (1st, 2nd, …, `N+`); each cell the 95th percentile of the "
+            f"`{line}` line's tokens per request in that round and interval, from the line's native "
+            "histogram (darker: bigger). A row that darkens late in runs is what fills the window; "
+            "a cell far darker than its neighbours is the round where the line blew up."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(f"{_known(f'histogram_quantile(0.95, {by_round})')}", p.legend(q.ROUND))))
+        .calculate(False)
+        .no_value(NEEDS_DISTRIBUTIONS)
+        .span(6)
+        .height(7)
+    )
+    return built
+
+
+def _distributions() -> list[p.PanelBuilder]:
+    lines = {q.COMPONENT: "!" + names.COMPONENT_BUDGET}
+    quantiles = (
+        timeseries.Panel()
+        .title("Each line per request: p50, p95 and p99 tokens")
+        .description(
+            "Percentiles of each breakdown line's tokens per request (every round), from its native "
+            "histogram: where the mean of *What fills the window* hides a tool result that is 300 "
+            "tokens in most rounds and 4,200 in the one that overflowed, p99 shows it. Within the "
+            "histogram's resolution (a few percent)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                *(
+                    p.query(
+                        _known(
+                            f"histogram_quantile({quantile}, "
+                            f"{q.distribution_rate(names.LINE_TOKENS, [q.COMPONENT], **lines)})"
+                        ),
+                        f"p{round(quantile * 100)} {p.legend(q.COMPONENT)}",
+                    )
+                    for quantile in (0.5, 0.95, 0.99)
+                )
+            )
+        )
+        .unit("short")
+        .decimals(0)
+        .min(0)
+        .no_value(NEEDS_DISTRIBUTIONS)
+        .legend(p.legend_table("mean", "max"))
+        .tooltip(p.tooltip_all())
+        .span(16)
+        .height(9)
+    )
+    tools = q.distribution_rate(names.LINE_TOKENS, **{q.COMPONENT: TOOL_RESULTS})
+    over_cap = (
+        timeseries.Panel()
+        .title("Requests whose tool results exceed the cap")
+        .description(
+            f"Share of requests whose tool results (`{TOOL_RESULTS}`) add up to more than the "
+            f"`${q.VAR_TOOL_RESULT_CAP}` tokens one tool result may keep (the dashboard variable; "
+            "set it to the policy's cap): above it, one capped result or several results together "
+            "take more than a single result is allowed. From the native histogram "
+            "(`histogram_fraction`), within its resolution."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    _known(f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})"),
+                    "share over the cap",
+                )
+            )
+        )
+        .unit("percentunit")
+        .decimals(1)
+        .min(0)
+        .max(1)
+        .no_value(NEEDS_DISTRIBUTIONS)
+        .span(8)
+        .height(9)
+    )
+    by_round = q.distribution_rate(names.ROUND_UTILIZATION, [q.ROUND])
+    utilization = (
+        heatmap.Panel()
+        .title("Utilization by round: p95")
+        .description(
+            "Each row is a round of a run; each cell the 95th percentile of estimate ÷ budget in that "
+            "round and interval, from the per-round utilization's native histogram (darker: "
+            "fuller). The round where the rows reach 100% is where compaction starts."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(f"{_known(f'histogram_quantile(0.95, {by_round})')}", p.legend(q.ROUND))))
+        .calculate(False)
+        .no_value(NEEDS_DISTRIBUTIONS)
+        .span(6)
+        .height(7)
+    )
+    return [quantiles, over_cap, utilization, *(_line_heatmap(line) for line in DISTRIBUTION_LINES)]
+
+
+def _tool_result_cap_variable() -> dash_b.TextBoxVariable:
+    cap = str(SUPPORT_DESK_TOOL_RESULT_CAP)
+    built: dash_b.TextBoxVariable = (
+        dash_b.TextBoxVariable(q.VAR_TOOL_RESULT_CAP)
+        .label("Tool result cap")
+        .description("Tokens one tool result may keep (the policy's cap; the support desk's by default).")
+        .default_value(cap)
+        .current(dash_m.VariableOption(text=cap, value=cap))
+    )
+    return built
+
+
 def build() -> dash_b.Dashboard:
-    return p.dashboard(
+    board: dash_b.Dashboard = p.dashboard(
         TITLE,
         UID,
         "One task type at a time: what grows round by round, the heavy tail of each breakdown "
@@ -251,5 +389,8 @@ def build() -> dash_b.Dashboard:
             ("${" + q.VAR_TASK_TYPE + "} at a glance", _glance()),
             ("What fills the window", _growth()),
             ("How close to the edge", _edge()),
+            ("Distributions by round (native histograms)", _distributions()),
         ],
     )
+    built: dash_b.Dashboard = board.with_variable(_tool_result_cap_variable())
+    return built

@@ -12,7 +12,9 @@ Two rules shape the code:
 * a round must stay cheap: two measurements per round (the utilization histogram and the
   fits counter, both carrying the round's span as an exemplar); the breakdown lines and
   turn counts are running totals the SDK reads when it collects; attribute dicts are built
-  once per label combination, and span attributes only when the span records.
+  once per label combination, and span attributes only when the span records. With native
+  histograms on (``distributions``), each line of the round is one more measurement, on
+  ``context_budget.line_tokens``, and the utilization one more, by round.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.result import FitResult
 from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import capture_content, messages_json, record_exception
+from otel_ctx.telemetry.exporters import distributions_from_env
 from otel_ctx.telemetry.labels import LabelPolicy
 
 logger = logging.getLogger("otel_ctx.telemetry")
@@ -120,6 +123,10 @@ class _MetricAttributes:
     tokens: tuple[str, str, str]  # (task, outcome, model): a row of _Totals.tokens
     round_tokens: tuple[str, str, str]  # (round, task, model): a row of _Totals.round_tokens
     task_model: tuple[str, str]
+    #: One attribute dict per ``names.LINE_COMPONENTS`` line (component, round, task), and the
+    #: per-round utilization's: the distributions carry no model and no outcome.
+    lines: tuple[dict[str, str], ...]
+    round_utilization: dict[str, str]
 
 
 #: A context whose span is invalid: a measurement made in it carries no exemplar (an empty
@@ -128,6 +135,8 @@ _NO_SPAN = trace.set_span_in_context(trace.INVALID_SPAN)
 
 #: Where each ``names.ROUND_COMPONENTS`` line sits in ``component_values``.
 _ROUND_INDEXES: tuple[int, ...] = tuple(names.COMPONENTS.index(c) for c in names.ROUND_COMPONENTS)
+#: Where each ``names.LINE_COMPONENTS`` line sits in ``component_values``.
+_LINE_INDEXES: tuple[int, ...] = tuple(names.COMPONENTS.index(c) for c in names.LINE_COMPONENTS)
 
 
 class _Totals:
@@ -147,18 +156,29 @@ class _Totals:
         self.capped: dict[tuple[str, str], int] = {}
         self._attrs: dict[tuple[str, ...], dict[str, str]] = {}
 
-    def add(self, attrs: _MetricAttributes, values: tuple[int, ...], dropped: int, capped: int) -> None:
+    def add(
+        self,
+        attrs: _MetricAttributes,
+        values: tuple[int, ...],
+        dropped: int,
+        capped: int,
+        *,
+        per_round: bool = True,
+    ) -> None:
+        """Add one round; ``per_round=False`` leaves the per-round counter out (the line
+        distributions carry it, and both would cost its series twice)."""
         with self.lock:
             row = self.tokens.get(attrs.tokens)
             if row is None:
                 row = self.tokens[attrs.tokens] = [0] * len(values)
             for i, v in enumerate(values):
                 row[i] += v
-            per_round = self.round_tokens.get(attrs.round_tokens)
-            if per_round is None:
-                per_round = self.round_tokens[attrs.round_tokens] = [0] * len(_ROUND_INDEXES)
-            for i, j in enumerate(_ROUND_INDEXES):
-                per_round[i] += values[j]
+            if per_round:
+                by_round = self.round_tokens.get(attrs.round_tokens)
+                if by_round is None:
+                    by_round = self.round_tokens[attrs.round_tokens] = [0] * len(_ROUND_INDEXES)
+                for i, j in enumerate(_ROUND_INDEXES):
+                    by_round[i] += values[j]
             # Zero totals still become points, so rate()/ratio queries see 0 rather than nothing.
             self.dropped[attrs.task_model] = self.dropped.get(attrs.task_model, 0) + dropped
             self.capped[attrs.task_model] = self.capped.get(attrs.task_model, 0) + capped
@@ -249,8 +269,14 @@ class Emitter:
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         labels: LabelPolicy | None = None,
+        distributions: bool | None = None,
     ) -> None:
         self.labels = labels or LabelPolicy()
+        #: Record each line per round as a distribution (``names.DISTRIBUTIONS``) instead of the
+        #: per-round counter: only where histograms are exported as native (exponential) ones.
+        #: ``None`` reads OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION;
+        #: :func:`otel_ctx.configure` sets it from its own settings.
+        self.distributions = distributions_from_env() if distributions is None else distributions
         self._tracer = trace.get_tracer(
             names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
         )
@@ -260,6 +286,10 @@ class Emitter:
         self._utilization = instruments.create(meter, names.UTILIZATION)
         self._accuracy = instruments.create(meter, names.ESTIMATE_ACCURACY)
         self._fits = instruments.create(meter, names.FITS)
+        # Created always (an instrument never recorded to exports nothing), recorded only when
+        # distributions are on: the switch may be flipped after the emitter exists.
+        self._line_tokens = instruments.create(meter, names.LINE_TOKENS)
+        self._round_utilization = instruments.create(meter, names.ROUND_UTILIZATION)
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -406,16 +436,26 @@ class Emitter:
         known_task_types: Iterable[str] = (),
         context: Context | None = None,
     ) -> None:
-        """Two measurements (utilization, fits) and the running totals of one round."""
+        """Two measurements (utilization, fits) and the running totals of one round, plus each
+        line and the utilization by round when distributions are on."""
         b = result.breakdown
         task = self.labels.task_label(result.task_type, known_task_types)
         key = (task, self.labels.round_label(round_number), result.outcome, self.labels.model_label(model))
         attrs = self._attr_cache.get(key)
         if attrs is None:
             attrs = self._build_attributes(key)
-        self._utilization.record(b.estimated / b.budget, attrs.utilization, context)
+        utilization = b.estimated / b.budget
+        values = component_values(b)
+        self._utilization.record(utilization, attrs.utilization, context)
         self._fits.add(1, attrs.fits, context)
-        self._totals.add(attrs, component_values(b), result.dropped_turns, result.capped_tool_results)
+        distributions = self.distributions
+        if distributions:
+            for index, line in zip(_LINE_INDEXES, attrs.lines, strict=True):
+                self._line_tokens.record(values[index], line, context)
+            self._round_utilization.record(utilization, attrs.round_utilization, context)
+        self._totals.add(
+            attrs, values, result.dropped_turns, result.capped_tool_results, per_round=not distributions
+        )
 
     def record_accuracy(
         self,
@@ -448,6 +488,11 @@ class Emitter:
             tokens=(task, outcome, model),
             round_tokens=(round_label, task, model),
             task_model=(task, model),
+            lines=tuple(
+                {names.COMPONENT: line, names.ROUND: round_label, names.TASK_TYPE: task}
+                for line in names.LINE_COMPONENTS
+            ),
+            round_utilization={names.ROUND: round_label, names.TASK_TYPE: task},
         )
         if (task, model) not in self._seen_task_models:
             # A counter series that first appears at 1 hides that increment from rate(): start

@@ -37,6 +37,18 @@ DEFAULT_EXPORT_INTERVAL_MS = 15_000
 DEFAULT_SPAN_QUEUE = 2048
 DEFAULT_PROMETHEUS_PORT = 9464
 DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
+#: The standard variable that makes an OTLP metric exporter's histograms exponential, and the
+#: value that does. otel-ctx reads it as the switch for its per-round distributions too.
+ENV_HISTOGRAM_AGGREGATION = "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"
+EXPONENTIAL_HISTOGRAM = "base2_exponential_bucket_histogram"
+#: Buckets per exponential histogram point (the SDK's default). The scale drops until a point's
+#: range fits: 160 buckets over 1..100,000 tokens still leave each bucket 9% wide at most.
+EXPONENTIAL_MAX_SIZE = 160
+#: The finest scale recorded: Prometheus's native histograms go no finer (buckets 0.27% wide),
+#: so a finer one is only scaled down on the way. The Collector's remote-write translator
+#: (0.161) misplaces counts that follow empty buckets when it scales down: measured in
+#: tests/test_e2e_native.py, where each quantile must sit in the right bucket.
+EXPONENTIAL_MAX_SCALE = 8
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,24 @@ class ExportSettings:
     export_interval_millis: int | None = None
     prometheus_port: int | None = None
     prometheus_host: str | None = None
+    #: Record every histogram as an exponential (native) one and add the per-round line
+    #: distributions (``names.DISTRIBUTIONS``) in place of the per-round counter. ``None``:
+    #: on when ``OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION`` is
+    #: ``base2_exponential_bucket_histogram`` and metrics are pushed (never on the Prometheus
+    #: scrape endpoint, whose text format has no native histograms).
+    native_histograms: bool | None = None
+
+    def distributions(self) -> bool:
+        """Whether native histograms are on; ``ValueError`` when asked for on the scrape endpoint."""
+        choice = self.choice("metrics")
+        if self.native_histograms is not None:
+            if self.native_histograms and choice == "prometheus":
+                raise ValueError(
+                    "native_histograms=True needs pushed metrics (otlp or console): the Prometheus "
+                    "scrape endpoint cannot expose native histograms"
+                )
+            return self.native_histograms
+        return choice != "prometheus" and distributions_from_env()
 
     def choice(self, signal: Signal) -> str:
         """The exporter for ``signal``; ``ValueError`` naming where an unknown name came from."""
@@ -123,14 +153,37 @@ def sdk_disabled() -> bool:
     return (env("OTEL_SDK_DISABLED") or "").lower() == "true"
 
 
-def views() -> list[View]:
-    """One View per otel-ctx histogram with the registry's buckets.
+def distributions_from_env() -> bool:
+    """True when the standard variable asks OTLP exporters for exponential histograms."""
+    return (env(ENV_HISTOGRAM_AGGREGATION) or "").lower() == EXPONENTIAL_HISTOGRAM
+
+
+def views(native: bool = False) -> list[View]:
+    """One View per otel-ctx histogram: the registry's buckets, or exponential ones when ``native``.
 
     Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
-    advisory the instruments carry.
+    advisory the instruments carry. ``native`` (``views(True)``) makes every otel-ctx
+    histogram exponential, one native-histogram series per label set in Prometheus instead of
+    one per bucket; use it only where metrics are pushed over OTLP.
     """
-    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+    from opentelemetry.sdk.metrics.view import (
+        ExplicitBucketHistogramAggregation,
+        ExponentialBucketHistogramAggregation,
+        View,
+    )
 
+    if native:
+        return [
+            View(
+                instrument_name=m.name,
+                meter_name=names.INSTRUMENTATION_SCOPE,
+                aggregation=ExponentialBucketHistogramAggregation(
+                    max_size=EXPONENTIAL_MAX_SIZE, max_scale=EXPONENTIAL_MAX_SCALE
+                ),
+            )
+            for m in names.ALL_METRICS
+            if m.kind == "histogram"
+        ]
     return [
         View(
             instrument_name=m.name,

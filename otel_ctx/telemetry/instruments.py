@@ -29,7 +29,8 @@ def create(meter: metrics.Meter, metric: Metric, *, callbacks: Iterable[Callback
             metric.name,
             unit=metric.unit,
             description=metric.description,
-            explicit_bucket_boundaries_advisory=metric.buckets,
+            # A distribution has no buckets of its own: it is only recorded as an exponential one.
+            explicit_bucket_boundaries_advisory=metric.buckets or None,
         )
     if callbacks is not None:
         return meter.create_observable_counter(

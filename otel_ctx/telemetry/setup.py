@@ -33,9 +33,12 @@ from opentelemetry import metrics, trace
 from otel_ctx.telemetry.emitter import default_emitter
 from otel_ctx.telemetry.exporters import (
     DEFAULT_EXPORT_TIMEOUT_S,
+    ENV_HISTOGRAM_AGGREGATION,
+    EXPONENTIAL_HISTOGRAM,
     ExporterName,
     ExportSettings,
     OtlpProtocol,
+    distributions_from_env,
     push_metric_reader,
     sdk_disabled,
     serve_prometheus,
@@ -64,6 +67,9 @@ class TelemetryHandle:
     prometheus_address: tuple[str, int] | None = None
     #: Seconds one export may take; :meth:`shutdown` and the exit hook wait no longer.
     export_timeout: float = DEFAULT_EXPORT_TIMEOUT_S
+    #: True when every otel-ctx histogram is exponential and the per-round line distributions
+    #: are recorded (``native_histograms``, or the standard aggregation variable with OTLP).
+    distributions: bool = False
     _server: Any = field(default=None, repr=False)
     _server_thread: Any = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
@@ -210,8 +216,12 @@ def create_providers(
             reader = push_metric_reader(settings, choice)
             if reader is not None:
                 readers.append(reader)
+        handle.distributions = settings.distributions()
         handle.meter_provider = MeterProvider(
-            resource=resource, metric_readers=readers, views=views(), shutdown_on_exit=False
+            resource=resource,
+            metric_readers=readers,
+            views=views(handle.distributions),
+            shutdown_on_exit=False,
         )
     if handle.tracer_provider is not None or handle.meter_provider is not None:
         atexit.register(handle._at_exit)
@@ -250,7 +260,12 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
         if _handle is not None:
             logger.debug("otel-ctx telemetry: configure() called again; keeping the first setup")
             return _handle
-        default_emitter().labels = labels or LabelPolicy()
+        settings = settings or ExportSettings()
+        # Decided (and a contradiction refused) before anything changes or starts.
+        distributions = settings.distributions()
+        emitter = default_emitter()
+        emitter.labels = labels or LabelPolicy()
+        emitter.distributions = distributions
         want_traces = not _app_has_tracer_provider()
         want_metrics = not _app_has_meter_provider()
         handle = create_providers(settings, traces=want_traces, metrics_=want_metrics)
@@ -263,6 +278,18 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
                 handle.meter_provider.shutdown(timeout_millis=0)
                 handle.meter_provider = None
                 want_metrics = False
+        if not want_metrics and distributions and not distributions_from_env():
+            # The application's own meter provider decides the aggregation: without the
+            # standard variable its histograms keep explicit buckets, and a distribution per
+            # line and round would cost a series per bucket. Stay with the per-round counter.
+            logger.warning(
+                "otel-ctx telemetry: native_histograms=True ignored: the application's own meter "
+                "provider is in use; set %s=%s (or add otel_ctx.telemetry.views(native=True) to "
+                "it) to record the distributions",
+                ENV_HISTOGRAM_AGGREGATION,
+                EXPONENTIAL_HISTOGRAM,
+            )
+            emitter.distributions = handle.distributions = False
         if not (want_traces and want_metrics):
             logger.info(
                 "otel-ctx telemetry: using the application's own %s",
@@ -295,6 +322,7 @@ def configure(
     max_task_types: int = DEFAULT_MAX_TASK_TYPES,
     models: Iterable[str] | None = None,
     resolutions: Iterable[str] = (),
+    native_histograms: bool | None = None,
 ) -> TelemetryHandle:
     """Set up tracing and metrics for otel-ctx where the application has not.
 
@@ -314,6 +342,14 @@ def configure(
     20 others keep theirs too (with ``models`` given, only variants of known families such
     as ``gpt-4.1-mini``), later ones become ``other``.
 
+    ``native_histograms=True`` records every otel-ctx histogram as an exponential one (one
+    native-histogram series per label set in Prometheus, Mimir, Thanos, Grafana Cloud) and
+    adds each breakdown line per round and task type as a distribution
+    (``context_budget.line_tokens``, ``context_budget.round_utilization``) in place of the
+    per-round counter. Pushed metrics only: with ``"prometheus"`` it raises ``ValueError``.
+    ``None`` follows ``OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=
+    base2_exponential_bucket_histogram`` (ignored on the scrape endpoint).
+
     Idempotent: a second call returns the first call's handle. A provider the
     application already installed is left alone (the handle then holds ``None`` for it).
     The same as :func:`install` with an :class:`ExportSettings` and a :class:`LabelPolicy`.
@@ -332,6 +368,7 @@ def configure(
             export_interval_millis=export_interval_millis,
             prometheus_port=prometheus_port,
             prometheus_host=prometheus_host,
+            native_histograms=native_histograms,
         ),
         LabelPolicy(
             task_types=task_types,

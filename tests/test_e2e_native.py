@@ -1,0 +1,366 @@
+"""Native histograms for real: demo workload → OTLP (exponential buckets) → the real Collector →
+remote write → a real Prometheus with native histograms on.
+
+The servers and their config files are the stack's, laid out and rendered to 127.0.0.1 exactly
+as ``tests/test_e2e_collector.py`` does (its helpers are reused); the workload pushes native
+histograms (``tests/e2e_workload.py --native``) and reports every round's breakdown lines. The
+test then checks what the distributions promise: each line's p95 by round and task type, read
+with ``histogram_quantile``, lies in the histogram bucket that holds the same quantile computed
+from the workload's own fits (the histogram's resolution), every dashboard query and alert
+answers, the series one process stores at the full 3 task types × 3 models spread are what the
+bench counts (within the budget), and exemplars still lead to the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import support
+from test_e2e_collector import SAMPLE_PERCENT, SAMPLE_PERCENT_VARIABLE, Ports, lay_out
+
+from bench import series_paths
+from otel_ctx import names
+from otel_ctx.grafana import alerts
+
+ROOT = support.ROOT
+SERVICE = "otel-ctx-e2e-native"
+#: The full-spread process (bench.series_paths), counted in the TSDB.
+SPREAD_SERVICE = "otel-ctx-e2e-native-spread"
+WINDOW = support.E2E_WINDOW
+WORKLOAD_SEED = 23
+WORKLOAD_TICKETS = 60
+WORKLOAD_SECONDS = 30.0
+QUANTILE = 0.95
+
+COMPONENT = names.prometheus_label(names.COMPONENT)
+ROUND = names.prometheus_label(names.ROUND)
+TASK = names.prometheus_label(names.TASK_TYPE)
+
+
+@dataclass
+class NativeStack:
+    prometheus: str
+    report: dict[str, Any]
+    started: float
+    at: float = 0.0
+
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        params = urllib.parse.urlencode({"query": expr, "time": f"{at or self.at:.3f}"})
+        try:
+            with urllib.request.urlopen(f"{self.prometheus}/api/v1/query?{params}", timeout=10) as response:
+                body = json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            pytest.fail(f"Prometheus rejected the query: {err.read().decode()}\n{expr}")
+        assert body["status"] == "success", body
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def api(self, path: str, **params: str) -> Any:
+        url = f"{self.prometheus}{path}?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+
+def _start(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeStack]:
+    # No Jaeger: nothing here reads traces (the Collector's trace export retries in vain).
+    binaries = support.built_servers("otelcol")
+    prometheus = support.require_binary("prometheus", "apt-get install prometheus")
+    tmp = tmp_path_factory.mktemp("native-e2e")
+    ports = Ports()
+    jaeger_base = f"http://127.0.0.1:{ports('jaeger', 16686)}"
+    rules = alerts.write(tmp / "fast-rules.yml", alerts.AlertSettings.fast(WINDOW, jaeger_url=jaeger_base))
+    laid = lay_out(tmp, ports, rules)
+    clean_env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    child_env = {**clean_env, "PYTHONPATH": os.pathsep.join([str(ROOT), clean_env.get("PYTHONPATH", "")])}
+    prom_base = f"http://127.0.0.1:{ports('prometheus', 9090)}"
+    otlp = f"http://127.0.0.1:{ports('otel-collector', 4317)}"
+    report_path = tmp / "report.json"
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def check_alive() -> None:
+        for name, proc in procs:
+            if proc.poll() is not None and name != "spread":
+                log = (tmp / f"{name}.log").read_text(errors="replace")[-3000:]
+                pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
+
+    def ok(url: str) -> bool:
+        check_alive()
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+
+    try:
+        procs.append(
+            (
+                "prometheus",
+                _start(
+                    [
+                        prometheus,
+                        *laid["prometheus"].command,
+                        f"--web.listen-address=127.0.0.1:{ports('prometheus', 9090)}",
+                    ],
+                    tmp / "prometheus.log",
+                ),
+            )
+        )
+        procs.append(
+            (
+                "otel-collector",
+                _start(
+                    [str(binaries["otelcol"]), *laid["otel-collector"].command],
+                    tmp / "otel-collector.log",
+                    {**clean_env, SAMPLE_PERCENT_VARIABLE: str(SAMPLE_PERCENT)},
+                ),
+            )
+        )
+        support.wait("Prometheus to be ready", 30, lambda: ok(f"{prom_base}/-/ready"))
+        support.wait(
+            "the Collector's health check",
+            60,
+            lambda: ok(f"http://127.0.0.1:{ports('otel-collector', 13133)}/"),
+        )
+        started = time.time()
+        procs.append(
+            (
+                "workload",
+                _start(
+                    [
+                        sys.executable,
+                        str(Path(__file__).with_name("e2e_workload.py")),
+                        f"--otlp={otlp}",
+                        "--native",
+                        f"--service={SERVICE}",
+                        f"--seed={WORKLOAD_SEED}",
+                        f"--tickets={WORKLOAD_TICKETS}",
+                        f"--seconds={WORKLOAD_SECONDS}",
+                        f"--report={report_path}",
+                    ],
+                    tmp / "workload.log",
+                    child_env,
+                ),
+            )
+        )
+        spread = subprocess.run(
+            [sys.executable, "-m", "bench.series_paths", f"--otlp={otlp}", f"--service={SPREAD_SERVICE}"],
+            cwd=ROOT,
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert spread.returncode == 0, spread.stdout + spread.stderr
+
+        def report() -> dict[str, Any] | None:
+            check_alive()
+            loaded: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
+            return loaded
+
+        built = NativeStack(
+            prom_base, support.wait("the workload to finish", WORKLOAD_SECONDS + 60, report), started
+        )
+        total = sum(f["count"] for f in built.report["fits"])
+        lines = len(built.report["lines"])
+        assert lines == total
+
+        def arrived() -> bool:
+            built.at = time.time()
+            fits = built.query(f'sum({names.FITS.prometheus}{{job="{SERVICE}"}})')
+            counts = built.query(
+                f"sum(histogram_count({names.LINE_TOKENS.prometheus}"
+                f'{{job="{SERVICE}", {COMPONENT}="{names.COMPONENT_ESTIMATED}"}}))'
+            )
+            return bool(fits and counts) and int(float(fits[0]["value"][1])) == total == round(
+                float(counts[0]["value"][1])
+            )
+
+        support.wait("Prometheus to hold the workload's last fits through remote write", 60, arrived)
+        built.at = time.time()
+        yield built
+    finally:
+        for _, proc in reversed(procs):
+            support.stop(proc)
+
+
+# --- the quantiles ------------------------------------------------------------------------
+
+
+def _nearest_rank(values: list[float], q: float) -> float:
+    """The q-quantile as the histogram ranks it: the ceil(q·n)-th smallest value."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _bucket_holding(histogram: dict[str, Any], value: float) -> tuple[float, float]:
+    """The (lower, upper) bounds of the native histogram bucket that holds ``value``."""
+    for _rule, lower, upper, count in histogram["buckets"]:
+        lo, hi = float(lower), float(upper)
+        if float(count) > 0 and lo <= value <= hi:
+            return lo, hi
+    raise AssertionError(f"no bucket holds {value}: {histogram['buckets']}")
+
+
+def _check_quantiles(
+    stack: NativeStack,
+    metric: names.Metric,
+    group: tuple[str, ...],
+    observed: dict[tuple[str, ...], list[float]],
+) -> int:
+    """Each group's p95 from Prometheus lies in the bucket holding the fits' own p95; count and
+    sum are the fits' exactly. Returns the groups checked."""
+    by = ", ".join(group)
+    selector = f'{metric.prometheus}{{job="{SERVICE}"}}'
+    histograms = {
+        tuple(s["metric"][label] for label in group): s["histogram"][1]
+        for s in stack.query(f"sum by ({by}) ({selector})")
+    }
+    estimates = {
+        tuple(s["metric"][label] for label in group): float(s["value"][1])
+        for s in stack.query(f"histogram_quantile({QUANTILE}, sum by ({by}) ({selector}))")
+    }
+    assert set(histograms) == set(observed), (sorted(histograms), sorted(observed))
+    for key, values in observed.items():
+        histogram = histograms[key]
+        assert int(float(histogram["count"])) == len(values), key
+        assert float(histogram["sum"]) == pytest.approx(sum(values), rel=1e-9), key
+        exact = _nearest_rank(values, QUANTILE)
+        lower, upper = _bucket_holding(histogram, exact)
+        tolerance = 1e-9 * max(1.0, abs(upper))
+        assert lower - tolerance <= estimates[key] <= upper + tolerance, (
+            key,
+            exact,
+            estimates[key],
+            lower,
+            upper,
+        )
+    return len(observed)
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_each_lines_p95_by_round_and_task_type_is_the_fits_own_within_the_resolution(
+    stack: NativeStack,
+) -> None:
+    observed: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for row in stack.report["lines"]:
+        for line, value in row["lines"].items():
+            observed[(line, row["round"], row["task_type"])].append(float(value))
+    checked = _check_quantiles(stack, names.LINE_TOKENS, (COMPONENT, ROUND, TASK), observed)
+    # Every line of every round of every task type the workload reached.
+    assert checked == len(names.LINE_COMPONENTS) * len(
+        {(r["round"], r["task_type"]) for r in stack.report["lines"]}
+    )
+    print(f"p95 within the bucket of the fits' own p95: {checked} line x round x task type groups")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_the_utilization_p95_by_round_and_task_type_is_the_fits_own_within_the_resolution(
+    stack: NativeStack,
+) -> None:
+    observed: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for row in stack.report["lines"]:
+        observed[(row["round"], row["task_type"])].append(float(row["utilization"]))
+    assert _check_quantiles(stack, names.ROUND_UTILIZATION, (ROUND, TASK), observed)
+
+
+# --- what is stored ---------------------------------------------------------------------------
+
+
+def _native_series() -> set[str]:
+    """The families a native-path process stores: counters, each histogram as one native series,
+    the distributions; not the per-round counter they replace."""
+    return {m.prometheus for m in names.ALL_METRICS if m is not names.ROUND_TOKENS}
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_every_histogram_arrives_native_and_nothing_twice(stack: NativeStack) -> None:
+    seen = {s["metric"]["__name__"] for s in stack.query(f'count by (__name__) ({{job="{SERVICE}"}})')}
+    assert support.stored(seen) == _native_series()
+    # One sample per series per timestamp: a second path (a scrape of the Collector) would add
+    # series under another job or duplicate samples, which Prometheus would count here.
+    jobs = {s["metric"].get("job") for s in stack.query('count by (job) ({__name__=~"context_budget_.*"})')}
+    assert jobs == {SERVICE, SPREAD_SERVICE}
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_one_process_at_three_task_types_by_three_models_stores_what_the_bench_counts(
+    stack: NativeStack,
+) -> None:
+    counted = stack.query(f'count({{job="{SPREAD_SERVICE}", __name__=~"context_budget_.*"}})')
+    stored = int(float(counted[0]["value"][1]))
+    expected = sum(series_paths.native_points().values())
+    assert stored == expected
+    assert stored <= series_paths.TARGET
+    print(f"series stored for one process at 3 x 3 (Prometheus TSDB, native histograms): {stored}")
+
+
+# --- every panel and alert --------------------------------------------------------------------
+
+
+def _after_the_first_rates(stack: NativeStack) -> float:
+    """A moment when the recording rules (evaluated every 15 s over one-minute windows) hold rates
+    of the workload: their first evaluation after its last fits arrived, well inside the window."""
+    when = stack.at + 16.0
+    time.sleep(max(0.0, when + 1.0 - time.time()))
+    return when
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_every_panel_query_answers_on_the_native_path(stack: NativeStack) -> None:
+    when = _after_the_first_rates(stack)
+    support.assert_panel_queries_answer(lambda expr: stack.query(expr, when), distributions=True)
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_the_native_recording_rules_and_every_alert_evaluate(stack: NativeStack) -> None:
+    # Histograms nobody reads through a recording rule are not recorded.
+    recorded = {r["record"] for r in alerts.recording_rules()} & alerts.NATIVE_RECORDS
+    assert recorded
+
+    when = _after_the_first_rates(stack)
+    missing = {r for r in recorded if not stack.query(f'{r}{{job="{SERVICE}"}}', when)}
+    assert not missing, "native recording rules without a rate"
+    support.assert_shipped_alerts_evaluate(lambda expr: stack.query(expr, when))
+    fast = alerts.AlertSettings.fast(WINDOW)
+    for name, signal in alerts.signals(fast).items():
+        assert stack.query(signal, when), f"{name}: no value on the native path"
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_native_histogram_exemplars_are_the_workloads_runs(stack: NativeStack) -> None:
+    data = stack.api(
+        "/api/v1/query_exemplars",
+        query=f'{names.UTILIZATION.prometheus}{{job="{SERVICE}"}}',
+        start=f"{stack.started:.3f}",
+        end=f"{time.time():.3f}",
+    )
+    trace_ids = {int(e["labels"]["trace_id"], 16) for series in data for e in series["exemplars"]}
+    assert trace_ids, "no exemplar on the native utilization histogram"
+    assert trace_ids <= {int(r["trace_id"], 16) for r in stack.report["runs"]}
