@@ -493,6 +493,19 @@ class ContextFitter:
         system_prompt = cal.down(model.block_tokens("system_prompt"))
         skills = cal.down(model.block_tokens("skills"))
         has_prompt_block = any(b.kind == "system_prompt" for b in model.blocks)
+        # The calibrated lines are floored, so a few tokens are left over. They belong to the
+        # tool schema when there is one (its marginal cost is a remainder anyway); a request
+        # without tools gets them on its largest line, so an empty line reads 0 every round.
+        remainder = estimated - transcript - system_prompt - skills
+        if not model.tool_schema and remainder:
+            if transcript:
+                largest = max(by_role, key=lambda r: raw_lines[r])
+                by_role[largest] += remainder
+                transcript += remainder
+            elif system_prompt >= skills:
+                system_prompt += remainder
+            else:
+                skills += remainder
         breakdown = Breakdown(
             context_length=policy.context_length,
             request_limit=policy.request_limit,
