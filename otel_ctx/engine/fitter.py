@@ -499,7 +499,7 @@ class ContextFitter:
         remainder = estimated - transcript - system_prompt - skills
         if not model.tool_schema and remainder:
             if transcript:
-                largest = max(by_role, key=lambda r: raw_lines[r])
+                largest = max(raw_lines, key=raw_lines.__getitem__)
                 by_role[largest] += remainder
                 transcript += remainder
             elif system_prompt >= skills:
