@@ -23,6 +23,7 @@ from otel_ctx import (
     BudgetPolicy,
     ContextFitter,
     InvalidPolicyError,
+    InvalidRequestError,
     OtelCtxError,
     TooDeeplyNestedError,
 )
@@ -261,3 +262,70 @@ def _dumps(body: Any) -> str:
         return json.dumps(body)
     except ValueError:
         return '{"as_of": "2026-01-01", "models": {"gpt-4o": {"input": ' + "9" * 5000 + "}}}"
+
+
+# -- whatever a summarizer returns, only typed errors come out -----------------------------------
+
+_LONG = "parcel scan history line " * 12
+
+
+def _chat(n: int) -> list[dict[str, Any]]:
+    return [{"role": ("user", "assistant")[i % 2], "content": f"{i} {_LONG}"} for i in range(n)]
+
+
+def _langchain(n: int) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    return [(HumanMessage, AIMessage)[i % 2](f"{i} {_LONG}") for i in range(n)]
+
+
+def _compact(dialect: str, fitter: ContextFitter) -> Any:
+    if dialect == "chat":
+        return fitter.fit(_chat(40))
+    if dialect == "langchain":
+        return fitter.fit(_langchain(40))
+    if dialect == "openai-responses":
+        body = {"model": "gpt-4o", "input": _chat(40)}
+        return fitter.fit_request(body, provider="openai-responses")
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": _chat(40)}
+    return fitter.fit_request(body, provider="anthropic")
+
+
+_SUMMARY_VALUES = st.one_of(
+    st.text(max_size=20),
+    _JSONISH,
+    st.dictionaries(
+        st.sampled_from(["role", "content", "type", "text", "tool_calls", "name"]),
+        st.one_of(
+            st.sampled_from(["system", "user", "assistant", "tool", "developer", "text", "function"]),
+            _JSONISH,
+        ),
+        max_size=4,
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    dialect=st.sampled_from(["chat", "langchain", "openai-responses", "anthropic"]),
+    produced=_SUMMARY_VALUES,
+)
+def test_only_typed_errors_come_out_of_any_summarizer_return_value(dialect: str, produced: Any) -> None:
+    small = BudgetPolicy(context_length=1_500, reserved_output=100)
+    fitter = ContextFitter(small, model="gpt-4o", summarizer=lambda _run: produced)
+    try:
+        result = _compact(dialect, fitter)
+    except OtelCtxError:
+        return
+    assert result.outcome in ("compacted", "overflow", "fit")
+
+
+@pytest.mark.parametrize(
+    ("dialect", "produced"),
+    [("langchain", {"role": "assistant"}), ("openai-responses", {"role": {"x": 1}, "content": "s"})],
+)
+def test_summarizer_values_that_escaped_untyped_are_typed_now(dialect: str, produced: Any) -> None:
+    small = BudgetPolicy(context_length=1_500, reserved_output=100)
+    fitter = ContextFitter(small, model="gpt-4o", summarizer=lambda _run: produced)
+    with pytest.raises(InvalidRequestError, match="summarizer"):
+        _compact(dialect, fitter)

@@ -34,7 +34,13 @@ from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
 
 # Modules, not names: the adapters read the engine's modules, so either package may be the
 # one imported first; the names are looked up when a request arrives.
-from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError, shown
+from otel_ctx.engine.errors import (
+    InvalidRequestError,
+    OtelCtxError,
+    TooDeeplyNestedError,
+    UnknownTaskTypeError,
+    shown,
+)
 from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
 from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
 from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
@@ -450,7 +456,18 @@ class ContextFitter:
         model = reading.model
         run = [reading.items[i] for k in sorted(plan.dropped_turns()) for i in model.span(k)]
         produced = self.summarizer(run)
-        return adapter.summary(produced, self.counter)
+        try:
+            return adapter.summary(produced, self.counter)
+        except OtelCtxError:
+            raise
+        except RecursionError:
+            raise TooDeeplyNestedError("summarizer", "returned a value nested too deeply to count") from None
+        except Exception as exc:  # whatever a dialect trips on in a value it never expected
+            raise InvalidRequestError(
+                "summarizer",
+                f"returned a value the {adapter.provider} dialect cannot use as a message "
+                f"({type(exc).__name__}); return a string or a message of the transcript's kind",
+            ) from None
 
     def _result(
         self,
