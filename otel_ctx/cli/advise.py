@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import json
 import math
-import urllib.error
-import urllib.parse
-import urllib.request
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any
 
+import niquests
+import niquests.exceptions
 import typer
 from rich.table import Table
 
 from otel_ctx import names
 from otel_ctx.cli.console import make_console, table_box
 from otel_ctx.cli.errors import CliError
+from otel_ctx.httpguard import DEFAULT_MAX_RESPONSE_BYTES, Endpoint, guard, within_deadline
 
 JOB = "job"
 LE = "le"
@@ -46,6 +47,8 @@ COMPONENT = names.prometheus_label(names.COMPONENT)
 FIT, COMPACTED, OVERFLOW = names.OUTCOMES
 #: ``--window all``: the counters as they stand (everything since each process started).
 WINDOW_ALL = "all"
+#: Seconds every query of one ``advise`` may take together.
+DEFAULT_TIMEOUT = 30.0
 #: Budgets tried, as multiples of today's: the utilization histogram's bucket bounds.
 CANDIDATE_RATIOS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0)
 
@@ -65,35 +68,158 @@ with the smallest limit that meets --max-overflow and --max-compaction.
 """
 
 
-class Prometheus:
-    """Instant queries against Prometheus's HTTP API."""
+class PrometheusError(CliError):
+    """``advise`` could not get or read an answer; ``kind`` says why (``usage``, ``refused``,
+    ``connection``, ``timeout``, ``rejected`` (an HTTP error status), ``redirect`` (to
+    another origin, refused), ``response`` (an answer otel-ctx cannot read: not JSON, not
+    Prometheus's shape, impossible values, larger than the cap)). The message names the
+    server without its credentials and, for an answer, the query."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0, at: float | None = None) -> None:
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class Prometheus:
+    """Instant queries against Prometheus's HTTP API, under the shared HTTP policy: one
+    deadline for every query of the run, a cap on each answer, no redirect to another
+    origin, credentials (the URL's userinfo or a bearer token) never in a message."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        at: float | None = None,
+        token: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self.at = at
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise CliError(f"--prometheus: {url!r} is not a URL like http://localhost:9090")
-        self.base = url.rstrip("/")
+        self.endpoint = Endpoint(
+            url, token=token or None, timeout=timeout, max_response_bytes=max_response_bytes
+        )
+        problem = self.endpoint.problem()
+        if problem is not None:
+            if problem.startswith("URL"):
+                problem = f"{self.endpoint.display_url!r} is not a URL like http://localhost:9090"
+            raise PrometheusError("usage", f"--prometheus: {problem}")
+        self.base = self.endpoint.display_url
         self.timeout = timeout
+        self._deadline: float | None = None
+        self._session: niquests.Session | None = None
+
+    def _client(self) -> niquests.Session:
+        if self._session is None:
+            session = niquests.Session()
+            guard(
+                session,
+                self.endpoint,
+                lambda kind, message: PrometheusError(
+                    "redirect" if kind == "redirect" else "response", message
+                ),
+                server="Prometheus",
+            )
+            self._session = session
+        return self._session
 
     def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector of ``expr``: samples with string labels and a finite value >= 0
+        (every series asked for is a counter or a histogram bucket)."""
+        if self._deadline is None:  # one deadline for the whole exchange, from the first query
+            self._deadline = time.monotonic() + self.timeout
+        session = self._client()
+
+        def timed_out() -> PrometheusError:
+            return PrometheusError(
+                "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
+            )
+
+        raw = within_deadline(
+            lambda: self._get(session, expr), self._deadline - time.monotonic(), timed_out, session.close
+        )
+        return _vector(raw, expr, self.base)
+
+    def _get(self, session: niquests.Session, expr: str) -> bytes:
         params = {"query": expr} if self.at is None else {"query": expr, "time": f"{self.at:.3f}"}
-        url = f"{self.base}/api/v1/query?{urllib.parse.urlencode(params)}"
+        endpoint = self.endpoint
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as response:
-                body = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise CliError(f"Prometheus at {self.base} rejected a query ({exc.code}): {detail}") from None
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise CliError(f"cannot reach Prometheus at {self.base}: {reason}") from None
-        except json.JSONDecodeError:
-            raise CliError(f"{self.base} did not answer like Prometheus (no JSON)") from None
-        if body.get("status") != "success":
-            raise CliError(f"Prometheus at {self.base}: {body.get('error', 'query failed')}")
-        result: list[dict[str, Any]] = body["data"]["result"]
-        return result
+            response = session.get(
+                f"{self.base}/api/v1/query",
+                params=params,
+                auth=endpoint.auth(),
+                headers=endpoint.headers(),
+                timeout=self.timeout,
+                verify=endpoint.verify,
+            )
+        except PrometheusError:
+            raise
+        except niquests.exceptions.Timeout:
+            raise PrometheusError(
+                "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
+            ) from None
+        except niquests.exceptions.RequestException as exc:
+            kind = "refused" if "refused" in str(exc).lower() else "connection"
+            raise PrometheusError(
+                kind, endpoint.scrub(f"cannot reach Prometheus at {self.base}: {_one_line(exc)}")[:400]
+            ) from None
+        body = response.content or b""
+        if response.status_code >= 400 or response.is_redirect:
+            detail = endpoint.scrub(_one_line(body.decode("utf-8", "replace")))[:300]
+            raise PrometheusError(
+                "rejected", f"Prometheus at {self.base} rejected a query ({response.status_code}): {detail}"
+            )
+        return body
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _unreadable(base: str, expr: str, what: str) -> PrometheusError:
+    return PrometheusError(
+        "response",
+        f"Prometheus at {base} answered something otel-ctx cannot read ({what}) for the query {expr}",
+    )
+
+
+def _vector(raw: bytes, expr: str, base: str) -> list[dict[str, Any]]:
+    """Prometheus's answer checked: a success with an instant vector of readable samples."""
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise _unreadable(base, expr, "JSON nested too deeply") from None
+    except ValueError:  # not JSON, not UTF-8, or an integer past Python's digit limit
+        raise PrometheusError("response", f"{base} did not answer like Prometheus (no JSON)") from None
+    if not isinstance(body, dict):
+        raise _unreadable(base, expr, f"a JSON {type(body).__name__}, not an object")
+    if body.get("status") != "success":
+        error = body.get("error")
+        said = _one_line(error)[:300] if isinstance(error, str) else "query failed"
+        raise PrometheusError("rejected", f"Prometheus at {base}: {said} (query {expr})")
+    data = body.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if not isinstance(result, list):
+        raise _unreadable(base, expr, "no data.result list")
+    samples: list[dict[str, Any]] = []
+    for sample in result:
+        metric = sample.get("metric") if isinstance(sample, dict) else None
+        value = sample.get("value") if isinstance(sample, dict) else None
+        if (
+            not isinstance(metric, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in metric.items())
+            or not isinstance(value, list)
+            or len(value) != 2
+            or not isinstance(value[1], str)
+        ):
+            raise _unreadable(base, expr, 'a sample not shaped like {metric: {...}, value: [t, "v"]}')
+        try:
+            number = float(value[1])
+        except ValueError:
+            raise _unreadable(base, expr, f"the value {value[1][:40]!r} is not a number") from None
+        if math.isinf(number) or number < 0:
+            raise _unreadable(base, expr, f"the value {value[1][:40]} where only a count >= 0 can be")
+        samples.append({"metric": metric, "value": [value[0], number]})
+    return samples
 
 
 @dataclass(frozen=True)
@@ -153,7 +279,7 @@ class Query:
 def _by_labels(samples: list[dict[str, Any]], *labels: str) -> dict[tuple[str, ...], float]:
     out: dict[tuple[str, ...], float] = {}
     for s in samples:
-        value = float(s["value"][1])
+        value = float(s["value"][1])  # checked finite and >= 0 (or NaN) by Prometheus.query
         if math.isnan(value):
             continue
         key = tuple(s["metric"].get(label, "") for label in labels)
@@ -426,10 +552,22 @@ def advise(
             metavar="UNIX_TIME", help="Evaluate as of this time (default: now), e.g. the end of a day."
         ),
     ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="PROMETHEUS_TOKEN",
+            help="Bearer token for a Prometheus behind an auth proxy (or put user:password@ in the URL).",
+            show_envvar=True,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds all the queries may take together (the whole exchange)."),
+    ] = DEFAULT_TIMEOUT,
 ) -> None:
     if window != WINDOW_ALL and not _valid_duration(window):
         raise CliError(f"--window: {window!r} is not a duration like 1d, 12h or 30m, nor 'all'")
-    prom = Prometheus(prometheus, at=at)
+    prom = Prometheus(prometheus, at=at, token=token, timeout=timeout)
     advice = gather(
         prom, window=window, service=service, max_overflow=max_overflow, max_compaction=max_compaction
     )
