@@ -427,7 +427,7 @@ class OpenAIResponsesAdapter(Adapter):
         else:
             m = as_mapping(produced)
             role = m.get("role") if m is not None else None
-            if not isinstance(role, str) or role not in _ROLE_LINES:
+            if m is None or not isinstance(role, str) or role not in _ROLE_LINES:
                 raise InvalidRequestError("summarizer", "must return a message item or a string")
             item = dict(m)
         role = str(item["role"])

@@ -163,7 +163,7 @@ class Prometheus:
                 kind, endpoint.scrub(f"cannot reach Prometheus at {self.base}: {_one_line(exc)}")[:400]
             ) from None
         body = response.content or b""
-        if response.status_code >= 400 or response.is_redirect:
+        if response.status_code is None or response.status_code >= 400 or response.is_redirect:
             detail = endpoint.scrub(_one_line(body.decode("utf-8", "replace")))[:300]
             raise PrometheusError(
                 "rejected", f"Prometheus at {self.base} rejected a query ({response.status_code}): {detail}"
