@@ -25,7 +25,7 @@ import base64
 import contextlib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, unquote, urljoin, urlsplit, urlunsplit
@@ -158,44 +158,69 @@ def origin_of(url: str) -> str:
 
 
 def guard(session: Any, endpoint: Endpoint, refuse: Refuse, *, server: str) -> None:
-    """Make ``session`` (a niquests ``Session``) follow the policy: every answer read with
-    the size cap, a redirect to another origin refused before it is followed.
+    """Make ``session`` (a niquests ``Session``, as grafana-client uses) follow the policy:
+    every answer read with the size cap, a redirect to another origin refused before it is
+    followed.
 
     ``server`` names the other side in messages ("Prometheus", "Grafana").
     """
     session.max_redirects = MAX_REDIRECTS
-    cap = endpoint.max_response_bytes
 
     def on_response(response: Any, **_: Any) -> Any:
         if response.is_redirect:
             target = urljoin(str(response.url or endpoint.url), str(response.headers.get("location", "")))
-            if origin_of(target) != endpoint.origin:
+            try:
+                check_redirect(target, endpoint, refuse, server=server)
+            except BaseException:
                 response.close()
-                raise refuse(
-                    "redirect",
-                    endpoint.scrub(
-                        f"{server} at {endpoint.display_url} redirected to another origin "
-                        f"({origin_of(target) or 'an unreadable URL'}); otel-ctx does not follow it "
-                        "(the credentials and data are for the server you named): use the final URL"
-                    ),
-                )
-        declared = response.headers.get("content-length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > cap:
+                raise
+        try:
+            body = read_capped(
+                response.iter_content(_CHUNK),
+                response.headers.get("content-length"),
+                endpoint,
+                refuse,
+                server=server,
+            )
+        except BaseException:
             response.close()
-            raise refuse("too_large", _too_large(server, endpoint, cap))
-        chunks: list[bytes] = []
-        total = 0
-        for chunk in response.iter_content(_CHUNK):
-            total += len(chunk)
-            if total > cap:
-                response.close()
-                raise refuse("too_large", _too_large(server, endpoint, cap))
-            chunks.append(chunk)
-        response._content = b"".join(chunks)
+            raise
+        response._content = body
         response._content_consumed = True
         return response
 
     session.hooks["response"].append(on_response)
+
+
+def check_redirect(location: str, endpoint: Endpoint, refuse: Refuse, *, server: str) -> None:
+    """Refuse a redirect to ``location`` (already absolute) unless it stays in the endpoint's origin."""
+    if origin_of(location) != endpoint.origin:
+        raise refuse(
+            "redirect",
+            endpoint.scrub(
+                f"{server} at {endpoint.display_url} redirected to another origin "
+                f"({origin_of(location) or 'an unreadable URL'}); otel-ctx does not follow it "
+                "(the credentials and data are for the server you named): use the final URL"
+            ),
+        )
+
+
+def read_capped(
+    chunks: Iterable[bytes], declared: str | None, endpoint: Endpoint, refuse: Refuse, *, server: str
+) -> bytes:
+    """An answer's body from its ``chunks``, refused (kind ``too_large``) once it passes the
+    endpoint's cap, or at once when its ``Content-Length`` (``declared``) already does."""
+    cap = endpoint.max_response_bytes
+    if declared is not None and declared.strip().isdigit() and int(declared) > cap:
+        raise refuse("too_large", _too_large(server, endpoint, cap))
+    out: list[bytes] = []
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > cap:
+            raise refuse("too_large", _too_large(server, endpoint, cap))
+        out.append(chunk)
+    return b"".join(out)
 
 
 def _too_large(server: str, endpoint: Endpoint, cap: int) -> str:
@@ -242,7 +267,9 @@ __all__ = [
     "MAX_REDIRECTS",
     "MIN_SECRET_CHARS",
     "Endpoint",
+    "check_redirect",
     "guard",
     "origin_of",
+    "read_capped",
     "within_deadline",
 ]

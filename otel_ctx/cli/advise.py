@@ -22,22 +22,36 @@ ticket's cost follows its prompt tokens.
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import http.client
 import json
 import math
+import socket
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any
+from email.message import Message
+from typing import IO, Annotated, Any
 
-import niquests
-import niquests.exceptions
 import typer
 from rich.table import Table
 
 from otel_ctx import names
 from otel_ctx.cli.console import make_console, table_box
 from otel_ctx.cli.errors import CliError
-from otel_ctx.httpguard import DEFAULT_MAX_RESPONSE_BYTES, Endpoint, guard, within_deadline
+from otel_ctx.httpguard import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_REDIRECTS,
+    Endpoint,
+    Refuse,
+    check_redirect,
+    read_capped,
+    within_deadline,
+)
 
 JOB = "job"
 LE = "le"
@@ -106,69 +120,116 @@ class Prometheus:
         self.base = self.endpoint.display_url
         self.timeout = timeout
         self._deadline: float | None = None
-        self._session: niquests.Session | None = None
-
-    def _client(self) -> niquests.Session:
-        if self._session is None:
-            session = niquests.Session()
-            guard(
-                session,
-                self.endpoint,
-                lambda kind, message: PrometheusError(
-                    "redirect" if kind == "redirect" else "response", message
-                ),
-                server="Prometheus",
-            )
-            self._session = session
-        return self._session
+        refuse = _refuse
+        # The standard library's client, so advise needs nothing beyond the base install;
+        # the policy is the shared one (otel_ctx.httpguard), as dashboards push follows it.
+        self._opener = urllib.request.build_opener(_SameOrigin(self.endpoint, refuse))
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         """The instant vector of ``expr``: samples with string labels and a finite value >= 0
         (every series asked for is a counter or a histogram bucket)."""
         if self._deadline is None:  # one deadline for the whole exchange, from the first query
             self._deadline = time.monotonic() + self.timeout
-        session = self._client()
+        opened: list[Any] = []
 
         def timed_out() -> PrometheusError:
             return PrometheusError(
                 "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
             )
 
+        def abandon() -> None:
+            # Shut the socket down under the worker's blocked read, so it stops now rather
+            # than when a trickling server finally finishes (best effort: private attributes).
+            for response in opened:
+                sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+                with contextlib.suppress(OSError):
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
+                response.close()
+
         raw = within_deadline(
-            lambda: self._get(session, expr), self._deadline - time.monotonic(), timed_out, session.close
+            lambda: self._get(expr, opened), self._deadline - time.monotonic(), timed_out, abandon
         )
         return _vector(raw, expr, self.base)
 
-    def _get(self, session: niquests.Session, expr: str) -> bytes:
+    def _get(self, expr: str, opened: list[Any]) -> bytes:
         params = {"query": expr} if self.at is None else {"query": expr, "time": f"{self.at:.3f}"}
         endpoint = self.endpoint
+        headers = endpoint.headers()
+        auth = endpoint.auth()
+        if auth is not None:
+            basic = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            headers["Authorization"] = f"Basic {basic}"
+        request = urllib.request.Request(
+            f"{self.base}/api/v1/query?{urllib.parse.urlencode(params)}", headers=headers
+        )
         try:
-            response = session.get(
-                f"{self.base}/api/v1/query",
-                params=params,
-                auth=endpoint.auth(),
-                headers=endpoint.headers(),
-                timeout=self.timeout,
-                verify=endpoint.verify,
-            )
+            response = self._opener.open(request, timeout=self.timeout)
+            opened.append(response)
+            with response:
+                return read_capped(
+                    iter(lambda: response.read(_CHUNK), b""),
+                    response.headers.get("Content-Length"),
+                    endpoint,
+                    _refuse,
+                    server="Prometheus",
+                )
         except PrometheusError:
             raise
-        except niquests.exceptions.Timeout:
+        except urllib.error.HTTPError as exc:
+            error = exc
+            with error:
+                body = read_capped(
+                    iter(lambda: error.read(_CHUNK), b""),
+                    error.headers.get("Content-Length") if error.headers else None,
+                    endpoint,
+                    _refuse,
+                    server="Prometheus",
+                )
+            detail = endpoint.scrub(_one_line(body.decode("utf-8", "replace")))[:300]
+            raise PrometheusError(
+                "rejected", f"Prometheus at {self.base} rejected a query ({error.code}): {detail}"
+            ) from None
+        except TimeoutError:
             raise PrometheusError(
                 "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
             ) from None
-        except niquests.exceptions.RequestException as exc:
-            kind = "refused" if "refused" in str(exc).lower() else "connection"
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            kind = "refused" if isinstance(reason, ConnectionRefusedError) else "connection"
             raise PrometheusError(
-                kind, endpoint.scrub(f"cannot reach Prometheus at {self.base}: {_one_line(exc)}")[:400]
+                kind, endpoint.scrub(f"cannot reach Prometheus at {self.base}: {_one_line(reason)}")[:400]
             ) from None
-        body = response.content or b""
-        if response.status_code is None or response.status_code >= 400 or response.is_redirect:
-            detail = endpoint.scrub(_one_line(body.decode("utf-8", "replace")))[:300]
-            raise PrometheusError(
-                "rejected", f"Prometheus at {self.base} rejected a query ({response.status_code}): {detail}"
-            )
-        return body
+
+
+_CHUNK = 64 * 1024
+
+
+def _refuse(kind: str, message: str) -> PrometheusError:
+    return PrometheusError("redirect" if kind == "redirect" else "response", message)
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the origin the user named (and at most a few)."""
+
+    max_redirections = MAX_REDIRECTS
+
+    def __init__(self, endpoint: Endpoint, refuse: Refuse) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.refuse = refuse
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Message,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        check_redirect(newurl, self.endpoint, self.refuse, server="Prometheus")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def _one_line(text: object) -> str:
