@@ -34,7 +34,6 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from email.message import Message
 from typing import IO, Annotated, Any
 
 import typer
@@ -225,7 +224,7 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
         fp: IO[bytes],
         code: int,
         msg: str,
-        headers: Message,
+        headers: http.client.HTTPMessage,
         newurl: str,
     ) -> urllib.request.Request | None:
         check_redirect(newurl, self.endpoint, self.refuse, server="Prometheus")
