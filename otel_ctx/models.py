@@ -21,10 +21,14 @@ from types import MappingProxyType
 from typing import Any
 
 from otel_ctx.engine import InvalidPolicyError
-from otel_ctx.tables import dated_models, family_row, read_file, read_shipped
+from otel_ctx.engine.errors import shown
+from otel_ctx.tables import dated_models, family_row, in_file, read_file, read_shipped
 
 #: Environment variable naming a model file whose entries override the shipped table.
 ENV_MODELS = "OTEL_CTX_MODELS"
+#: No model's window or output limit comes near this; a larger figure is a typo (or an
+#: attack) that would overflow every float the telemetry computes from it.
+MAX_TOKENS = 1_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +43,10 @@ class ModelLimits:
             value = getattr(self, name)
             if value is None and name == "max_output":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise InvalidPolicyError(f"model.{name}", f"must be a positive integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_TOKENS:
+                raise InvalidPolicyError(
+                    f"model.{name}", f"must be a positive integer up to {MAX_TOKENS:,}, got {shown(value)}"
+                )
 
 
 def _limits(model: str, raw: object) -> ModelLimits:
@@ -92,9 +98,9 @@ class ModelTable:
         if not isinstance(data, Mapping):
             raise InvalidPolicyError(source, "a model file must hold a JSON object")
         if "models" not in data:
-            return cls({str(m): _limits(str(m), v) for m, v in data.items()}, as_of="", source=source)
+            return cls(in_file(source, _limits, data), as_of="", source=source)
         as_of, models = dated_models(data, source, figures="figures", entries="limits")
-        return cls({str(m): _limits(str(m), v) for m, v in models.items()}, as_of=as_of, source=source)
+        return cls(in_file(source, _limits, models), as_of=as_of, source=source)
 
     @classmethod
     def load(cls, path: str | Path) -> ModelTable:

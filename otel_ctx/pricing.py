@@ -21,8 +21,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from otel_ctx.engine.errors import InvalidPolicyError, InvalidRequestError
-from otel_ctx.tables import dated_models, family_row, read_file, read_shipped
+from otel_ctx.engine.errors import InvalidPolicyError, InvalidRequestError, shown
+from otel_ctx.tables import dated_models, family_row, in_file, read_file, read_shipped
 
 #: Environment variable naming a price file whose models override the shipped table.
 ENV_PRICES = "OTEL_CTX_PRICES"
@@ -47,10 +47,10 @@ class ModelPrice:
             value = getattr(self, name)
             if value is None and name == "cache_write":
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise InvalidPolicyError(f"price.{name}", f"must be a finite number, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
+                raise InvalidPolicyError(f"price.{name}", f"must be a finite number, got {shown(value)}")
             if value < 0:
-                raise InvalidPolicyError(f"price.{name}", f"must be >= 0, got {value!r}")
+                raise InvalidPolicyError(f"price.{name}", f"must be >= 0, got {shown(value)}")
 
     def cost(self, usage: Usage) -> float:
         """USD for one request's usage: each input token at the rate of its kind."""
@@ -61,6 +61,14 @@ class ModelPrice:
             + usage.cache_creation_input_tokens * write_rate
             + usage.output_tokens * self.output
         ) / PER_TOKENS
+
+
+def _finite(value: float) -> bool:
+    """A price that is a real float: a 400-digit integer would overflow every cost sum."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _count(where: str, value: object) -> int:
@@ -208,7 +216,7 @@ class PriceTable:
         if not isinstance(data, Mapping):
             raise InvalidPolicyError(source, "a price file must hold a JSON object")
         as_of, models = dated_models(data, source, figures="prices", entries="prices")
-        return cls({str(m): _price(str(m), p) for m, p in models.items()}, as_of=as_of, source=source)
+        return cls(in_file(source, _price, models), as_of=as_of, source=source)
 
     @classmethod
     def load(cls, path: str | Path) -> PriceTable:

@@ -8,24 +8,46 @@ the field, never a crash in the JSON parser. Nothing here imports OpenTelemetry.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 from otel_ctx.engine.errors import InvalidPolicyError
+from otel_ctx.files import read_regular_file
+
+#: Cap on a configuration file (prices, model windows, policies): real ones are a few
+#: kilobytes, so this is generous, and ``/dev/zero`` or an endless pipe stops here.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def read_config_bytes(path: str | Path, what: str) -> bytes:
+    """The bytes of a configuration file the user names: a regular file of at most
+    :data:`MAX_CONFIG_BYTES`, else :class:`InvalidPolicyError` naming the file (a FIFO is
+    refused, never opened, so start-up cannot block on one)."""
+
+    def refuse(label: str, problem: str) -> InvalidPolicyError:
+        return InvalidPolicyError(label, f"cannot read the {what}: {problem}")
+
+    return read_regular_file(os.fspath(path), MAX_CONFIG_BYTES, refuse, what=f"a {what}")
 
 
 def read_file(path: str | Path, what: str) -> tuple[Any, str]:
     """The JSON in ``path`` and the name to report it by; ``what`` says which file it is."""
-    target = Path(path)
+    source = str(path)
+    raw = read_config_bytes(path, what)
     try:
-        data = json.loads(target.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidPolicyError(str(target), f"cannot read the {what}: {exc.strerror}") from None
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidPolicyError(source, f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise InvalidPolicyError(str(target), f"not JSON: {exc.msg} at line {exc.lineno}") from None
-    return data, str(target)
+        raise InvalidPolicyError(source, f"not JSON: {exc.msg} at line {exc.lineno}") from None
+    except ValueError:  # an integer past Python's digit limit
+        raise InvalidPolicyError(source, "not JSON this reader accepts: a number is too long") from None
+    except RecursionError:
+        raise InvalidPolicyError(source, "not JSON this reader accepts: nested too deeply") from None
+    return data, source
 
 
 def read_shipped(name: str) -> Any:
@@ -51,6 +73,21 @@ def dated_models(
 
 
 _Row = TypeVar("_Row")
+
+
+def in_file(source: str, row: Callable[[str, Any], _Row], models: Mapping[Any, Any]) -> dict[str, _Row]:
+    """Every ``models`` entry read by ``row``; a bad one is an error naming the file too."""
+    out: dict[str, _Row] = {}
+    for name, raw in models.items():
+        try:
+            out[str(name)] = row(str(name), raw)
+        except InvalidPolicyError as exc:
+            if source == "otel-ctx" or exc.field.startswith(source):
+                raise
+            raise InvalidPolicyError(f"{source}: {exc.field}", exc.problem) from None
+    return out
+
+
 #: What may follow a family name in a dated or tagged model id (``gpt-4o-2024-08-06``,
 #: ``claude-sonnet-4-5@20250929``, ``ft:gpt-4o:acme``).
 _MODEL_KEY_SEPARATORS = ("-", "@", ":")

@@ -231,7 +231,9 @@ def test_a_failure_inside_otel_ctx_never_reaches_the_agent(
     assert first.choices[0].message.content == second.choices[0].message.content == "Done."
     assert streamed[-1].choices[0].finish_reason == "stop"
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "injected failure" in str(warnings[0].exc_info[1])  # logged once
+    assert len(warnings) == 1 and "RuntimeError" in warnings[0].getMessage()  # logged once
+    # The type and where, never the exception's message (it may quote the request).
+    assert warnings[0].exc_info is None and "injected failure" not in warnings[0].getMessage()
     assert instrumented.rounds() == []
 
 

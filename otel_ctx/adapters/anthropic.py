@@ -44,6 +44,7 @@ from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
     InvalidToolSchemaError,
+    TooDeeplyNestedError,
     TranscriptRuleError,
     shown,
 )
@@ -62,6 +63,8 @@ PDF_PAGE_TOKENS = 3_000 + IMAGE_TOKENS
 UNKNOWN_DOCUMENT_TOKENS = PDF_PAGE_TOKENS
 #: The wrapper of a tool result (its id and markers), like a tool call's.
 TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
+#: Documents inside documents (``source: {"type": "content"}``) deeper than this are refused.
+_MAX_DOCUMENT_NESTING = 16
 #: The system prompt the API adds when tools are given (documented per model; the
 #: current models' figures: ``auto``/``none`` tool choice, and ``any``/``tool``).
 TOOL_USE_SYSTEM_PROMPT = 346
@@ -118,6 +121,12 @@ class _Reader:
                 raise InvalidMessageError(f"{where}.source.data", "must be a string", index=index)
             return extra + self.text(data)
         if stype == "content":
+            # A document's content may hold documents; no real request nests them deeply,
+            # and an unbounded chain would end in a RecursionError instead of a typed error.
+            if where.count(".source.content") >= _MAX_DOCUMENT_NESTING:
+                raise TooDeeplyNestedError(
+                    f"{where}.source.content", "documents are nested too deeply to be a request", index=index
+                )
             content = source.get("content")
             if isinstance(content, str):
                 return extra + self.text(content)
@@ -320,7 +329,9 @@ class AnthropicAdapter(Adapter):
             return False
         if "system" in body:
             return True
-        for tool in body.get("tools") or ():
+        tools = body.get("tools")
+        # Detection only looks: a ``tools`` that is not a list is reported by the reader.
+        for tool in tools if isinstance(tools, list) else ():
             tool = as_mapping(tool)
             if tool is not None:
                 if "input_schema" in tool:

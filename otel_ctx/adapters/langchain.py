@@ -198,7 +198,12 @@ class LangChainAdapter(Adapter):
             (as_dict,) = as_chat_dicts([produced])
             return produced, self._chat.summary(as_dict[0], counter)[1]
         item, turn = self._chat.summary(produced, counter)
-        return convert_to_messages([item])[0], turn
+        try:
+            return convert_to_messages([item])[0], turn
+        except Exception as exc:  # LangChain's ValueError for a dict it cannot make a message of
+            raise InvalidMessageError(
+                "summarizer", f"returned a dict LangChain cannot make a message of ({type(exc).__name__})"
+            ) from None
 
 
 def _owner_of(groups: list[list[dict[str, Any]]], flat_index: int) -> int:

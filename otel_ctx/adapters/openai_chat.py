@@ -192,7 +192,9 @@ class ChatReader:
             if raw.__class__ is dict and len(raw) == 2:
                 role = raw.get("role")
                 content = raw.get("content")
-                if content.__class__ is str and role.__class__ is str and role != "tool":
+                # Not "function" either: a legacy function result answers a call like a tool
+                # message does, so it must take the full path that keeps the pending calls.
+                if content.__class__ is str and role.__class__ is str and role not in ("tool", "function"):
                     cache = simple.get(role)
                     if cache is not None:
                         hit = cache.get(content)

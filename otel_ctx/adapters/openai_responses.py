@@ -436,7 +436,8 @@ class OpenAIResponsesAdapter(Adapter):
             item: Item = {"role": "system", "content": SUMMARY_PREFIX + produced}
         else:
             m = as_mapping(produced)
-            if m is None or m.get("role") not in _ROLE_LINES:
+            role = m.get("role") if m is not None else None
+            if m is None or not isinstance(role, str) or role not in _ROLE_LINES:
                 raise InvalidRequestError("summarizer", "must return a message item or a string")
             item = dict(m)
         role = str(item["role"])

@@ -22,14 +22,19 @@ ticket's cost follows its prompt tokens.
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import http.client
 import json
 import math
+import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -37,6 +42,15 @@ from rich.table import Table
 from otel_ctx import names
 from otel_ctx.cli.console import make_console, table_box
 from otel_ctx.cli.errors import CliError
+from otel_ctx.httpguard import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_REDIRECTS,
+    Endpoint,
+    Refuse,
+    check_redirect,
+    read_capped,
+    within_deadline,
+)
 
 JOB = "job"
 LE = "le"
@@ -46,6 +60,8 @@ COMPONENT = names.prometheus_label(names.COMPONENT)
 FIT, COMPACTED, OVERFLOW = names.OUTCOMES
 #: ``--window all``: the counters as they stand (everything since each process started).
 WINDOW_ALL = "all"
+#: Seconds every query of one ``advise`` may take together.
+DEFAULT_TIMEOUT = 30.0
 #: Budgets tried, as multiples of today's: the utilization histogram's bucket bounds.
 CANDIDATE_RATIOS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0)
 
@@ -65,35 +81,205 @@ with the smallest limit that meets --max-overflow and --max-compaction.
 """
 
 
-class Prometheus:
-    """Instant queries against Prometheus's HTTP API."""
+class PrometheusError(CliError):
+    """``advise`` could not get or read an answer; ``kind`` says why (``usage``, ``refused``,
+    ``connection``, ``timeout``, ``rejected`` (an HTTP error status), ``redirect`` (to
+    another origin, refused), ``response`` (an answer otel-ctx cannot read: not JSON, not
+    Prometheus's shape, impossible values, larger than the cap)). The message names the
+    server without its credentials and, for an answer, the query."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0, at: float | None = None) -> None:
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class Prometheus:
+    """Instant queries against Prometheus's HTTP API, under the shared HTTP policy: one
+    deadline for every query of the run, a cap on each answer, no redirect to another
+    origin, credentials (the URL's userinfo or a bearer token) never in a message."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        at: float | None = None,
+        token: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self.at = at
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise CliError(f"--prometheus: {url!r} is not a URL like http://localhost:9090")
-        self.base = url.rstrip("/")
+        self.endpoint = Endpoint(
+            url, token=token or None, timeout=timeout, max_response_bytes=max_response_bytes
+        )
+        problem = self.endpoint.problem()
+        if problem is not None:
+            if problem.startswith("URL"):
+                problem = f"{self.endpoint.display_url!r} is not a URL like http://localhost:9090"
+            raise PrometheusError("usage", f"--prometheus: {problem}")
+        self.base = self.endpoint.display_url
         self.timeout = timeout
+        self._deadline: float | None = None
+        refuse = _refuse
+        # The standard library's client, so advise needs nothing beyond the base install;
+        # the policy is the shared one (otel_ctx.httpguard), as dashboards push follows it.
+        self._opener = urllib.request.build_opener(_SameOrigin(self.endpoint, refuse))
 
     def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector of ``expr``: samples with string labels and a finite value >= 0
+        (every series asked for is a counter or a histogram bucket)."""
+        if self._deadline is None:  # one deadline for the whole exchange, from the first query
+            self._deadline = time.monotonic() + self.timeout
+        opened: list[Any] = []
+
+        def timed_out() -> PrometheusError:
+            return PrometheusError(
+                "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
+            )
+
+        def abandon() -> None:
+            # Shut the socket down under the worker's blocked read, so it stops now rather
+            # than when a trickling server finally finishes (best effort: private attributes).
+            for response in opened:
+                sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+                with contextlib.suppress(OSError):
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
+                response.close()
+
+        raw = within_deadline(
+            lambda: self._get(expr, opened), self._deadline - time.monotonic(), timed_out, abandon
+        )
+        return _vector(raw, expr, self.base)
+
+    def _get(self, expr: str, opened: list[Any]) -> bytes:
         params = {"query": expr} if self.at is None else {"query": expr, "time": f"{self.at:.3f}"}
-        url = f"{self.base}/api/v1/query?{urllib.parse.urlencode(params)}"
+        endpoint = self.endpoint
+        headers = endpoint.headers()
+        auth = endpoint.auth()
+        if auth is not None:
+            basic = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            headers["Authorization"] = f"Basic {basic}"
+        request = urllib.request.Request(
+            f"{self.base}/api/v1/query?{urllib.parse.urlencode(params)}", headers=headers
+        )
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout) as response:
-                body = json.loads(response.read())
+            response = self._opener.open(request, timeout=self.timeout)
+            opened.append(response)
+            with response:
+                return read_capped(
+                    iter(lambda: response.read(_CHUNK), b""),
+                    response.headers.get("Content-Length"),
+                    endpoint,
+                    _refuse,
+                    server="Prometheus",
+                )
+        except PrometheusError:
+            raise
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise CliError(f"Prometheus at {self.base} rejected a query ({exc.code}): {detail}") from None
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            error = exc
+            with error:
+                body = read_capped(
+                    iter(lambda: error.read(_CHUNK), b""),
+                    error.headers.get("Content-Length") if error.headers else None,
+                    endpoint,
+                    _refuse,
+                    server="Prometheus",
+                )
+            detail = endpoint.scrub(_one_line(body.decode("utf-8", "replace")))[:300]
+            raise PrometheusError(
+                "rejected", f"Prometheus at {self.base} rejected a query ({error.code}): {detail}"
+            ) from None
+        except TimeoutError:
+            raise PrometheusError(
+                "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
+            ) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise CliError(f"cannot reach Prometheus at {self.base}: {reason}") from None
-        except json.JSONDecodeError:
-            raise CliError(f"{self.base} did not answer like Prometheus (no JSON)") from None
-        if body.get("status") != "success":
-            raise CliError(f"Prometheus at {self.base}: {body.get('error', 'query failed')}")
-        result: list[dict[str, Any]] = body["data"]["result"]
-        return result
+            kind = "refused" if isinstance(reason, ConnectionRefusedError) else "connection"
+            raise PrometheusError(
+                kind, endpoint.scrub(f"cannot reach Prometheus at {self.base}: {_one_line(reason)}")[:400]
+            ) from None
+
+
+_CHUNK = 64 * 1024
+
+
+def _refuse(kind: str, message: str) -> PrometheusError:
+    return PrometheusError("redirect" if kind == "redirect" else "response", message)
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the origin the user named (and at most a few)."""
+
+    max_redirections = MAX_REDIRECTS
+
+    def __init__(self, endpoint: Endpoint, refuse: Refuse) -> None:
+        super().__init__()
+        self.endpoint = endpoint
+        self.refuse = refuse
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        check_redirect(newurl, self.endpoint, self.refuse, server="Prometheus")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _unreadable(base: str, expr: str, what: str) -> PrometheusError:
+    return PrometheusError(
+        "response",
+        f"Prometheus at {base} answered something otel-ctx cannot read ({what}) for the query {expr}",
+    )
+
+
+def _vector(raw: bytes, expr: str, base: str) -> list[dict[str, Any]]:
+    """Prometheus's answer checked: a success with an instant vector of readable samples."""
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise _unreadable(base, expr, "JSON nested too deeply") from None
+    except ValueError:  # not JSON, not UTF-8, or an integer past Python's digit limit
+        raise PrometheusError("response", f"{base} did not answer like Prometheus (no JSON)") from None
+    if not isinstance(body, dict):
+        raise _unreadable(base, expr, f"a JSON {type(body).__name__}, not an object")
+    if body.get("status") != "success":
+        error = body.get("error")
+        said = _one_line(error)[:300] if isinstance(error, str) else "query failed"
+        raise PrometheusError("rejected", f"Prometheus at {base}: {said} (query {expr})")
+    data = body.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if not isinstance(result, list):
+        raise _unreadable(base, expr, "no data.result list")
+    samples: list[dict[str, Any]] = []
+    for sample in result:
+        metric = sample.get("metric") if isinstance(sample, dict) else None
+        value = sample.get("value") if isinstance(sample, dict) else None
+        if (
+            not isinstance(metric, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in metric.items())
+            or not isinstance(value, list)
+            or len(value) != 2
+            or not isinstance(value[1], str)
+        ):
+            raise _unreadable(base, expr, 'a sample not shaped like {metric: {...}, value: [t, "v"]}')
+        try:
+            number = float(value[1])
+        except ValueError:
+            raise _unreadable(base, expr, f"the value {value[1][:40]!r} is not a number") from None
+        if math.isinf(number) or number < 0:
+            raise _unreadable(base, expr, f"the value {value[1][:40]} where only a count >= 0 can be")
+        samples.append({"metric": metric, "value": [value[0], number]})
+    return samples
 
 
 @dataclass(frozen=True)
@@ -153,7 +339,7 @@ class Query:
 def _by_labels(samples: list[dict[str, Any]], *labels: str) -> dict[tuple[str, ...], float]:
     out: dict[tuple[str, ...], float] = {}
     for s in samples:
-        value = float(s["value"][1])
+        value = float(s["value"][1])  # checked finite and >= 0 (or NaN) by Prometheus.query
         if math.isnan(value):
             continue
         key = tuple(s["metric"].get(label, "") for label in labels)
@@ -426,10 +612,22 @@ def advise(
             metavar="UNIX_TIME", help="Evaluate as of this time (default: now), e.g. the end of a day."
         ),
     ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="PROMETHEUS_TOKEN",
+            help="Bearer token for a Prometheus behind an auth proxy (or put user:password@ in the URL).",
+            show_envvar=True,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds all the queries may take together (the whole exchange)."),
+    ] = DEFAULT_TIMEOUT,
 ) -> None:
     if window != WINDOW_ALL and not _valid_duration(window):
         raise CliError(f"--window: {window!r} is not a duration like 1d, 12h or 30m, nor 'all'")
-    prom = Prometheus(prometheus, at=at)
+    prom = Prometheus(prometheus, at=at, token=token, timeout=timeout)
     advice = gather(
         prom, window=window, service=service, max_overflow=max_overflow, max_compaction=max_compaction
     )

@@ -32,7 +32,13 @@ from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.calibration import UNCALIBRATED, Calibration, check_reported_tokens
 from otel_ctx.engine.capping import Capper
 from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
-from otel_ctx.engine.errors import InvalidRequestError, UnknownTaskTypeError, shown
+from otel_ctx.engine.errors import (
+    InvalidRequestError,
+    OtelCtxError,
+    TooDeeplyNestedError,
+    UnknownTaskTypeError,
+    shown,
+)
 from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
 from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
 from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
@@ -397,7 +403,18 @@ class Fitter:
         model = reading.model
         run = [reading.items[i] for k in sorted(plan.dropped_turns()) for i in model.span(k)]
         produced = self.summarizer(run)
-        return adapter.summary(produced, self.counter)
+        try:
+            return adapter.summary(produced, self.counter)
+        except OtelCtxError:
+            raise
+        except RecursionError:
+            raise TooDeeplyNestedError("summarizer", "returned a value nested too deeply to count") from None
+        except Exception as exc:  # whatever a dialect trips on in a value it never expected
+            raise InvalidRequestError(
+                "summarizer",
+                f"returned a value the {adapter.provider} dialect cannot use as a message "
+                f"({type(exc).__name__}); return a string or a message of the transcript's kind",
+            ) from None
 
     def _result(
         self,
@@ -440,6 +457,19 @@ class Fitter:
         system_prompt = cal.down(model.block_tokens("system_prompt"))
         skills = cal.down(model.block_tokens("skills"))
         has_prompt_block = any(b.kind == "system_prompt" for b in model.blocks)
+        # The calibrated lines are floored, so a few tokens are left over. They belong to the
+        # tool schema when there is one (its marginal cost is a remainder anyway); a request
+        # without tools gets them on its largest line, so an empty line reads 0 every round.
+        remainder = estimated - transcript - system_prompt - skills
+        if not model.tool_schema and remainder:
+            if transcript:
+                largest = max(raw_lines, key=raw_lines.__getitem__)
+                by_role[largest] += remainder
+                transcript += remainder
+            elif system_prompt >= skills:
+                system_prompt += remainder
+            else:
+                skills += remainder
         breakdown = Breakdown(
             context_length=policy.context_length,
             request_limit=policy.request_limit,

@@ -9,15 +9,13 @@ messages or reprs, however the underlying library words its errors.
 
 from __future__ import annotations
 
-import base64
 import copy
 import errno
 import re
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import niquests
 import niquests.exceptions
@@ -26,6 +24,7 @@ from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaT
 
 from otel_ctx.engine.errors import OtelCtxError
 from otel_ctx.grafana import promql
+from otel_ctx.httpguard import Endpoint, guard, within_deadline
 
 DEFAULT_FOLDER = "otel-ctx"
 DEFAULT_DATASOURCE = "Prometheus"
@@ -34,8 +33,9 @@ DEFAULT_TIMEOUT = 10.0
 
 class PushError(OtelCtxError):
     """Pushing failed; ``kind`` says why (``unauthorized``, ``forbidden``, ``not_found``,
-    ``refused``, ``tls``, ``timeout``, ``connection``, ``datasource``, ``server``,
-    ``response`` (an answer not shaped like Grafana's), ``usage``)."""
+    ``refused``, ``tls``, ``timeout``, ``connection``, ``redirect`` (to another origin,
+    refused), ``datasource``, ``server``, ``response`` (an answer not shaped like
+    Grafana's, or larger than the cap), ``usage``)."""
 
     def __init__(self, kind: str, message: str) -> None:
         self.kind = kind
@@ -43,61 +43,15 @@ class PushError(OtelCtxError):
 
 
 @dataclass(frozen=True)
-class GrafanaTarget:
-    """Where to push and as whom. Secrets are kept out of ``repr`` (and out of every message)."""
-
-    url: str
-    token: str | None = field(default=None, repr=False)
-    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
-    #: ``True``, ``False`` (no certificate check) or a CA bundle path.
-    verify: bool | str = True
-    timeout: float = DEFAULT_TIMEOUT
+class GrafanaTarget(Endpoint):
+    """Where to push and as whom (the shared HTTP policy's endpoint). Secrets are kept out
+    of ``repr`` and out of every message; only values long enough to be secrets are
+    replaced one by one, so a short token does not garble every message."""
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise PushError("usage", f"Grafana URL {self.display_url!r} is not an http(s):// URL with a host")
-        if self.token is not None and self.basic_auth is not None:
-            raise PushError("usage", "give either a token or a user:password, not both")
-
-    @property
-    def display_url(self) -> str:
-        """The URL without any ``user:password@`` part."""
-        parts = urlsplit(self.url)
-        netloc = parts.hostname or ""
-        if parts.port is not None:
-            netloc += f":{parts.port}"
-        return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")) or self.url
-
-    @property
-    def origin(self) -> str:
-        """``scheme://host[:port]``: Grafana's dashboard URLs already carry its sub-path."""
-        parts = urlsplit(self.url)
-        netloc = parts.hostname or ""
-        if parts.port is not None:
-            netloc += f":{parts.port}"
-        return f"{parts.scheme}://{netloc}"
-
-    def secrets(self) -> list[str]:
-        """Every form a credential can take in an error text: raw, URL-encoded, and the
-        base64 ``user:password`` of a Basic header. Longest first, so a form that contains
-        another is replaced whole."""
-        parts = urlsplit(self.url)
-        pairs = [p for p in (self.basic_auth,) if p is not None]
-        if parts.username is not None and parts.password:
-            pairs.append((unquote(parts.username), unquote(parts.password)))
-        raw = [s for s in (self.token, *(pw for _, pw in pairs)) if s]
-        if parts.password:
-            raw.append(parts.password)  # as written in the URL, maybe percent-encoded
-        forms: set[str] = set()
-        for secret in raw:
-            forms.update({secret, quote(secret, safe=""), quote_plus(secret, safe="")})
-        for user, password in pairs:
-            userinfo = f"{user}:{password}"
-            encoded = base64.b64encode(userinfo.encode()).decode()
-            forms.update({userinfo, encoded, encoded.rstrip("=")})
-            forms.update({quote(userinfo, safe=""), quote(userinfo, safe=":")})
-        return sorted((f for f in forms if f), key=len, reverse=True)
+        problem = self.problem()
+        if problem is not None:
+            raise PushError("usage", f"Grafana {problem}" if problem.startswith("URL") else problem)
 
 
 @dataclass(frozen=True)
@@ -123,12 +77,10 @@ def _client(target: GrafanaTarget) -> Any:
     # grafana-client is untyped: its API object is Any to mypy, on purpose.
     parts = urlsplit(target.url)
     credential: str | tuple[str, str] | None = target.token
-    if target.basic_auth is not None:
-        credential = target.basic_auth
-    elif credential is None and parts.username and parts.password:
-        credential = (parts.username, parts.password)
+    if credential is None:
+        credential = target.auth()
     prefix = parts.path.strip("/")
-    return GrafanaApi(
+    api = GrafanaApi(
         auth=credential,
         host=parts.hostname,
         port=parts.port,
@@ -138,26 +90,26 @@ def _client(target: GrafanaTarget) -> Any:
         verify=target.verify,
         timeout=target.timeout,
     )
+    guard(api.client.s, target, _refused, server="Grafana")
+    return api
+
+
+def _refused(kind: str, message: str) -> PushError:
+    """The shared policy's refusals: another origin is a connection problem, a huge answer
+    is not Grafana's shape."""
+    return PushError("redirect" if kind == "redirect" else "response", message)
 
 
 def _one_line(text: object) -> str:
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
-#: Whatever a server echoes back: an Authorization header's value, a userinfo in a URL.
-_AUTH_HEADER = re.compile(r"\b(Bearer|Basic)(\s+|%20|\+)[A-Za-z0-9._~+/=%-]+", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
 #: How much of a server's own words a message quotes.
 _DETAIL_CHARS = 200
 
 
 def _scrub(message: str, target: GrafanaTarget) -> str:
-    """Remove every form of the credentials; done before any cutting, so a secret that
-    straddles the cut cannot leave its prefix behind."""
-    for secret in target.secrets():
-        message = message.replace(secret, "***")
-    message = _AUTH_HEADER.sub(lambda m: f"{m.group(1)} ***", message)
-    return _URL_USERINFO.sub(r"\1***@", message)
+    return target.scrub(message)
 
 
 def _detail(exc: BaseException, target: GrafanaTarget) -> str:
@@ -380,31 +332,21 @@ def push(
             "usage", "name the Prometheus data source (--datasource NAME or --datasource-uid UID)"
         )
     api = _client(target)
-    outcome: dict[str, Any] = {}
 
-    def run() -> None:
-        try:
-            outcome["result"] = _push_all(
-                api, target, dashboards, folder, datasource, datasource_uid, message
-            )
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome["error"] = exc
-
-    # The client's timeout bounds each socket read, so a server that trickles one byte at a
-    # time never trips it; the whole push gets one deadline instead, kept by this thread.
-    worker = threading.Thread(target=run, name="otel-ctx-grafana-push", daemon=True)
-    worker.start()
-    worker.join(target.timeout)
-    if worker.is_alive():
-        _close(api)
-        raise PushError(
+    def timed_out() -> PushError:
+        return PushError(
             "timeout",
             f"Grafana at {target.display_url} did not finish within {target.timeout:g}s (--timeout)",
         )
-    if "error" in outcome:
-        raise outcome["error"]
-    result: PushResult = outcome["result"]
-    return result
+
+    # The client's timeout bounds each socket read, so a server that trickles one byte at a
+    # time never trips it; the whole push gets one deadline instead.
+    return within_deadline(
+        lambda: _push_all(api, target, dashboards, folder, datasource, datasource_uid, message),
+        target.timeout,
+        timed_out,
+        lambda: _close(api),
+    )
 
 
 def _close(api: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from otel_ctx.engine import BudgetPolicy, InvalidPolicyError
 from otel_ctx.models import ModelTable, default_models
+from otel_ctx.tables import read_config_bytes
 
 ENV_TASK_TYPE = "OTEL_CTX_TASK_TYPE"
 ENV_POLICIES = "OTEL_CTX_POLICIES"
@@ -107,17 +108,21 @@ def _policies(raw: Mapping[str, PolicyLike] | None) -> dict[str, BudgetPolicy | 
     return out
 
 
+def _one_line(exc: BaseException) -> str:
+    """A parser's complaint, on one line and bounded (it may quote the file)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 def load_policies(path: str | Path) -> dict[str, BudgetPolicy | TaskPolicy]:
     """A policy file: ``{task_type: {reserved_output, safety_margin, request_limit, ...}}``.
 
     JSON, or TOML (one table per task type) on Python 3.11+ when the name ends in ``.toml``.
     """
     target = Path(path)
+    raw = read_config_bytes(target, "policy file")
     try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidPolicyError(str(target), f"cannot read the policy file: {exc.strerror}") from None
-    try:
+        text = raw.decode("utf-8")
         if target.suffix == ".toml":
             if sys.version_info >= (3, 11):
                 import tomllib
@@ -127,8 +132,8 @@ def load_policies(path: str | Path) -> dict[str, BudgetPolicy | TaskPolicy]:
                 raise InvalidPolicyError(str(target), "TOML policy files need Python 3.11+; use JSON")
         else:
             data = json.loads(text)
-    except ValueError as exc:
-        raise InvalidPolicyError(str(target), f"cannot parse the policy file: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+        raise InvalidPolicyError(str(target), f"cannot parse the policy file: {_one_line(exc)}") from None
     if not isinstance(data, Mapping):
         raise InvalidPolicyError(str(target), "a policy file must map task types to policies")
     return _policies(data)

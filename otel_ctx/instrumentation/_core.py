@@ -223,7 +223,9 @@ class Observer:
         self, kwargs: Mapping[str, Any], provider: str, start_time: int, parent: Context | None
     ) -> Round:
         body = request_body(kwargs)
-        model = str(body.get("model") or "unknown")
+        # Only a string is a model name: anything else would turn request data into a label.
+        requested = body.get("model")
+        model = requested if isinstance(requested, str) and requested else "unknown"
         info = current_task(parent)  # the task in force when the call began
         task_type = info.task_type or self.config.default_task_type
         policy = self.config.policy(task_type, model, _requested_output(body))

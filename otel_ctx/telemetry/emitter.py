@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
+import traceback
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ from otel_ctx import names
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.result import FitResult
 from otel_ctx.telemetry import instruments
-from otel_ctx.telemetry.content import capture_content, messages_json, record_exception
+from otel_ctx.telemetry.content import capture_content, exception_type, messages_json, record_exception
 from otel_ctx.telemetry.exporters import distributions_from_env
 from otel_ctx.telemetry.labels import LabelPolicy
 
@@ -253,8 +255,28 @@ class _ErrorLog:
             first = key not in self._seen
             self._seen.add(key)
         level = logging.WARNING if first else logging.DEBUG
-        # exc_info, not str(exc) in the message: the text is ours, never the request's.
-        logger.log(level, "otel-ctx telemetry failed in %s; the fit is unaffected", where, exc_info=exc)
+        if capture_content():
+            logger.log(level, "otel-ctx telemetry failed in %s; the fit is unaffected", where, exc_info=exc)
+            return
+        # The exception's type and where it was raised, never its message or a traceback
+        # (which ends with the message): a framework's error can quote the request whole
+        # (LangChain's "Full content block: {...}"), and spans already keep only the type.
+        logger.log(
+            level,
+            "otel-ctx telemetry failed in %s (%s raised at %s); the fit is unaffected",
+            where,
+            exception_type(exc),
+            _raised_at(exc),
+        )
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``file.py:line in function`` of the innermost frame: code locations, no values."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return "an unknown place"
+    last = frames[-1]
+    return f"{os.path.basename(last.filename)}:{last.lineno} in {last.name}"
 
 
 log_failure = _ErrorLog()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
+from otel_ctx.adapters.langchain import as_chat_dicts
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
@@ -130,17 +131,10 @@ def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
         raise InvalidRequestError("messages", f"must be a list of messages, got {type(messages).__name__}")
     if all(isinstance(m, dict) for m in messages):
         return list(messages)
-    try:
-        from langchain_core.messages import convert_to_openai_messages
-    except ImportError:
-        from otel_ctx.engine.errors import InvalidRequestError
-
-        bad = next(i for i, m in enumerate(messages) if not isinstance(m, dict))
-        raise InvalidRequestError(
-            f"messages[{bad}]", f"must be a dict, got {type(messages[bad]).__name__}"
-        ) from None
-    converted = convert_to_openai_messages(list(messages))
-    return list(converted) if isinstance(converted, list) else [converted]
+    # The LangChain adapter's conversion, not LangChain's helper called bare: it turns the
+    # helper's own KeyError/TypeError/ValueError into the engine's typed errors, naming the
+    # message, as measure() on the same messages does.
+    return [d for group in as_chat_dicts(messages) for d in group]
 
 
 @overload
