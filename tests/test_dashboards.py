@@ -45,7 +45,7 @@ for _metric in names.METRICS:
         SERIES[names.recorded(_metric, _suffix)] = _metric
 RECORDED = {s for s in SERIES if s.startswith("job:")}
 
-SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate)?)\s*\{([^}]*)\}")
+SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate\d+[smh])?)\s*\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 GROUPING = re.compile(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)")
 
@@ -185,7 +185,7 @@ def test_every_selector_carries_the_dashboard_filters_and_windows() -> None:
             ):
                 assert (label, "=~", var) in matchers, f"{filename} / {title}: {series} lacks {label}=~{var}"
         for window in re.findall(r"\[([^\]]+)\]", expr):
-            assert window in ("$__rate_interval", "$__range"), (
+            assert window in ("$__rate_interval", "$__range", "$__interval"), (
                 f"{filename} / {title}: fixed window [{window}]"
             )
 
@@ -198,6 +198,7 @@ def test_template_variables_are_defined_and_come_from_registry_metrics() -> None
         used = set(re.findall(r"\$\{?(\w+)", text)) - {
             "__rate_interval",
             "__range",
+            "__interval",
             "__from",
             "__to",
             "__data",
@@ -269,7 +270,7 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         for line, value in per_request.items():
             inputs.append(series(tokens, f"0+{value * n}x10", **{task: t, outcome: o, component: line}))
     # Round 1 (4 requests a minute) uses 30% of the budget in tool results; round 2 (2 a minute) 60%.
-    for rnd, n, tool in (("1", 4, 300), ("2", 2, 600)):
+    for rnd, n, tool in (("01", 4, 300), ("02", 2, 600)):
         for line, value in ((names.transcript_role_component("tool"), tool), (names.COMPONENT_BUDGET, 1000)):
             inputs.append(
                 series(
@@ -311,13 +312,13 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         ),
         (
             panel_query("Share of the budget used, by round"),
-            [sample(0.3, **{round_label: "1"}), sample(0.6, **{round_label: "2"})],
+            [sample(0.3, **{round_label: "01"}), sample(0.6, **{round_label: "02"})],
         ),
         (
             panel_query("What grows round by round", dashboard="otel-ctx-task-type.json"),
             [
-                sample(0.3, **{round_label: "1", component: tool}),
-                sample(0.6, **{round_label: "2", component: tool}),
+                sample(0.3, **{round_label: "01", component: tool}),
+                sample(0.6, **{round_label: "02", component: tool}),
             ],
         ),
         (
@@ -357,6 +358,103 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def _counter(increments: list[float]) -> str:
+    """promtool's values for a counter sampled once a minute from 0, given each minute's increment."""
+    total, values = 0.0, ["0"]
+    for inc in increments:
+        total += inc
+        values.append(f"{total:g}")
+    return " ".join(values)
+
+
+def test_panel_values_follow_a_deploy_that_grows_the_system_prompt_then_shrinks_it(tmp_path: Path) -> None:
+    """A step change through Prometheus's engine: each panel's value at chosen instants is the truth.
+
+    ``returns`` runs 30 fits a minute with a 7,300-token budget. In minutes 11-20 a deploy grows
+    the system prompt from 1,000 to 3,000 tokens and 3 more fits a minute overflow; then it is
+    rolled back. The dashboards' recorded rates span two minutes, so two minutes after each
+    edge every panel reads the new state exactly, the mean budget never moves (numerator and
+    denominator share one window), and the per-interval overflow count adds up to the 30
+    overflowed fits, each counted once.
+    """
+    promtool = require_binary("promtool", "apt-get install prometheus")
+    task = names.prometheus_label(names.TASK_TYPE)
+    outcome = names.prometheus_label(names.OUTCOME)
+    component = names.prometheus_label(names.COMPONENT)
+    minutes = 40
+    deploy = range(11, 21)  # the minutes whose increments carry the grown prompt
+    fits = {
+        "fit": [30.0] * minutes,
+        "overflow": [3.0 if m in deploy else 0.0 for m in range(1, minutes + 1)],
+    }
+    prompt = [3000 if m in deploy else 1000 for m in range(1, minutes + 1)]
+    inputs = []
+    for out, per_minute in fits.items():
+        labels = {task: "returns", outcome: out}
+        inputs.append(series(names.FITS.prometheus, _counter(per_minute), **labels))
+        for line, per_request in (
+            (names.COMPONENT_SYSTEM_PROMPT, prompt),
+            (names.COMPONENT_BUDGET, [7300] * minutes),
+        ):
+            tokens = [n * size for n, size in zip(per_minute, per_request)]
+            inputs.append(series(names.TOKENS.prometheus, _counter(tokens), **labels, **{component: line}))
+
+    def sample(value: float, **labels: str) -> dict[str, Any]:
+        return {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "value": value}
+
+    stacked = panel_query("Which component fills the window")
+    budget = panel_query("Which component fills the window", "B")
+    overflow_rate = panel_query("Overflow rate by task type")
+    count = panel_query("Overflowed fits")
+    assert "$__interval" in count
+    share = round(3 / 33, 3)
+    cases = []
+    # minute: (mean system prompt, overflow share); 10 and 20 are the last minutes before each edge.
+    truth = {
+        10: (1000, 0),
+        12: (3000, share),
+        15: (3000, share),
+        20: (3000, share),
+        22: (1000, 0),
+        30: (1000, 0),
+    }
+    for minute, (prompt_tokens, overflowed) in truth.items():
+        at = f"{minute}m"
+        cases += [
+            (substitute(budget, "1m"), at, [sample(7300)]),
+            (
+                substitute(stacked, "1m"),
+                at,
+                [sample(prompt_tokens, **{component: names.COMPONENT_SYSTEM_PROMPT})],
+            ),
+            (substitute(overflow_rate, "1m"), at, [sample(overflowed, **{task: "returns"})]),
+        ]
+    # Grafana's legend sum over the range: the count panel evaluated at every one-minute step.
+    per_step = substitute(count, "1m")
+    cases.append(
+        (f"sum_over_time(({per_step})[{minutes}m:1m])", f"{minutes}m", [sample(30, **{task: "returns"})])
+    )
+    rules = alerts.write(tmp_path / "rules.yml", alerts.AlertSettings())
+    spec = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [
+                    {"expr": f"round({expr}, 0.001)", "eval_time": at, "exp_samples": expected}
+                    for expr, at, expected in cases
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "step.test.json"
+    path.write_text(json.dumps(spec))
+    proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # --- the way to the traces ---------------------------------------------------------------
 
 
@@ -383,14 +481,16 @@ def jaeger_links() -> list[str]:
     return found
 
 
-def test_jaeger_links_search_overflowed_fit_spans() -> None:
+def test_jaeger_links_search_overflowed_traces_by_tag_on_every_path() -> None:
     links = jaeger_links()
     assert len(links) == 2  # the table's row link and the text panel
     for url in links:
         parts = urlsplit(url)
         assert url.startswith("${jaeger_url}/search?")
         params = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        assert params["operation"] == names.SPAN_FIT
+        # No operation: run()'s context_budget.fit and the instrumentor's context_budget.observe
+        # spans both carry the outcome tag, and Jaeger's operation filter would keep only one.
+        assert "operation" not in params
         tags = json.loads(params["tags"])
         assert tags[names.OUTCOME] == "overflow"
         # Grafana's time range is in ms, Jaeger's in µs.

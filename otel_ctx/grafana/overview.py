@@ -50,8 +50,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         timeseries.Panel()
         .title("Overflow rate by task type")
         .description(
-            "Overflowed fits ÷ all fits per task type, over time (the recorded rate the overflow alert "
-            "reads). A step up after a deploy usually means a bigger system prompt, tool schema or "
+            f"Overflowed fits ÷ all fits per task type, over time (each point the last "
+            f"{names.DASHBOARD_WINDOW}; the overflow alert averages its own, longer window). A step up "
+            "after a deploy usually means a bigger system prompt, tool schema or "
             "skill set for that task type, or a budget that shrank; the dashed line is the red threshold."
         )
         .datasource(p.DATASOURCE)
@@ -69,7 +70,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         timeseries.Panel()
         .title("Overflowed fits (exemplars link to traces)")
         .description(
-            "How many fits overflowed in each interval, per task type. Exemplars are on: hover a "
+            "How many fits overflowed in each interval (one bar per step, a minute or more), per task "
+            "type: each overflow is counted in one bar only, so the legend's sum is the time range's "
+            "count. Exemplars are on: hover a "
             "diamond and click the trace link (the Prometheus data source's exemplar link to Jaeger) "
             "to open the run that overflowed. No diamonds? Metrics must reach Prometheus with "
             "exemplars (Collector → OpenMetrics scrape or remote write)."
@@ -78,10 +81,13 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], **overflow), by_task, exemplar=True
+                    q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], q.INTERVAL, **overflow),
+                    by_task,
+                    exemplar=True,
                 )
             )
         )
+        .interval(q.MIN_COUNT_INTERVAL)
         .unit("short")
         .decimals(0)
         .min(0)
@@ -99,8 +105,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .description(
             "Overflowed fits in the selected time range per service, task type and model, most "
             "first (0: overflowed before this range). Click a row: the link opens Jaeger's search "
-            f"for `{names.SPAN_FIT}` spans with `{names.OUTCOME}=overflow` and that task type, in "
-            "that service, over the same time range."
+            f"for the traces tagged `{names.OUTCOME}=overflow` and that task type, in that service, "
+            f"over the same time range: `{names.SPAN_FIT}` spans of `otel_ctx.run()` and "
+            f"`{names.SPAN_OBSERVE}` spans of instrumented SDK calls alike."
         )
         .datasource(p.DATASOURCE)
         .targets(
@@ -156,13 +163,14 @@ def _jaeger_markdown() -> str:
     url = jaeger.overflow_search_url("${" + q.VAR_JAEGER_URL + "}", "${" + q.VAR_SERVICE + ":percentencode}")
     return "\n".join(
         [
-            f"**[Open the overflowed fits of `${{{q.VAR_SERVICE}}}` in Jaeger]({url})** "
+            f"**[Open the overflowed runs of `${{{q.VAR_SERVICE}}}` in Jaeger]({url})** "
             "(this dashboard's time range, newest first).",
             "",
-            f"Each hit is one `{names.SPAN_FIT}` span (one round of a run) tagged "
-            f"`{names.OUTCOME}=overflow`, with a `{names.EVENT_FLOOR_OVERFLOW}` event carrying the "
-            "estimate and the budget. Its parent span "
-            f"`{names.SPAN_RUN}` is the whole agent run; the span attributes are the breakdown "
+            f"Each hit is a trace with a span tagged `{names.OUTCOME}=overflow` (one round), with a "
+            f"`{names.EVENT_FLOOR_OVERFLOW}` event carrying the estimate and the budget: a "
+            f"`{names.SPAN_FIT}` span under the `{names.SPAN_RUN}` span of `otel_ctx.run()`, or a "
+            f"`{names.SPAN_OBSERVE}` span of an instrumented SDK call (the zero-code path). The span "
+            "attributes are the breakdown "
             f"(`{names.TRANSCRIPT_TOKENS}`, `{names.TOOL_SCHEMA_TOKENS}`, "
             f"`{names.SYSTEM_PROMPT_TOKENS}`, `{names.SKILLS_TOKENS}` against "
             f"`{names.BUDGET}`).",

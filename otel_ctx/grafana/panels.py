@@ -19,7 +19,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 from otel_ctx import names
-from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import alerts, jaeger
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import promql as q
 
@@ -191,6 +191,23 @@ def dashboard_links() -> list[Builder[dash_m.DashboardLink]]:
     ]
 
 
+def alert_annotation() -> dash_b.AnnotationQuery:
+    """The shipped alerts' firing periods as red regions on every time-series panel.
+
+    A step in a panel and the alert it set off line up on one time axis: when it fired, and
+    when it resolved.
+    """
+    built: dash_b.AnnotationQuery = (
+        dash_b.AnnotationQuery()
+        .name("otel-ctx alerts firing")
+        .datasource(DATASOURCE)
+        .expr(alerts.firing_selector())
+        .enable(True)
+        .icon_color("red")
+    )
+    return built
+
+
 def series_override_names(values: Sequence[str]) -> str:
     """A Grafana field-name regex matching exactly these legend names."""
     return "^(" + "|".join(re.escape(v) for v in values) + ")$"
@@ -217,6 +234,7 @@ def dashboard(
         .editable()
         .links(dashboard_links())
     )
+    board = board.annotation(alert_annotation())
     for variable in (*variables(multi_task_type=multi_task_type), jaeger_variable()):
         board = board.with_variable(variable)
     for section_title, section in sections:
