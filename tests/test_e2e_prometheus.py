@@ -63,6 +63,17 @@ OUTCOME = names.prometheus_label(names.OUTCOME)
 COMPONENT = names.prometheus_label(names.COMPONENT)
 
 
+#: The rules the test's Prometheus loads: the shipped expressions, fast windows, test thresholds.
+STACK_SETTINGS = alerts.AlertSettings.fast(
+    WINDOW,
+    overflow_ratio=TEST_OVERFLOW_RATIO,
+    ceiling_stop_ratio=TEST_CEILING_STOP_RATIO,
+    cost_threshold=TEST_COST_THRESHOLD,
+    ceiling_window=TICKET_WINDOW,
+    cost_window=TICKET_WINDOW,
+)
+
+
 @dataclass
 class Stack:
     base: str
@@ -100,17 +111,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = support.require_binary("prometheus", "apt-get install prometheus")
     tmp = tmp_path_factory.mktemp("e2e")
     prom_port, metrics_port, cli_port = support.free_port(), support.free_port(), support.free_port()
-    rules = alerts.write(
-        tmp / "rules.yml",
-        alerts.AlertSettings.fast(
-            WINDOW,
-            overflow_ratio=TEST_OVERFLOW_RATIO,
-            ceiling_stop_ratio=TEST_CEILING_STOP_RATIO,
-            cost_threshold=TEST_COST_THRESHOLD,
-            ceiling_window=TICKET_WINDOW,
-            cost_window=TICKET_WINDOW,
-        ),
-    )
+    rules = alerts.write(tmp / "rules.yml", STACK_SETTINGS)
     config = {
         "global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
         "rule_files": [str(rules)],
@@ -315,8 +316,8 @@ def test_alert_signals_have_plausible_values(stack: Stack) -> None:
 
 def test_every_recording_rule_records_the_raw_rate_summed_over_processes(stack: Stack) -> None:
     """Each recorded rate is there, per service, wherever the raw rate it precomputes is above 0."""
-    settings = alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
-    for rule in alerts.recording_rules(settings):
+    # The loaded rules' own names: each recorded rate is named by its window.
+    for rule in alerts.recording_rules(STACK_SETTINGS):
         raw = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['expr']})")}
         recorded = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['record']})")}
         assert raw.get(SERVICE, 0) > 0, rule

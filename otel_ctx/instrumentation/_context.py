@@ -15,11 +15,15 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import baggage
 
 from otel_ctx import names
+from otel_ctx.instrumentation import _ticket
+
+if TYPE_CHECKING:
+    from otel_ctx.telemetry.run import Run
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,16 +60,32 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
     A context manager (``with``/``async with``) and a decorator (sync or async
     functions). Nested blocks inherit what they do not set. Each ``with`` block is one
     use; the decorator opens a fresh one per call.
+
+    While the instrumentor is active, the outermost block is also one run of the ticket
+    view (see :mod:`otel_ctx.instrumentation._ticket`): ``run_ceiling`` caps its tokens,
+    ``resolve()`` says how it ended, and its exit records it once.
     """
 
-    def __init__(self, task_type: str | None = None, *, conversation_id: str | None = None) -> None:
+    def __init__(
+        self,
+        task_type: str | None = None,
+        *,
+        conversation_id: str | None = None,
+        run_ceiling: int | None = None,
+    ) -> None:
         if task_type is not None and not isinstance(task_type, str):
             raise TypeError(f"task_type must be a string, got {type(task_type).__name__}")
         if conversation_id is not None and not isinstance(conversation_id, str):
             raise TypeError(f"conversation_id must be a string, got {type(conversation_id).__name__}")
+        if run_ceiling is not None and (
+            isinstance(run_ceiling, bool) or not isinstance(run_ceiling, int) or run_ceiling < 1
+        ):
+            raise ValueError(f"run_ceiling must be an integer >= 1, got {run_ceiling!r}")
         self.task_type = task_type
         self.conversation_id = conversation_id
+        self.run_ceiling = run_ceiling
         self._token: Token[TaskInfo | None] | None = None
+        self._run: Any = None
 
     def __enter__(self) -> task:
         outer = _TASK.get()
@@ -76,11 +96,29 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
             else (outer.conversation_id if outer else None),
         )
         self._token = _TASK.set(info)
+        self._run = _ticket.open_run(info.task_type, info.conversation_id, self.run_ceiling)
         return self
+
+    def resolve(self, resolution: str) -> None:
+        """Say how the block's run ended (``resolved``, ``escalated``, ``abandoned``, ...).
+
+        Raises for a value that is not a resolution; does nothing when the block opened no
+        run (not instrumented, or nested in another run).
+        """
+        if self._run is not None:
+            self._run[0].resolve(resolution)
+
+    @property
+    def run(self) -> Run | None:
+        """The run this block opened, if any: its ``spent_tokens``, ``cost``, ``ceiling_reached``."""
+        return self._run[0] if self._run is not None else None
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        opened, self._run = self._run, None
+        if opened is not None:
+            _ticket.close_run(opened, exc)
         if self._token is not None:
             try:
                 _TASK.reset(self._token)
@@ -97,19 +135,19 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
         self.__exit__(exc_type, exc, tb)
 
     def __call__(self, fn: F) -> F:
-        task_type, conversation_id = self.task_type, self.conversation_id
+        task_type, conversation_id, ceiling = self.task_type, self.conversation_id, self.run_ceiling
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with task(task_type, conversation_id=conversation_id):
+                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
                     return await fn(*args, **kwargs)
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with task(task_type, conversation_id=conversation_id):
+            with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
