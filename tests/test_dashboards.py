@@ -569,3 +569,40 @@ def test_help_has_examples(command: str) -> None:
     result = runner.invoke(app, ["dashboards", command, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "Examples" in result.output and f"otel-ctx dashboards {command}" in result.output
+
+
+def test_export_writes_the_shipped_files_equal_to_the_repository_and_will_not_overwrite(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "otel-ctx"
+    result = runner.invoke(app, ["dashboards", "export", str(out)])
+    assert result.exit_code == 0, result.output
+    for path in COMMITTED.iterdir():
+        assert (out / "dashboards" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert (out / "otelcol.yaml").read_bytes() == (ROOT / "stack" / "otelcol.yaml").read_bytes()
+    again = runner.invoke(app, ["dashboards", "export", str(out)])
+    assert again.exit_code == 2 and "--force" in again.output
+    assert runner.invoke(app, ["dashboards", "export", str(out), "--force"]).exit_code == 0
+
+
+_WITHOUT_EXTRA = """
+import sys
+sys.modules["grafana_foundation_sdk"] = None  # as if the dashboards extra were not installed
+from otel_ctx.cli import app
+app(sys.argv[1:], prog_name="otel-ctx")
+"""
+
+
+@pytest.mark.parametrize("command", ["build", "push"])
+def test_without_the_extra_build_and_push_give_the_same_one_line_hint(command: str, tmp_path: Path) -> None:
+    args = ["--out", str(tmp_path)] if command == "build" else ["--url", "http://127.0.0.1:9", "--token", "t"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_EXTRA, "dashboards", command, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().endswith("pip install 'otel-ctx[dashboards]'"), proc.stderr

@@ -72,3 +72,38 @@ def test_distribution_installs_into_a_clean_venv_and_runs_the_demo(
         [str(env_dir / "bin" / "otel-ctx"), "--version"], capture_output=True, text=True, check=True
     ).stdout
     assert __version__ in version
+    # Without the dashboards extra: the shipped files export, and equal the repository's.
+    exported = tmp_path / "exported"
+    proc = subprocess.run(
+        [str(env_dir / "bin" / "otel-ctx"), "dashboards", "export", str(exported)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = {f"dashboards/{p.name}": p for p in (ROOT / "dashboards").iterdir() if p.is_file()}
+    expected["otelcol.yaml"] = ROOT / "stack" / "otelcol.yaml"
+    got = {str(p.relative_to(exported)): p for p in exported.rglob("*") if p.is_file()}
+    assert set(got) == set(expected)
+    for name, path in expected.items():
+        assert got[name].read_bytes() == path.read_bytes(), name
+    # build needs the extra: a one-line hint, as push gives, not a traceback.
+    for command in ("build", "push"):
+        proc = subprocess.run(
+            [
+                str(env_dir / "bin" / "otel-ctx"),
+                "dashboards",
+                command,
+                "--out" if command == "build" else "--url",
+                str(tmp_path / "built") if command == "build" else "http://127.0.0.1:9",
+                *(("--token", "t") if command == "push" else ()),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert "pip install 'otel-ctx[dashboards]'" in proc.stderr, (command, proc.stderr)
+        assert "Traceback" not in proc.stderr, (command, proc.stderr)

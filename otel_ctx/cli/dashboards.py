@@ -1,7 +1,8 @@
-"""``otel-ctx dashboards build|push``: regenerate the shipped dashboards, or upload them to a Grafana.
+"""``otel-ctx dashboards build|export|push``: regenerate, write out or upload the dashboards.
 
 The generator and the push need the ``dashboards`` extra; they are imported inside the
-commands so ``otel-ctx --help`` works without it.
+commands so ``otel-ctx --help`` works without it. ``export`` writes the files the package
+ships and needs no extra.
 
 Exit codes: 0 done, 1 the dashboards are out of date (``build --check``) or Grafana
 refused/failed, 2 a usage or input error, or an answer that is not shaped like Grafana's.
@@ -67,11 +68,12 @@ def build(
 
     Both come from the names registry, so they query exactly what the emitter records.
     """
-    from otel_ctx.grafana import alerts
-
     if out.exists() and not out.is_dir():
         _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
+    # The extra's check comes first: the rule generator imports the package that needs it.
     grafana = _grafana("build")
+    from otel_ctx.grafana import alerts
+
     console = Console()
     if check:
         drift = [f"{item.path} {item.problem}" for item in grafana.check(out)]
@@ -106,6 +108,51 @@ def build(
         table.add_row(path.name, model["title"], str(len(panels)), str(len(grafana.queries(model))))
     console.print(table)
     console.print(f"Alert rules written to {rules} (test them with: promtool test rules)")
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  otel-ctx dashboards export ./otel-ctx            # dashboards/, alerts.yml, otelcol.yaml\n\n"
+        "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies"
+    )
+)
+def export(
+    out: Annotated[Path, typer.Argument(help="Directory to write into (created if missing).")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")] = False,
+) -> None:
+    """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config.
+
+    They are the files the package was built with, so no extra is needed: provision
+    ``dashboards/*.json`` in Grafana, load ``dashboards/alerts.yml`` into Prometheus, run the
+    OpenTelemetry Collector with ``otelcol.yaml``. To change URLs or thresholds, regenerate
+    with ``otel-ctx dashboards build`` (needs the ``dashboards`` extra).
+    """
+    from otel_ctx import artefacts
+
+    if out.exists() and not out.is_dir():
+        _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
+    shipped = artefacts.files()
+    existing = [name for name in shipped if (out / name).exists()]
+    if existing and not force:
+        _fail(
+            "export",
+            f"{len(existing)} file(s) already in {out} ({existing[0]}, ...); pass --force",
+            EXIT_USAGE,
+        )
+    written = []
+    try:
+        for name, source in shipped.items():
+            target = out / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+            written.append(target)
+    except OSError as exc:
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+    console = Console()
+    for path in written:
+        console.print(f"  {path}")
+    console.print(f"{len(written)} files written to {out}")
 
 
 def _basic_auth(user: str | None) -> tuple[str, str] | None:
