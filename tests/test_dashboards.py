@@ -606,3 +606,59 @@ def test_without_the_extra_build_and_push_give_the_same_one_line_hint(command: s
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().endswith("pip install 'otel-ctx[dashboards]'"), proc.stderr
+
+
+def _thresholds(model: dict[str, Any], title_start: str) -> list[tuple[float | None, str]]:
+    for panel in iter_panels(model):
+        if panel["title"].startswith(title_start):
+            steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+            return [(s.get("value"), s["color"]) for s in steps]
+    raise AssertionError(title_start)
+
+
+def test_dashboard_thresholds_and_jaeger_url_follow_the_alert_settings() -> None:
+    """One place for thresholds and URLs: the panel turns red where the alert fires."""
+    default = build_dashboards()["otel-ctx-overview.json"]
+    assert _thresholds(default, "Overflow rate (time range)") == [
+        (None, "green"),
+        (0.01, "orange"),
+        (0.05, "red"),
+    ]
+    moved = alerts.AlertSettings(overflow_ratio=0.1, utilization_threshold=0.9, jaeger_url="http://j.example")
+    boards = build_dashboards(moved)
+    overview = boards["otel-ctx-overview.json"]
+    assert _thresholds(overview, "Overflow rate (time range)") == [
+        (None, "green"),
+        (0.02, "orange"),
+        (0.1, "red"),
+    ]
+    assert _thresholds(overview, "Utilization p50") == [(None, "transparent"), (0.9, "orange"), (1.0, "red")]
+    for model in boards.values():
+        jaeger_var = next(v for v in model["templating"]["list"] if v["name"] == "jaeger_url")
+        assert jaeger_var["query"] == "http://j.example"
+    # Building with other settings leaves the defaults for the next build.
+    assert build_dashboards() == DASHBOARDS
+
+
+def test_build_takes_urls_and_thresholds_from_the_environment_and_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_CTX_OVERFLOW_RATIO", "0.1")
+    args = [
+        "dashboards",
+        "build",
+        "--out",
+        str(tmp_path),
+        "--jaeger-url",
+        "http://j.example",
+        "--set",
+        "overflow_for=15m",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rules = (tmp_path / "alerts.yml").read_text(encoding="utf-8")
+    assert "(threshold 10%)" in rules and "for: 15m" in rules and "http://j.example/search?" in rules
+    assert "http://j.example" in (tmp_path / "otel-ctx-overview.json").read_text(encoding="utf-8")
+    assert runner.invoke(app, [*args, "--check"]).exit_code == 0
+    bad = runner.invoke(app, ["dashboards", "build", "--out", str(tmp_path), "--set", "overflow_ratio"])
+    assert bad.exit_code == 2 and "NAME=VALUE" in bad.output

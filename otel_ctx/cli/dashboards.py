@@ -50,7 +50,9 @@ def _grafana(command: str) -> ModuleType:
         "Examples:\n\n"
         "  otel-ctx dashboards build                   # rewrite ./dashboards/*.json\n\n"
         "  otel-ctx dashboards build --out /etc/grafana/dashboards/otel-ctx\n\n"
-        "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale"
+        "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale\n\n"
+        "  otel-ctx dashboards build --out /etc/otel-ctx --jaeger-url https://jaeger.example.com "
+        "--set overflow_ratio=0.1"
     )
 )
 def build(
@@ -63,10 +65,45 @@ def build(
             "--check", help="Write nothing; exit 1 if the files differ from what the code generates."
         ),
     ] = False,
+    grafana_url: Annotated[
+        str | None,
+        typer.Option(
+            "--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL).", show_default=False
+        ),
+    ] = None,
+    jaeger_url: Annotated[
+        str | None,
+        typer.Option(
+            "--jaeger-url",
+            help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
+            show_default=False,
+        ),
+    ] = None,
+    runbook_url: Annotated[
+        str | None,
+        typer.Option(
+            "--runbook-url",
+            help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
+            show_default=False,
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help=(
+                "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
+                "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
+            ),
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Generate the Grafana dashboards (JSON for file provisioning) and the Prometheus alert rules.
 
-    Both come from the names registry, so they query exactly what the emitter records.
+    Both come from the names registry, so they query exactly what the emitter records. URLs
+    and thresholds come from one place, the alert settings: their defaults, then
+    ``OTEL_CTX_<NAME>`` variables, then these options.
     """
     if out.exists() and not out.is_dir():
         _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
@@ -74,10 +111,28 @@ def build(
     grafana = _grafana("build")
     from otel_ctx.grafana import alerts
 
+    overrides: dict[str, str] = {}
+    for item in settings or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            _fail("build", f"--set takes NAME=VALUE, got {item!r}", EXIT_USAGE)
+        overrides[name.strip()] = value.strip()
+    for name, value in (
+        ("grafana_url", grafana_url),
+        ("jaeger_url", jaeger_url),
+        ("runbook_url", runbook_url),
+    ):
+        if value is not None:
+            overrides[name] = value
+    try:
+        chosen = alerts.AlertSettings.from_env(**overrides)
+    except (TypeError, ValueError) as exc:
+        _fail("build", str(exc), EXIT_USAGE)
+
     console = Console()
     if check:
-        drift = [f"{item.path} {item.problem}" for item in grafana.check(out)]
-        rules_problem = alerts.check(out / alerts.RULES_FILENAME)
+        drift = [f"{item.path} {item.problem}" for item in grafana.check(out, chosen)]
+        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen)
         if rules_problem is not None:
             drift.append(rules_problem)
         if drift:
@@ -94,11 +149,11 @@ def build(
         )
         return
     try:
-        written = grafana.write(out)
-        rules = alerts.write(out / alerts.RULES_FILENAME)
+        written = grafana.write(out, chosen)
+        rules = alerts.write(out / alerts.RULES_FILENAME, chosen)
     except OSError as exc:
         _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
-    models = grafana.build_dashboards()
+    models = grafana.build_dashboards(chosen)
     table = Table(title=f"Dashboards written to {out}", title_justify="left")
     for column in ("file", "title", "panels", "queries"):
         table.add_column(column, justify="right" if column in ("panels", "queries") else "left")

@@ -12,7 +12,11 @@ waiting ten minutes for an alert.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +107,32 @@ class AlertSettings:
         if self.cost_threshold <= 0:
             raise ValueError(f"cost_threshold must be > 0 (USD per ticket), got {self.cost_threshold!r}")
 
+    @property
+    def overflow_warn(self) -> float:
+        """Overflow share at which the dashboards turn orange: a fifth of the alert's threshold."""
+        return self.overflow_ratio / 5
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AlertSettings:
+        """The defaults, changed by ``OTEL_CTX_<FIELD>`` variables, then by ``overrides``.
+
+        ``OTEL_CTX_GRAFANA_URL``, ``OTEL_CTX_JAEGER_URL``, ``OTEL_CTX_RUNBOOK_URL``,
+        ``OTEL_CTX_OVERFLOW_RATIO``, ... : every field, upper-cased. One place for the URLs and
+        thresholds that the rules, their links and the dashboards' thresholds all read.
+        A value that does not parse raises ``ValueError`` naming the variable.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = ENV_PREFIX + f.name.upper()
+            raw = env.get(key)
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _parse_field(f.name, raw, key)
+        for name, raw in overrides.items():
+            values[name] = _parse_field(name, raw, name) if isinstance(raw, str) else raw
+        return cls(**values)
+
     @classmethod
     def fast(cls, window: str = "1m", **overrides: Any) -> AlertSettings:
         """Second-scale rules for a test Prometheus: short windows, ``for: 0s``, no minimum volume."""
@@ -126,6 +156,45 @@ class AlertSettings:
 
 
 DEFAULT_SETTINGS = AlertSettings()
+#: Environment variables that change a setting: ``OTEL_CTX_`` + the field's name, upper-cased.
+ENV_PREFIX = "OTEL_CTX_"
+_FIELD_TYPES = {f.name: f.type for f in fields(AlertSettings)}
+
+
+def _parse_field(name: str, raw: str, where: str) -> Any:
+    """A setting's value from text: a number for thresholds, a PromQL duration for windows."""
+    kind = _FIELD_TYPES.get(name)
+    if kind is None:
+        raise ValueError(f"{where}: no alert setting {name!r} (one of {', '.join(_FIELD_TYPES)})")
+    if kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(f"{where}: {name} must be a number, got {raw!r}") from None
+    if name.endswith(("_window", "_for", "_lookback")):
+        try:
+            q.seconds(raw)
+        except ValueError:
+            raise ValueError(f"{where}: {name} must be a PromQL duration like 5m, got {raw!r}") from None
+    return raw
+
+
+_CURRENT: ContextVar[AlertSettings] = ContextVar("otel_ctx_alert_settings", default=DEFAULT_SETTINGS)
+
+
+def current() -> AlertSettings:
+    """The settings the dashboards are being built with (thresholds, Jaeger URL)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def using(settings: AlertSettings) -> Iterator[AlertSettings]:
+    """Build the dashboards with ``settings``: their thresholds follow the rules' thresholds."""
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
 
 
 # --- PromQL helpers ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from otel_ctx import names
-from otel_ctx.grafana import conventions, jaeger
+from otel_ctx.grafana import alerts, conventions, jaeger
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
@@ -16,10 +16,10 @@ from otel_ctx.grafana import promql as q
 UID = conventions.OVERVIEW_UID
 TITLE = "otel-ctx · Context budget overview"
 
-OVERFLOW_WARN, OVERFLOW_BAD = conventions.OVERFLOW_WARN, conventions.OVERFLOW_BAD
-
 
 def _overflow_panels() -> list[p.PanelBuilder]:
+    settings = alerts.current()
+    warn, bad = settings.overflow_warn, settings.overflow_ratio
     overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
     by_task = p.legend(q.TASK_TYPE)
     rate_stat = (
@@ -29,7 +29,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             "Share of fits in the selected time range whose pinned floor alone exceeded the budget, "
             "per task type. An overflowed request was not sent as-is: the agent escalated "
             "(ContextOverflow) or sent it over budget. Green below "
-            f"{OVERFLOW_WARN:.0%}, orange from {OVERFLOW_WARN:.0%}, red from {OVERFLOW_BAD:.0%}."
+            f"{warn:.0%}, orange from {warn:.0%}, red from {bad:.0%}."
         )
         .datasource(p.DATASOURCE)
         .targets(
@@ -37,7 +37,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         )
         .unit("percentunit")
         .decimals(1)
-        .thresholds(p.thresholds("green", (OVERFLOW_WARN, "orange"), (OVERFLOW_BAD, "red")))
+        .thresholds(p.thresholds("green", (warn, "orange"), (bad, "red")))
         .color_mode(o.COLOR_BACKGROUND)
         .graph_mode(o.GRAPH_NONE)
         .text_mode(o.TEXT_VALUE_AND_NAME)
@@ -59,8 +59,8 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .targets(p.targets(p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], overflow), by_task)))
         .unit("percentunit")
         .min(0)
-        .axis_soft_max(OVERFLOW_BAD * 2)
-        .thresholds(p.thresholds("transparent", (OVERFLOW_BAD, "red")))
+        .axis_soft_max(bad * 2)
+        .thresholds(p.thresholds("transparent", (bad, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
         .span(9)
@@ -299,6 +299,7 @@ def _column_order() -> dict[str, int]:
 
 
 def _utilization_panels() -> list[p.PanelBuilder]:
+    near = alerts.current().utilization_threshold
     by_task = p.legend(q.TASK_TYPE)
     quantiles = (
         timeseries.Panel()
@@ -322,7 +323,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .unit("percentunit")
         .min(0)
         .axis_soft_max(1.1)
-        .thresholds(p.thresholds("transparent", (0.9, "orange"), (1.0, "red")))
+        .thresholds(p.thresholds("transparent", (near, "orange"), (1.0, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max", "lastNotNull"))
         .span(12)
@@ -363,7 +364,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .unit("percentunit")
         .min(0)
         .show_value(o.SHOW_AUTO)
-        .thresholds(p.thresholds("green", (0.9, "orange"), (1.0, "red")))
+        .thresholds(p.thresholds("green", (near, "orange"), (1.0, "red")))
         .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS))
         .span(12)
         .height(9)
@@ -372,6 +373,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
 
 
 def _activity_panels() -> list[p.PanelBuilder]:
+    drift = alerts.current().drift_ratio
     by_task = p.legend(q.TASK_TYPE)
     fits = (
         timeseries.Panel()
@@ -456,7 +458,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         )
         .unit("none")
         .decimals(3)
-        .thresholds(p.thresholds("transparent", (1.02, "orange"), (1.05, "red")))
+        .thresholds(p.thresholds("transparent", (1 + (drift - 1) / 2, "orange"), (drift, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
         .span(24)

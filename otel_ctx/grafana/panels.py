@@ -19,7 +19,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts, jaeger
+from otel_ctx.grafana import alerts
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import promql as q
 
@@ -163,13 +163,15 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
 
 
 def jaeger_variable() -> dash_b.TextBoxVariable:
-    """Where Jaeger's UI is, as the browser sees it: editable on the dashboard."""
+    """Where Jaeger's UI is, as the browser sees it: editable on the dashboard; by default the
+    alert settings' (the alerts' jaeger links and the dashboards' open the same Jaeger)."""
+    url = alerts.current().jaeger_url
     built: dash_b.TextBoxVariable = (
         dash_b.TextBoxVariable(q.VAR_JAEGER_URL)
         .label("Jaeger UI")
         .description("Base URL of the Jaeger UI the trace links open.")
-        .default_value(jaeger.DEFAULT_JAEGER_URL)
-        .current(dash_m.VariableOption(text=jaeger.DEFAULT_JAEGER_URL, value=jaeger.DEFAULT_JAEGER_URL))
+        .default_value(url)
+        .current(dash_m.VariableOption(text=url, value=url))
     )
     return built
 
