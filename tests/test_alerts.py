@@ -350,16 +350,16 @@ def test_settings_come_from_the_environment_then_the_overrides() -> None:
         "OTEL_CTX_OVERFLOW_WINDOW": "10m",
         "UNRELATED": "x",
     }
-    s = alerts.AlertSettings.from_env(env, overflow_ratio="0.2")
+    s = alerts.AlertSettings.from_env(env, {"overflow_ratio": "0.2"})
     assert s.grafana_url == "https://grafana.example"
     assert s.overflow_window == "10m"
     assert s.overflow_ratio == 0.2  # the override wins over the environment
     assert alerts.AlertSettings.from_env({}) == alerts.DEFAULT_SETTINGS
     with pytest.raises(ValueError, match="OTEL_CTX_OVERFLOW_RATIO"):
         alerts.AlertSettings.from_env({"OTEL_CTX_OVERFLOW_RATIO": "five percent"})
-    with pytest.raises(ValueError, match="OTEL_CTX_OVERFLOW_FOR.*duration"):
+    with pytest.raises(ValueError, match=r"OTEL_CTX_OVERFLOW_FOR.*duration"):
         alerts.AlertSettings.from_env({"OTEL_CTX_OVERFLOW_FOR": "ten minutes"})
     with pytest.raises(ValueError, match="no alert setting 'overflow'"):
-        alerts.AlertSettings.from_env({}, overflow="0.1")
+        alerts.AlertSettings.from_env({}, {"overflow": "0.1"})
     rules = alerts.render(s)
     assert "https://grafana.example/d/" in rules and "(threshold 20%)" in rules

@@ -117,15 +117,15 @@ def build(
         if not sep or not name.strip():
             _fail("build", f"--set takes NAME=VALUE, got {item!r}", EXIT_USAGE)
         overrides[name.strip()] = value.strip()
-    for name, value in (
+    for name, url in (
         ("grafana_url", grafana_url),
         ("jaeger_url", jaeger_url),
         ("runbook_url", runbook_url),
     ):
-        if value is not None:
-            overrides[name] = value
+        if url is not None:
+            overrides[name] = url
     try:
-        chosen = alerts.AlertSettings.from_env(**overrides)
+        chosen = alerts.AlertSettings.from_env(overrides=overrides)
     except (TypeError, ValueError) as exc:
         _fail("build", str(exc), EXIT_USAGE)
 

@@ -113,7 +113,9 @@ class AlertSettings:
         return self.overflow_ratio / 5
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AlertSettings:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> AlertSettings:
         """The defaults, changed by ``OTEL_CTX_<FIELD>`` variables, then by ``overrides``.
 
         ``OTEL_CTX_GRAFANA_URL``, ``OTEL_CTX_JAEGER_URL``, ``OTEL_CTX_RUNBOOK_URL``,
@@ -129,8 +131,8 @@ class AlertSettings:
             if raw is None or raw == "":
                 continue
             values[f.name] = _parse_field(f.name, raw, key)
-        for name, raw in overrides.items():
-            values[name] = _parse_field(name, raw, name) if isinstance(raw, str) else raw
+        for name, given in (overrides or {}).items():
+            values[name] = _parse_field(name, given, name) if isinstance(given, str) else given
         return cls(**values)
 
     @classmethod
