@@ -34,6 +34,8 @@ _TASK_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_task_run", default=None
 #: A budget that never limits: the instrumentor measures each call against its own budget;
 #: the run's fitter only carries the task types (metric labels) and the ceiling.
 _UNBOUNDED = 1 << 40
+#: The run's model until its first call names one.
+_UNKNOWN_MODEL = "unknown"
 
 
 def _observer() -> Observer | None:
@@ -67,8 +69,13 @@ def open_run(
         policy = BudgetPolicy(
             context_length=_UNBOUNDED, reserved_output=0, run_ceiling=_ceiling(observer, task, run_ceiling)
         )
+        # The model is the first call's (Run.use_model); the fitter never counts a token, so it
+        # is given an encoding rather than a model name to look one up for.
         fitter = ContextFitter(
-            {t: policy for t in observer.config.task_types}, default=policy, model="unknown"
+            {t: policy for t in observer.config.task_types},
+            default=policy,
+            model=_UNKNOWN_MODEL,
+            encoding="cl100k_base",
         )
         run = Run(fitter, task_type=task, conversation_id=conversation_id, emitter=observer.emitter)
         run.__enter__()

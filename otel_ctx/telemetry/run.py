@@ -500,6 +500,9 @@ class Run:
             self.model = model
             self.ledger.model = model
             self.ledger.price = self.prices.price_for(model)
+            span = self._span
+            if span is not None and span.is_recording():
+                span.set_attribute(names.MODEL, model)
 
     def book_round(self, result: FitResult, span: Span | None) -> int:
         """Count a round another component measured and emitted (an instrumented SDK call) in
