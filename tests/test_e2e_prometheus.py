@@ -372,6 +372,13 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
     alerts_now = f'ALERTS{{alertname="{alerts.OVERFLOW_RATE}", alertstate="firing", job="{SERVICE}"}}'
     series = stack.get("/api/v1/query", query=alerts_now)["result"]  # now, not at the pinned time
     assert {s["metric"][TASK] for s in series} == overflowed
+    # The dashboards' alert annotation query, as Grafana sends it for this service, shows them too.
+    board = json.loads(DASHBOARDS[0].read_text(encoding="utf-8"))
+    (annotation,) = board["annotations"]["list"]
+    shown = stack.get("/api/v1/query", query=annotation["expr"].replace("$service", SERVICE))["result"]
+    assert {
+        s["metric"][TASK] for s in shown if s["metric"]["alertname"] == alerts.OVERFLOW_RATE
+    } == overflowed
     # Telemetry is present: the absent alert is not active.
     assert not [
         a
