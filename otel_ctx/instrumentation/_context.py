@@ -85,7 +85,7 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
         self.conversation_id = conversation_id
         self.run_ceiling = run_ceiling
         self._token: Token[TaskInfo | None] | None = None
-        self._run: Any = None
+        self._run: tuple[Run, Token[Run | None]] | None = None
 
     def __enter__(self) -> task:
         outer = _TASK.get()
