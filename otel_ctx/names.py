@@ -211,7 +211,7 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     TASK_TYPE: "Task type the budget was chosen for (span: as given; metrics: bounded, else `other`).",
     ROUND: (
         "Round number within the run, from 1 (metrics: only on `context_budget.round_tokens`, exact up "
-        "to a maximum, then `N+`)."
+        "to a maximum, then `N+`, zero-padded to one width so they sort in round order: `01` … `12`, `13+`)."
     ),
     OUTCOME: "`fit`, `compacted` or `overflow` (the pinned floor alone exceeds the budget).",
     COMPONENT: "Metric only: which breakdown line a `context_budget.tokens` total counts.",
@@ -399,15 +399,25 @@ ESTIMATE_ACCURACY = Metric(
 )
 
 
-def recorded(metric: Metric, suffix: str = "") -> str:
-    """The recording rule holding a series' per-second rate summed to the service (``job``) level.
+#: Window of every recorded rate the dashboards read. One window for all of them, so a panel
+#: dividing one recorded rate by another (tokens ÷ fits, a line ÷ the budget) divides totals
+#: over the same minutes; two minutes so a deploy shows within two minutes and still spans
+#: several metric exports (15 s by default) and scrapes.
+DASHBOARD_WINDOW = "2m"
 
-    ``level:metric:operation``, as Prometheus names recording rules: the rule keeps every
-    label of the metric except the process (``instance``), so a dashboard over a fleet reads
-    one series per service instead of one per agent process. The rules are generated with
-    the alert rules (``otel_ctx.grafana.alerts``); their window is the alert's window.
+
+def recorded(metric: Metric, suffix: str = "", window: str = DASHBOARD_WINDOW) -> str:
+    """The recording rule holding a series' per-second rate over ``window``, summed to the service.
+
+    ``level:metric:operation``, as Prometheus names recording rules, with the window in the
+    operation (``job:context_budget_fits_total:rate2m``): a reader sees which minutes a value
+    averages, and two rates over different windows can never be mistaken for one. The rule
+    keeps every label of the metric except the process (``instance``), so a dashboard over a
+    fleet reads one series per service instead of one per agent process. The rules are
+    generated with the alert rules (``otel_ctx.grafana.alerts``): the dashboards read
+    :data:`DASHBOARD_WINDOW`, each alert its own window.
     """
-    return f"job:{metric.series(suffix)}:rate"
+    return f"job:{metric.series(suffix)}:rate{window}"
 
 
 # A ticket's tokens: dense around the common 60,000-token per-ticket ceiling.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -29,17 +30,23 @@ REGISTRY_SERIES = {
     for m in names.ALL_METRICS
     for suffix in (("", "_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
 }
+# The windows a recorded rate can have: the dashboards' one and every alert's.
+WINDOWS = {names.DASHBOARD_WINDOW} | {
+    value for key, value in dataclasses.asdict(alerts.DEFAULT_SETTINGS).items() if key.endswith("_window")
+}
 # ... and the recording rule that can hold each one's rate, summed to the service.
 METRIC_OF = {
     series: m
     for m in names.ALL_METRICS
     for suffix in (("", "_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
-    for series in (m.series(suffix), names.recorded(m, suffix))
+    for series in (m.series(suffix), *(names.recorded(m, suffix, w) for w in WINDOWS))
 }
 #: Recording rules over native histograms. promtool's unit tests cannot load a native
 #: histogram series (not in Prometheus 2.42's test notation): test_e2e_native checks these on a
 #: real Prometheus fed by the Collector.
 NATIVE_RECORDS = alerts.NATIVE_RECORDS
+#: A recording rule's name: ``job:<series>:rate<window>``.
+RECORDED = re.compile(r"\bjob:([a-zA-Z0-9_]+):rate(\d+[smhdwy])\b")
 
 
 def _group() -> list[dict[str, Any]]:
@@ -173,9 +180,52 @@ def test_fast_settings_keep_the_expressions_but_not_the_waiting() -> None:
     slow = _rules()
     assert [r["alert"] for r in fast if "alert" in r] == [r["alert"] for r in slow]
     assert all(r["for"] == "0s" for r in fast if "alert" in r)
-    # The alerts read the recorded rates; the recording rules carry the (fast) windows.
-    assert all("[30s]" in r["expr"] for r in fast if "record" in r)
-    assert [r["record"] for r in fast if "record" in r] == [r["record"] for r in _recording()]
+    # The alerts read rates recorded over the (fast) windows; the dashboards' rates keep theirs.
+    dashboard = {names.recorded(m, sfx) for m, sfx in _DASHBOARD_RATES}
+    for rule in fast:
+        if "record" in rule:
+            window = "[" + (names.DASHBOARD_WINDOW if rule["record"] in dashboard else "30s") + "]"
+            assert window in rule["expr"], rule["record"]
+    assert {r["record"] for r in fast if "record" in r} >= dashboard
+    assert {w for r in fast if "alert" in r for _, w in RECORDED.findall(r["expr"])} == {"30s"}
+
+
+_DASHBOARD_RATES = (
+    (names.FITS, ""),
+    (names.UTILIZATION, "_bucket"),
+    (names.TOKENS, ""),
+    (names.ROUND_TOKENS, ""),
+)
+
+
+def test_every_recording_rule_is_named_by_the_window_it_averages() -> None:
+    """``job:<series>:rate5m`` holds ``rate(<series>[5m])``: a reader sees the window, and no name
+    stands for two windows (dividing one by the other would divide different minutes)."""
+    for settings in (alerts.DEFAULT_SETTINGS, alerts.AlertSettings.fast("30s")):
+        records = [r for r in alerts.build(settings)["groups"][0]["rules"] if "record" in r]
+        assert len({r["record"] for r in records}) == len(records)
+        for rule in records:
+            series, window = RECORDED.fullmatch(rule["record"]).groups()  # type: ignore[union-attr]
+            assert f"rate({series}[{window}])" in rule["expr"], rule["record"]
+
+
+def test_each_alert_divides_rates_over_one_window() -> None:
+    for settings in (alerts.DEFAULT_SETTINGS, alerts.AlertSettings.fast("30s")):
+        for alert, expr in alerts.expressions(settings).items():
+            windows = {w for _, w in RECORDED.findall(expr)}
+            assert len(windows) <= 1, (alert, windows)
+
+
+def test_dashboards_read_every_recorded_rate_over_the_one_dashboard_window() -> None:
+    """A panel's tokens ÷ fits, line ÷ budget: both sides averaged over the same minutes."""
+    recorded = {r["record"] for r in _recording()}
+    used = set()
+    for _, title, expr in support.panel_queries():
+        for match in RECORDED.finditer(expr):
+            assert match.group(2) == names.DASHBOARD_WINDOW, (title, match.group(0))
+            assert match.group(0) in recorded, (title, match.group(0))
+            used.add(match.group(0))
+    assert used == {names.recorded(m, sfx) for m, sfx in _DASHBOARD_RATES}
 
 
 def test_every_alert_reads_recorded_rates_that_the_group_records_before_it() -> None:
@@ -187,7 +237,7 @@ def test_every_alert_reads_recorded_rates_that_the_group_records_before_it() -> 
     group = _group()
     position = {r.get("record") or r["alert"]: i for i, r in enumerate(group)}
     for rule in _rules():
-        read = set(re.findall(r"\bjob:[a-zA-Z0-9_]+:rate\b", rule["expr"]))
+        read = {m.group(0) for m in RECORDED.finditer(rule["expr"])}
         if rule["alert"] == alerts.TELEMETRY_ABSENT:
             assert not read  # absence is about the raw series: a recorded rate of nothing is nothing
             continue
@@ -207,7 +257,7 @@ def test_recording_rules_sum_away_only_the_process() -> None:
             .split(", ")
         )  # type: ignore[union-attr]
         expected = {"job"} | {names.prometheus_label(a) for a in metric.attributes}
-        if rule["record"].endswith("_bucket:rate"):
+        if "_bucket:rate" in rule["record"]:
             expected.add("le")
         assert kept == expected, rule["record"]
 
@@ -222,7 +272,7 @@ def test_unit_tests_cover_a_firing_and_a_silent_case_for_every_alert() -> None:
         for case in group.get("alert_rule_test") or ():
             (fires if case.get("exp_alerts") else silent).add(case["alertname"])
         for case in group.get("promql_expr_test") or ():
-            recorded |= set(re.findall(r"\bjob:[a-zA-Z0-9_]+:rate\b", case["expr"]))
+            recorded |= {m.group(0) for m in RECORDED.finditer(case["expr"])}
     assert fires == set(alerts.ALERT_NAMES)
     assert silent == set(alerts.ALERT_NAMES)
     # Every recording rule's value is checked on its own, with two processes to sum.
@@ -279,4 +329,46 @@ def test_overflow_alert_selects_the_overflow_outcome_and_searches_jaeger_for_it(
     jaeger = urlsplit(_rules()[0]["annotations"]["jaeger"])
     query = parse_qs(jaeger.query)
     assert json.loads(query["tags"][0]) == {"context_budget.outcome": "overflow"}
-    assert query["operation"] == [names.SPAN_FIT]
+    # No operation filter: run()'s fit spans and the instrumented calls' observe spans both match.
+    assert "operation" not in query
+
+
+def test_every_alert_links_its_runbook_section_of_the_sre_guide() -> None:
+    guide = (ROOT / "docs" / "sre-guide.md").read_text(encoding="utf-8")
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in guide.splitlines()
+        if line.startswith("#")
+    }
+    for rule in _rules():
+        path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert path == alerts.DEFAULT_SETTINGS.runbook_url == "docs/sre-guide.md"
+        assert anchor in anchors, rule["alert"]
+    moved = alerts.build(alerts.AlertSettings(runbook_url="https://runbooks.example/otel-ctx"))
+    assert all(
+        r["annotations"]["runbook_url"].startswith("https://runbooks.example/otel-ctx#")
+        for r in moved["groups"][0]["rules"]
+        if "alert" in r
+    )
+
+
+def test_settings_come_from_the_environment_then_the_overrides() -> None:
+    env = {
+        "OTEL_CTX_GRAFANA_URL": "https://grafana.example",
+        "OTEL_CTX_OVERFLOW_RATIO": "0.1",
+        "OTEL_CTX_OVERFLOW_WINDOW": "10m",
+        "UNRELATED": "x",
+    }
+    s = alerts.AlertSettings.from_env(env, {"overflow_ratio": "0.2"})
+    assert s.grafana_url == "https://grafana.example"
+    assert s.overflow_window == "10m"
+    assert s.overflow_ratio == 0.2  # the override wins over the environment
+    assert alerts.AlertSettings.from_env({}) == alerts.DEFAULT_SETTINGS
+    with pytest.raises(ValueError, match="OTEL_CTX_OVERFLOW_RATIO"):
+        alerts.AlertSettings.from_env({"OTEL_CTX_OVERFLOW_RATIO": "five percent"})
+    with pytest.raises(ValueError, match=r"OTEL_CTX_OVERFLOW_FOR.*duration"):
+        alerts.AlertSettings.from_env({"OTEL_CTX_OVERFLOW_FOR": "ten minutes"})
+    with pytest.raises(ValueError, match="no alert setting 'overflow'"):
+        alerts.AlertSettings.from_env({}, {"overflow": "0.1"})
+    rules = alerts.render(s)
+    assert "https://grafana.example/d/" in rules and "(threshold 20%)" in rules

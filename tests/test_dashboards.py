@@ -52,7 +52,7 @@ for _metric in names.ALL_METRICS:
         SERIES[names.recorded(_metric, _suffix)] = _metric
 RECORDED = {s for s in SERIES if s.startswith("job:")}
 
-SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate)?)\s*\{([^}]*)\}")
+SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate\d+[smh])?)\s*\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 GROUPING = re.compile(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)")
 
@@ -197,7 +197,7 @@ def test_every_selector_carries_the_dashboard_filters_and_windows() -> None:
             ):
                 assert (label, "=~", var) in matchers, f"{filename} / {title}: {series} lacks {label}=~{var}"
         for window in re.findall(r"\[([^\]]+)\]", expr):
-            assert window in ("$__rate_interval", "$__range"), (
+            assert window in ("$__rate_interval", "$__range", "$__interval"), (
                 f"{filename} / {title}: fixed window [{window}]"
             )
 
@@ -210,6 +210,7 @@ def test_template_variables_are_defined_and_come_from_registry_metrics() -> None
         used = set(re.findall(r"\$\{?(\w+)", text)) - {
             "__rate_interval",
             "__range",
+            "__interval",
             "__from",
             "__to",
             "__data",
@@ -281,7 +282,7 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         for line, value in per_request.items():
             inputs.append(series(tokens, f"0+{value * n}x10", **{task: t, outcome: o, component: line}))
     # Round 1 (4 requests a minute) uses 30% of the budget in tool results; round 2 (2 a minute) 60%.
-    for rnd, n, tool in (("1", 4, 300), ("2", 2, 600)):
+    for rnd, n, tool in (("01", 4, 300), ("02", 2, 600)):
         for line, value in ((names.transcript_role_component("tool"), tool), (names.COMPONENT_BUDGET, 1000)):
             inputs.append(
                 series(
@@ -323,13 +324,13 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
         ),
         (
             panel_query("Share of the budget used, by round"),
-            [sample(0.3, **{round_label: "1"}), sample(0.6, **{round_label: "2"})],
+            [sample(0.3, **{round_label: "01"}), sample(0.6, **{round_label: "02"})],
         ),
         (
             panel_query("What grows round by round", dashboard="otel-ctx-task-type.json"),
             [
-                sample(0.3, **{round_label: "1", component: tool}),
-                sample(0.6, **{round_label: "2", component: tool}),
+                sample(0.3, **{round_label: "01", component: tool}),
+                sample(0.6, **{round_label: "02", component: tool}),
             ],
         ),
         (
@@ -369,6 +370,103 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def _counter(increments: list[float]) -> str:
+    """promtool's values for a counter sampled once a minute from 0, given each minute's increment."""
+    total, values = 0.0, ["0"]
+    for inc in increments:
+        total += inc
+        values.append(f"{total:g}")
+    return " ".join(values)
+
+
+def test_panel_values_follow_a_deploy_that_grows_the_system_prompt_then_shrinks_it(tmp_path: Path) -> None:
+    """A step change through Prometheus's engine: each panel's value at chosen instants is the truth.
+
+    ``returns`` runs 30 fits a minute with a 7,300-token budget. In minutes 11-20 a deploy grows
+    the system prompt from 1,000 to 3,000 tokens and 3 more fits a minute overflow; then it is
+    rolled back. The dashboards' recorded rates span two minutes, so two minutes after each
+    edge every panel reads the new state exactly, the mean budget never moves (numerator and
+    denominator share one window), and the per-interval overflow count adds up to the 30
+    overflowed fits, each counted once.
+    """
+    promtool = require_binary("promtool", "apt-get install prometheus")
+    task = names.prometheus_label(names.TASK_TYPE)
+    outcome = names.prometheus_label(names.OUTCOME)
+    component = names.prometheus_label(names.COMPONENT)
+    minutes = 40
+    deploy = range(11, 21)  # the minutes whose increments carry the grown prompt
+    fits = {
+        "fit": [30.0] * minutes,
+        "overflow": [3.0 if m in deploy else 0.0 for m in range(1, minutes + 1)],
+    }
+    prompt = [3000 if m in deploy else 1000 for m in range(1, minutes + 1)]
+    inputs = []
+    for out, per_minute in fits.items():
+        labels = {task: "returns", outcome: out}
+        inputs.append(series(names.FITS.prometheus, _counter(per_minute), **labels))
+        for line, per_request in (
+            (names.COMPONENT_SYSTEM_PROMPT, prompt),
+            (names.COMPONENT_BUDGET, [7300] * minutes),
+        ):
+            tokens = [n * size for n, size in zip(per_minute, per_request)]
+            inputs.append(series(names.TOKENS.prometheus, _counter(tokens), **labels, **{component: line}))
+
+    def sample(value: float, **labels: str) -> dict[str, Any]:
+        return {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "value": value}
+
+    stacked = panel_query("Which component fills the window")
+    budget = panel_query("Which component fills the window", "B")
+    overflow_rate = panel_query("Overflow rate by task type")
+    count = panel_query("Overflowed fits")
+    assert "$__interval" in count
+    share = round(3 / 33, 3)
+    cases = []
+    # minute: (mean system prompt, overflow share); 10 and 20 are the last minutes before each edge.
+    truth = {
+        10: (1000, 0),
+        12: (3000, share),
+        15: (3000, share),
+        20: (3000, share),
+        22: (1000, 0),
+        30: (1000, 0),
+    }
+    for minute, (prompt_tokens, overflowed) in truth.items():
+        at = f"{minute}m"
+        cases += [
+            (substitute(budget, "1m"), at, [sample(7300)]),
+            (
+                substitute(stacked, "1m"),
+                at,
+                [sample(prompt_tokens, **{component: names.COMPONENT_SYSTEM_PROMPT})],
+            ),
+            (substitute(overflow_rate, "1m"), at, [sample(overflowed, **{task: "returns"})]),
+        ]
+    # Grafana's legend sum over the range: the count panel evaluated at every one-minute step.
+    per_step = substitute(count, "1m")
+    cases.append(
+        (f"sum_over_time(({per_step})[{minutes}m:1m])", f"{minutes}m", [sample(30, **{task: "returns"})])
+    )
+    rules = alerts.write(tmp_path / "rules.yml", alerts.AlertSettings())
+    spec = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [
+                    {"expr": f"round({expr}, 0.001)", "eval_time": at, "exp_samples": expected}
+                    for expr, at, expected in cases
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "step.test.json"
+    path.write_text(json.dumps(spec))
+    proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # --- the way to the traces ---------------------------------------------------------------
 
 
@@ -395,14 +493,16 @@ def jaeger_links() -> list[str]:
     return found
 
 
-def test_jaeger_links_search_overflowed_fit_spans() -> None:
+def test_jaeger_links_search_overflowed_traces_by_tag_on_every_path() -> None:
     links = jaeger_links()
     assert len(links) == 2  # the table's row link and the text panel
     for url in links:
         parts = urlsplit(url)
         assert url.startswith("${jaeger_url}/search?")
         params = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        assert params["operation"] == names.SPAN_FIT
+        # No operation: run()'s context_budget.fit and the instrumentor's context_budget.observe
+        # spans both carry the outcome tag, and Jaeger's operation filter would keep only one.
+        assert "operation" not in params
         tags = json.loads(params["tags"])
         assert tags[names.OUTCOME] == "overflow"
         # Grafana's time range is in ms, Jaeger's in µs.
@@ -481,3 +581,96 @@ def test_help_has_examples(command: str) -> None:
     result = runner.invoke(app, ["dashboards", command, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "Examples" in result.output and f"otel-ctx dashboards {command}" in result.output
+
+
+def test_export_writes_the_shipped_files_equal_to_the_repository_and_will_not_overwrite(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "otel-ctx"
+    result = runner.invoke(app, ["dashboards", "export", str(out)])
+    assert result.exit_code == 0, result.output
+    for path in COMMITTED.iterdir():
+        assert (out / "dashboards" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert (out / "otelcol.yaml").read_bytes() == (ROOT / "stack" / "otelcol.yaml").read_bytes()
+    again = runner.invoke(app, ["dashboards", "export", str(out)])
+    assert again.exit_code == 2 and "--force" in again.output
+    assert runner.invoke(app, ["dashboards", "export", str(out), "--force"]).exit_code == 0
+
+
+_WITHOUT_EXTRA = """
+import sys
+sys.modules["grafana_foundation_sdk"] = None  # as if the dashboards extra were not installed
+from otel_ctx.cli import app
+app(sys.argv[1:], prog_name="otel-ctx")
+"""
+
+
+@pytest.mark.parametrize("command", ["build", "push"])
+def test_without_the_extra_build_and_push_give_the_same_one_line_hint(command: str, tmp_path: Path) -> None:
+    args = ["--out", str(tmp_path)] if command == "build" else ["--url", "http://127.0.0.1:9", "--token", "t"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_EXTRA, "dashboards", command, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().endswith("pip install 'otel-ctx[dashboards]'"), proc.stderr
+
+
+def _thresholds(model: dict[str, Any], title_start: str) -> list[tuple[float | None, str]]:
+    for panel in iter_panels(model):
+        if panel["title"].startswith(title_start):
+            steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+            return [(s.get("value"), s["color"]) for s in steps]
+    raise AssertionError(title_start)
+
+
+def test_dashboard_thresholds_and_jaeger_url_follow_the_alert_settings() -> None:
+    """One place for thresholds and URLs: the panel turns red where the alert fires."""
+    default = build_dashboards()["otel-ctx-overview.json"]
+    assert _thresholds(default, "Overflow rate (time range)") == [
+        (None, "green"),
+        (0.01, "orange"),
+        (0.05, "red"),
+    ]
+    moved = alerts.AlertSettings(overflow_ratio=0.1, utilization_threshold=0.9, jaeger_url="http://j.example")
+    boards = build_dashboards(moved)
+    overview = boards["otel-ctx-overview.json"]
+    assert _thresholds(overview, "Overflow rate (time range)") == [
+        (None, "green"),
+        (0.02, "orange"),
+        (0.1, "red"),
+    ]
+    assert _thresholds(overview, "Utilization p50") == [(None, "transparent"), (0.9, "orange"), (1.0, "red")]
+    for model in boards.values():
+        jaeger_var = next(v for v in model["templating"]["list"] if v["name"] == "jaeger_url")
+        assert jaeger_var["query"] == "http://j.example"
+    # Building with other settings leaves the defaults for the next build.
+    assert build_dashboards() == DASHBOARDS
+
+
+def test_build_takes_urls_and_thresholds_from_the_environment_and_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_CTX_OVERFLOW_RATIO", "0.1")
+    args = [
+        "dashboards",
+        "build",
+        "--out",
+        str(tmp_path),
+        "--jaeger-url",
+        "http://j.example",
+        "--set",
+        "overflow_for=15m",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rules = (tmp_path / "alerts.yml").read_text(encoding="utf-8")
+    assert "(threshold 10%)" in rules and "for: 15m" in rules and "http://j.example/search?" in rules
+    assert "http://j.example" in (tmp_path / "otel-ctx-overview.json").read_text(encoding="utf-8")
+    assert runner.invoke(app, [*args, "--check"]).exit_code == 0
+    bad = runner.invoke(app, ["dashboards", "build", "--out", str(tmp_path), "--set", "overflow_ratio"])
+    assert bad.exit_code == 2 and "NAME=VALUE" in bad.output

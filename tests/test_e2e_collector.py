@@ -39,7 +39,7 @@ import support
 import yaml
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts, promql
+from otel_ctx.grafana import alerts, jaeger, promql
 
 ROOT = support.ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -47,6 +47,8 @@ MANIFEST = ROOT / "stack" / "otelcol-builder.yaml"
 COLLECTOR_CONFIG = ROOT / "stack" / "otelcol.yaml"
 #: The compose services the test runs (Grafana cannot run here; the load service is the workload).
 SERVICES = ("otel-collector", "jaeger", "prometheus")
+#: The zero-code agent's service: its overflowed calls are context_budget.observe spans.
+ZERO_CODE_SERVICE = "otel-ctx-e2e-zero-code"
 SERVICE = "otel-ctx-e2e-collector"
 WINDOW = support.E2E_WINDOW
 TEST_OVERFLOW_RATIO = 0.001
@@ -195,6 +197,8 @@ class CollectorStack:
     started_ms: int
     #: Unix time queries are evaluated at: just after the final scrape.
     at: float = 0.0
+    #: What the zero-code agent (``e2e_zero_code_workload.py``) did: its tickets' trace ids.
+    zero_code: dict[str, Any] = field(default_factory=dict)
 
     def get(self, base: str, path: str, **params: str) -> Any:
         url = f"{base}{path}?{urllib.parse.urlencode(params)}" if params else f"{base}{path}"
@@ -346,9 +350,33 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorStack]:
             )
         )
 
+        # A zero-code agent beside it: bare SDK calls against the fake provider, a task block a ticket.
+        zero_code_report = tmp / "zero-code-report.json"
+        procs.append(
+            (
+                "zero-code",
+                _start(
+                    [
+                        sys.executable,
+                        str(Path(__file__).with_name("e2e_zero_code_workload.py")),
+                        f"--otlp=http://127.0.0.1:{ports('otel-collector', 4317)}",
+                        f"--service={ZERO_CODE_SERVICE}",
+                        f"--report={zero_code_report}",
+                    ],
+                    tmp / "zero-code.log",
+                    {**clean_env, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent)])},
+                ),
+            )
+        )
+
         def report() -> dict[str, Any] | None:
             check_alive()
             loaded: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
+            return loaded
+
+        def zero_code() -> dict[str, Any] | None:
+            check_alive()
+            loaded: dict[str, Any] = json.loads(zero_code_report.read_text(encoding="utf-8"))
             return loaded
 
         partial = CollectorStack(
@@ -366,6 +394,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorStack]:
             return bool(got) and int(float(got[0]["value"][1])) == total
 
         support.wait("Prometheus to scrape the workload's last fits through the Collector", 45, final_scrape)
+        partial.zero_code = support.wait("the zero-code agent to finish its tickets", 120, zero_code)
         partial.at = time.time()
         yield partial
     finally:
@@ -719,7 +748,8 @@ def test_the_dashboards_jaeger_links_list_exactly_the_overflowed_runs(stack: Col
             assert "${" not in final, final
             # The link asks for what the dashboard says: overflowed fits (of the row's task type).
             params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(final).query))
-            assert (params["service"], params["operation"]) == (SERVICE, names.SPAN_FIT), final
+            # By tag alone: no operation, so run()'s fit spans and zero-code observe spans both match.
+            assert params["service"] == SERVICE and "operation" not in params, final
             tags = {names.OUTCOME: names.OUTCOME_OVERFLOW, **({names.TASK_TYPE: task} if task else {})}
             assert json.loads(params["tags"]) == tags, final
             expected = stack.runs(overflowed=True, task_type=task)
@@ -727,6 +757,39 @@ def test_the_dashboards_jaeger_links_list_exactly_the_overflowed_runs(stack: Col
             checked += 1
     assert checked > len(links)
     print(f"dashboard Jaeger links: {len(links)} links, {checked} searches, each exactly the overflowed runs")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(300)
+def test_the_trace_links_find_exactly_the_overflowed_tickets_of_a_zero_code_agent(
+    stack: CollectorStack,
+) -> None:
+    """The same links, for an agent under the instrumentor: its overflowed rounds are
+    ``context_budget.observe`` spans, and each ticket (a task block) is one trace."""
+    runs = stack.zero_code["runs"]
+    overflowed = {int(r["trace_id"], 16) for r in runs if r["overflowed"]}
+    assert overflowed and len(overflowed) < len(runs)
+    every = f"{stack.jaeger}/api/traces?" + urllib.parse.urlencode(
+        {"service": ZERO_CODE_SERVICE, "limit": "1000"}
+    )
+    support.wait(
+        "Jaeger to hold the zero-code agent's overflowed tickets",
+        60,
+        lambda: stack.jaeger_traces(every) >= overflowed,
+    )
+    settings = alerts.AlertSettings(jaeger_url=stack.jaeger)
+    alert_link = jaeger.overflow_search_url(settings.jaeger_url, ZERO_CODE_SERVICE, lookback="1h")
+    assert stack.jaeger_traces(_api(alert_link)) == overflowed, alert_link
+    window = {"${__from}": str(stack.started_ms - 60_000), "${__to}": str(int(time.time() * 1000) + 60_000)}
+    for link in _dashboard_jaeger_links():
+        url = link.replace("${" + promql.VAR_JAEGER_URL + "}", stack.jaeger)
+        url = url.replace("${" + promql.VAR_SERVICE + ":percentencode}", ZERO_CODE_SERVICE)
+        url = url.replace("${__data.fields." + promql.JOB + "}", ZERO_CODE_SERVICE)
+        url = url.replace("${__data.fields." + promql.TASK_TYPE + "}", "returns")
+        for placeholder, value in window.items():
+            url = url.replace(placeholder, value)
+        assert "${" not in url, url
+        assert stack.jaeger_traces(_api(url)) == overflowed, url
 
 
 # --- 4. the sampler keeps every overflowed or ceiling-stopped run and the share of the rest -----------

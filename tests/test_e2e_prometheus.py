@@ -63,6 +63,17 @@ OUTCOME = names.prometheus_label(names.OUTCOME)
 COMPONENT = names.prometheus_label(names.COMPONENT)
 
 
+#: The rules the test's Prometheus loads: the shipped expressions, fast windows, test thresholds.
+STACK_SETTINGS = alerts.AlertSettings.fast(
+    WINDOW,
+    overflow_ratio=TEST_OVERFLOW_RATIO,
+    ceiling_stop_ratio=TEST_CEILING_STOP_RATIO,
+    cost_threshold=TEST_COST_THRESHOLD,
+    ceiling_window=TICKET_WINDOW,
+    cost_window=TICKET_WINDOW,
+)
+
+
 @dataclass
 class Stack:
     base: str
@@ -100,17 +111,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = support.require_binary("prometheus", "apt-get install prometheus")
     tmp = tmp_path_factory.mktemp("e2e")
     prom_port, metrics_port, cli_port = support.free_port(), support.free_port(), support.free_port()
-    rules = alerts.write(
-        tmp / "rules.yml",
-        alerts.AlertSettings.fast(
-            WINDOW,
-            overflow_ratio=TEST_OVERFLOW_RATIO,
-            ceiling_stop_ratio=TEST_CEILING_STOP_RATIO,
-            cost_threshold=TEST_COST_THRESHOLD,
-            ceiling_window=TICKET_WINDOW,
-            cost_window=TICKET_WINDOW,
-        ),
-    )
+    rules = alerts.write(tmp / "rules.yml", STACK_SETTINGS)
     config = {
         "global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
         "rule_files": [str(rules)],
@@ -315,9 +316,10 @@ def test_alert_signals_have_plausible_values(stack: Stack) -> None:
 
 def test_every_recording_rule_records_the_raw_rate_summed_over_processes(stack: Stack) -> None:
     """Each recorded rate is there, per service, wherever the raw rate it precomputes is above 0."""
-    settings = alerts.AlertSettings.fast(WINDOW, overflow_ratio=TEST_OVERFLOW_RATIO)
+    settings = STACK_SETTINGS
+    # The loaded rules' own names: each recorded rate is named by its window.
     for rule in alerts.recording_rules(settings):
-        if rule["record"] in alerts.NATIVE_RECORDS:
+        if rule["record"] in alerts.native_records(settings):
             continue  # nothing native is scraped from the SDK: test_e2e_native checks these
         raw = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['expr']})")}
         recorded = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['record']})")}
@@ -373,6 +375,13 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
     alerts_now = f'ALERTS{{alertname="{alerts.OVERFLOW_RATE}", alertstate="firing", job="{SERVICE}"}}'
     series = stack.get("/api/v1/query", query=alerts_now)["result"]  # now, not at the pinned time
     assert {s["metric"][TASK] for s in series} == overflowed
+    # The dashboards' alert annotation query, as Grafana sends it for this service, shows them too.
+    board = json.loads(DASHBOARDS[0].read_text(encoding="utf-8"))
+    (annotation,) = board["annotations"]["list"]
+    shown = stack.get("/api/v1/query", query=annotation["expr"].replace("$service", SERVICE))["result"]
+    assert {
+        s["metric"][TASK] for s in shown if s["metric"]["alertname"] == alerts.OVERFLOW_RATE
+    } == overflowed
     # Telemetry is present: the absent alert is not active.
     assert not [
         a
@@ -393,6 +402,20 @@ def test_the_dashboards_are_committed() -> None:
 
 def test_every_panel_query_returns_plausible_series(stack: Stack) -> None:
     support.assert_panel_queries_answer(stack.query)
+
+
+def test_the_round_panels_come_back_in_round_order_as_grafana_sorts_them(stack: Stack) -> None:
+    """Grafana sorts the round field as text: the labels Prometheus returns sort as numbers do."""
+    round_label = names.prometheus_label(names.ROUND)
+    checked = 0
+    for _, title, expr in support.panel_queries():
+        if round_label not in expr or "by round" not in title.lower():
+            continue
+        rounds = sorted({s["metric"][round_label] for s in stack.query(support.substitute(expr))})
+        assert len(rounds) >= 10, (title, rounds)  # the workload's long tickets run past round 10
+        assert rounds == sorted(rounds, key=lambda r: int(r.rstrip("+"))), (title, rounds)
+        checked += 1
+    assert checked >= 2
 
 
 def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack) -> None:

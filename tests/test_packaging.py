@@ -10,6 +10,7 @@ install each into a fresh virtualenv with nothing else in it, and run
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import venv
@@ -21,6 +22,9 @@ from support import missing
 from otel_ctx import SUPPORT_DESK, __version__
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The children must not see the checkout: a PYTHONPATH pointing at it makes pip take the
+#: checkout's otel_ctx.egg-info for an installed otel-ctx and skip the distribution under test.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 pytestmark = pytest.mark.e2e
 
@@ -55,11 +59,13 @@ def test_distribution_installs_into_a_clean_venv_and_runs_the_demo(
         [str(python), "-m", "pip", "install", "--quiet", str(dists[kind])],
         check=True,
         capture_output=True,
+        env=CLEAN_ENV,
         timeout=600,
     )
     proc = subprocess.run(
         [str(env_dir / "bin" / "otel-ctx"), "demo", "--tickets", "20", "--json"],
         capture_output=True,
+        env=CLEAN_ENV,
         text=True,
         timeout=300,
         cwd=tmp_path,  # not the checkout: only the installed package can be imported
@@ -69,6 +75,47 @@ def test_distribution_installs_into_a_clean_venv_and_runs_the_demo(
     assert report["tickets"] == 20
     assert {t["task_type"] for t in report["task_types"]} <= set(SUPPORT_DESK)
     version = subprocess.run(
-        [str(env_dir / "bin" / "otel-ctx"), "--version"], capture_output=True, text=True, check=True
+        [str(env_dir / "bin" / "otel-ctx"), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=CLEAN_ENV,
     ).stdout
     assert __version__ in version
+    # Without the dashboards extra: the shipped files export, and equal the repository's.
+    exported = tmp_path / "exported"
+    proc = subprocess.run(
+        [str(env_dir / "bin" / "otel-ctx"), "dashboards", "export", str(exported)],
+        capture_output=True,
+        env=CLEAN_ENV,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = {f"dashboards/{p.name}": p for p in (ROOT / "dashboards").iterdir() if p.is_file()}
+    expected["otelcol.yaml"] = ROOT / "stack" / "otelcol.yaml"
+    got = {str(p.relative_to(exported)): p for p in exported.rglob("*") if p.is_file()}
+    assert set(got) == set(expected)
+    for name, path in expected.items():
+        assert got[name].read_bytes() == path.read_bytes(), name
+    # build needs the extra: a one-line hint, as push gives, not a traceback.
+    for command in ("build", "push"):
+        proc = subprocess.run(
+            [
+                str(env_dir / "bin" / "otel-ctx"),
+                "dashboards",
+                command,
+                "--out" if command == "build" else "--url",
+                str(tmp_path / "built") if command == "build" else "http://127.0.0.1:9",
+                *(("--token", "t") if command == "push" else ()),
+            ],
+            capture_output=True,
+            env=CLEAN_ENV,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert "pip install 'otel-ctx[dashboards]'" in proc.stderr, (command, proc.stderr)
+        assert "Traceback" not in proc.stderr, (command, proc.stderr)

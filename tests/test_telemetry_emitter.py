@@ -221,9 +221,9 @@ def test_token_totals_have_one_point_per_component(cap: Capture, fitter: Context
     # The summed components add up to the estimated line, as on the span.
     assert sum(first[c] for c in n.SUMMED_COMPONENTS) == first[n.COMPONENT_ESTIMATED]
     # Per round: the growing lines and the budget, nothing else.
-    round_one = tokens_by_component(cap, n.ROUND_TOKENS, **{n.ROUND: "1"})
+    round_one = tokens_by_component(cap, n.ROUND_TOKENS, **{n.ROUND: "01"})
     assert round_one == {c: expected[c] for c in n.ROUND_COMPONENTS}
-    round_two = tokens_by_component(cap, n.ROUND_TOKENS, **{n.ROUND: "2"})
+    round_two = tokens_by_component(cap, n.ROUND_TOKENS, **{n.ROUND: "02"})
     assert round_two[n.COMPONENT_BUDGET] == over.breakdown.budget
 
 
@@ -370,6 +370,22 @@ def test_round_label_is_exact_up_to_the_maximum_then_n_plus(fitter: ContextFitte
     with pytest.raises(ValueError, match="max_round"):
         LabelPolicy(max_round=0)
     cap.close()
+
+
+@given(st.integers(min_value=1, max_value=200))
+def test_round_labels_sort_as_text_in_round_order(max_round: int) -> None:
+    """Grafana orders label values as text: the labels must already be in round order that way."""
+    labels = LabelPolicy(max_round=max_round)
+    in_order = list(dict.fromkeys(labels.round_label(r) for r in range(1, max_round + 3)))
+    assert sorted(in_order) == in_order
+    assert len(in_order) == max_round + 1
+    assert in_order[-1] == f"{max_round + 1}+"
+    assert len({len(label.rstrip("+")) for label in in_order}) == 1
+
+
+def test_default_round_labels_are_zero_padded() -> None:
+    labels = LabelPolicy()
+    assert [labels.round_label(r) for r in (1, 2, 10, 12, 13, 40)] == ["01", "02", "10", "12", "13+", "13+"]
 
 
 def test_no_run_or_conversation_id_on_metrics(cap: Capture, fitter: ContextFitter) -> None:

@@ -75,7 +75,7 @@ with the smallest limit that meets --max-overflow and --max-compaction.
 
 [bold]Examples[/bold]
 
-  otel-ctx advise --prometheus http://localhost:9090
+  otel-ctx advise --prometheus http://127.0.0.1:9090
 
   otel-ctx advise --prometheus http://prometheus:9090 --window 7d --service support-agent --json
 """

@@ -1,7 +1,8 @@
-"""``otel-ctx dashboards build|push``: regenerate the shipped dashboards, or upload them to a Grafana.
+"""``otel-ctx dashboards build|export|push``: regenerate, write out or upload the dashboards.
 
 The generator and the push need the ``dashboards`` extra; they are imported inside the
-commands so ``otel-ctx --help`` works without it.
+commands so ``otel-ctx --help`` works without it. ``export`` writes the files the package
+ships and needs no extra.
 
 Exit codes: 0 done, 1 the dashboards are out of date (``build --check``) or Grafana
 refused/failed, 2 a usage or input error, or an answer that is not shaped like Grafana's.
@@ -49,7 +50,9 @@ def _grafana(command: str) -> ModuleType:
         "Examples:\n\n"
         "  otel-ctx dashboards build                   # rewrite ./dashboards/*.json\n\n"
         "  otel-ctx dashboards build --out /etc/grafana/dashboards/otel-ctx\n\n"
-        "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale"
+        "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale\n\n"
+        "  otel-ctx dashboards build --out /etc/otel-ctx --jaeger-url https://jaeger.example.com "
+        "--set overflow_ratio=0.1"
     )
 )
 def build(
@@ -62,20 +65,74 @@ def build(
             "--check", help="Write nothing; exit 1 if the files differ from what the code generates."
         ),
     ] = False,
+    grafana_url: Annotated[
+        str | None,
+        typer.Option(
+            "--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL).", show_default=False
+        ),
+    ] = None,
+    jaeger_url: Annotated[
+        str | None,
+        typer.Option(
+            "--jaeger-url",
+            help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
+            show_default=False,
+        ),
+    ] = None,
+    runbook_url: Annotated[
+        str | None,
+        typer.Option(
+            "--runbook-url",
+            help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
+            show_default=False,
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help=(
+                "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
+                "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
+            ),
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Generate the Grafana dashboards (JSON for file provisioning) and the Prometheus alert rules.
 
-    Both come from the names registry, so they query exactly what the emitter records.
+    Both come from the names registry, so they query exactly what the emitter records. URLs
+    and thresholds come from one place, the alert settings: their defaults, then
+    ``OTEL_CTX_<NAME>`` variables, then these options.
     """
-    from otel_ctx.grafana import alerts
-
     if out.exists() and not out.is_dir():
         _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
+    # The extra's check comes first: the rule generator imports the package that needs it.
     grafana = _grafana("build")
+    from otel_ctx.grafana import alerts
+
+    overrides: dict[str, str] = {}
+    for item in settings or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            _fail("build", f"--set takes NAME=VALUE, got {item!r}", EXIT_USAGE)
+        overrides[name.strip()] = value.strip()
+    for name, url in (
+        ("grafana_url", grafana_url),
+        ("jaeger_url", jaeger_url),
+        ("runbook_url", runbook_url),
+    ):
+        if url is not None:
+            overrides[name] = url
+    try:
+        chosen = alerts.AlertSettings.from_env(overrides=overrides)
+    except (TypeError, ValueError) as exc:
+        _fail("build", str(exc), EXIT_USAGE)
+
     console = Console()
     if check:
-        drift = [f"{item.path} {item.problem}" for item in grafana.check(out)]
-        rules_problem = alerts.check(out / alerts.RULES_FILENAME)
+        drift = [f"{item.path} {item.problem}" for item in grafana.check(out, chosen)]
+        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen)
         if rules_problem is not None:
             drift.append(rules_problem)
         if drift:
@@ -92,11 +149,11 @@ def build(
         )
         return
     try:
-        written = grafana.write(out)
-        rules = alerts.write(out / alerts.RULES_FILENAME)
+        written = grafana.write(out, chosen)
+        rules = alerts.write(out / alerts.RULES_FILENAME, chosen)
     except OSError as exc:
         _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
-    models = grafana.build_dashboards()
+    models = grafana.build_dashboards(chosen)
     table = Table(title=f"Dashboards written to {out}", title_justify="left")
     for column in ("file", "title", "panels", "queries"):
         table.add_column(column, justify="right" if column in ("panels", "queries") else "left")
@@ -106,6 +163,51 @@ def build(
         table.add_row(path.name, model["title"], str(len(panels)), str(len(grafana.queries(model))))
     console.print(table)
     console.print(f"Alert rules written to {rules} (test them with: promtool test rules)")
+
+
+@app.command(
+    epilog=(
+        "Examples:\n\n"
+        "  otel-ctx dashboards export ./otel-ctx            # dashboards/, alerts.yml, otelcol.yaml\n\n"
+        "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies"
+    )
+)
+def export(
+    out: Annotated[Path, typer.Argument(help="Directory to write into (created if missing).")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")] = False,
+) -> None:
+    """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config.
+
+    They are the files the package was built with, so no extra is needed: provision
+    ``dashboards/*.json`` in Grafana, load ``dashboards/alerts.yml`` into Prometheus, run the
+    OpenTelemetry Collector with ``otelcol.yaml``. To change URLs or thresholds, regenerate
+    with ``otel-ctx dashboards build`` (needs the ``dashboards`` extra).
+    """
+    from otel_ctx import artefacts
+
+    if out.exists() and not out.is_dir():
+        _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
+    shipped = artefacts.files()
+    existing = [name for name in shipped if (out / name).exists()]
+    if existing and not force:
+        _fail(
+            "export",
+            f"{len(existing)} file(s) already in {out} ({existing[0]}, ...); pass --force",
+            EXIT_USAGE,
+        )
+    written = []
+    try:
+        for name, source in shipped.items():
+            target = out / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+            written.append(target)
+    except OSError as exc:
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+    console = Console()
+    for path in written:
+        console.print(f"  {path}")
+    console.print(f"{len(written)} files written to {out}")
 
 
 def _basic_auth(user: str | None) -> tuple[str, str] | None:

@@ -12,7 +12,11 @@ waiting ten minutes for an alert.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +59,24 @@ class AlertSettings:
 
     overflow_ratio: float = conventions.OVERFLOW_BAD
     overflow_min_fits: float = 20
-    overflow_window: str = "10m"
-    overflow_for: str = "10m"
+    #: Five minutes each: an overflow that starts with a deploy fires within about ten minutes
+    #: and resolves within five after the cause is gone (longer windows smear a step over both).
+    overflow_window: str = "5m"
+    overflow_for: str = "5m"
     utilization_quantile: float = 0.95
     utilization_threshold: float = 0.95
-    utilization_window: str = "10m"
-    utilization_for: str = "15m"
+    utilization_window: str = "5m"
+    utilization_for: str = "10m"
     drift_ratio: float = 1.05
     drift_window: str = "30m"
     drift_for: str = "30m"
     absent_window: str = "10m"
     absent_for: str = "5m"
-    #: Window of the rates only the dashboards read (the breakdown lines, per round too).
-    recording_window: str = "5m"
+    #: A service that sent fits within this lookback and none for ``absent_window`` has gone dark.
+    absent_lookback: str = "6h"
+    #: Where the alerts' runbooks are: each alert links ``<runbook_url>#<alert name, lower case>``
+    #: (the SRE guide's section for it). Point it at wherever your copy of the docs is served.
+    runbook_url: str = "docs/sre-guide.md"
     grafana_url: str = conventions.DEFAULT_GRAFANA_URL
     jaeger_url: str = conventions.DEFAULT_JAEGER_URL
     #: Share of finished runs the ceiling stopped, per task type, above which to warn.
@@ -98,6 +107,34 @@ class AlertSettings:
         if self.cost_threshold <= 0:
             raise ValueError(f"cost_threshold must be > 0 (USD per ticket), got {self.cost_threshold!r}")
 
+    @property
+    def overflow_warn(self) -> float:
+        """Overflow share at which the dashboards turn orange: a fifth of the alert's threshold."""
+        return self.overflow_ratio / 5
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> AlertSettings:
+        """The defaults, changed by ``OTEL_CTX_<FIELD>`` variables, then by ``overrides``.
+
+        ``OTEL_CTX_GRAFANA_URL``, ``OTEL_CTX_JAEGER_URL``, ``OTEL_CTX_RUNBOOK_URL``,
+        ``OTEL_CTX_OVERFLOW_RATIO``, ... : every field, upper-cased. One place for the URLs and
+        thresholds that the rules, their links and the dashboards' thresholds all read.
+        A value that does not parse raises ``ValueError`` naming the variable.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = ENV_PREFIX + f.name.upper()
+            raw = env.get(key)
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _parse_field(f.name, raw, key)
+        for name, given in (overrides or {}).items():
+            values[name] = _parse_field(name, given, name) if isinstance(given, str) else given
+        return cls(**values)
+
     @classmethod
     def fast(cls, window: str = "1m", **overrides: Any) -> AlertSettings:
         """Second-scale rules for a test Prometheus: short windows, ``for: 0s``, no minimum volume."""
@@ -111,7 +148,7 @@ class AlertSettings:
             drift_for="0s",
             absent_window=window,
             absent_for="0s",
-            recording_window=window,
+            absent_lookback="1h",
             ceiling_window=window,
             ceiling_for="0s",
             cost_window=window,
@@ -121,6 +158,45 @@ class AlertSettings:
 
 
 DEFAULT_SETTINGS = AlertSettings()
+#: Environment variables that change a setting: ``OTEL_CTX_`` + the field's name, upper-cased.
+ENV_PREFIX = "OTEL_CTX_"
+_FIELD_TYPES = {f.name: f.type for f in fields(AlertSettings)}
+
+
+def _parse_field(name: str, raw: str, where: str) -> Any:
+    """A setting's value from text: a number for thresholds, a PromQL duration for windows."""
+    kind = _FIELD_TYPES.get(name)
+    if kind is None:
+        raise ValueError(f"{where}: no alert setting {name!r} (one of {', '.join(_FIELD_TYPES)})")
+    if kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(f"{where}: {name} must be a number, got {raw!r}") from None
+    if name.endswith(("_window", "_for", "_lookback")):
+        try:
+            q.seconds(raw)
+        except ValueError:
+            raise ValueError(f"{where}: {name} must be a PromQL duration like 5m, got {raw!r}") from None
+    return raw
+
+
+_CURRENT: ContextVar[AlertSettings] = ContextVar("otel_ctx_alert_settings", default=DEFAULT_SETTINGS)
+
+
+def current() -> AlertSettings:
+    """The settings the dashboards are being built with (thresholds, Jaeger URL)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def using(settings: AlertSettings) -> Iterator[AlertSettings]:
+    """Build the dashboards with ``settings``: their thresholds follow the rules' thresholds."""
+    token = _CURRENT.set(settings)
+    try:
+        yield settings
+    finally:
+        _CURRENT.reset(token)
 
 
 # --- PromQL helpers ----------------------------------------------------------------------
@@ -136,92 +212,87 @@ def _labels(metric: names.Metric, *extra: str) -> tuple[str, ...]:
 #: The recording rules over native histograms (exponential buckets pushed over OTLP): where
 #: metrics are scraped from the SDK (classic buckets) they hold nothing, and the classic ones
 #: hold nothing where histograms are native.
-NATIVE_RECORDS: frozenset[str] = frozenset(
-    {names.recorded(m) for m in names.ALL_METRICS if m.kind == "histogram"}
-    | {names.recorded(names.LINE_TOKENS, "_sum")}
-)
+Wanted = list[tuple[names.Metric, str, str, tuple[str, ...]]]
+
+
+def _wanted(s: AlertSettings) -> Wanted:
+    """Each recorded rate: the metric, its series suffix, the window and the labels kept."""
+    fits, util, acc = names.FITS, names.UTILIZATION, names.ESTIMATE_ACCURACY
+    dash = names.DASHBOARD_WINDOW
+    return [
+        # What the dashboards read, all over one window.
+        (fits, "", dash, _labels(fits)),
+        (util, "_bucket", dash, _labels(util, q.LE)),
+        (names.TOKENS, "", dash, _labels(names.TOKENS)),
+        (names.ROUND_TOKENS, "", dash, _labels(names.ROUND_TOKENS)),
+        # What the alerts read, each over its alert's window.
+        (fits, "", s.overflow_window, _labels(fits)),
+        (util, "_bucket", s.utilization_window, _labels(util, q.LE)),
+        (acc, "_sum", s.drift_window, _labels(acc)),
+        (acc, "_count", s.drift_window, _labels(acc)),
+        # The ticket view's alerts: runs the ceiling stopped among finished runs, cost per ticket.
+        (names.CEILING_STOPS, "", s.ceiling_window, _labels(names.CEILING_STOPS)),
+        (names.RUN_TOKENS, "_count", s.ceiling_window, _labels(names.RUN_TOKENS)),
+        (names.RUN_COST, "_bucket", s.cost_window, _labels(names.RUN_COST, q.LE)),
+    ]
 
 
 def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
-    """The rates the alerts and the dashboards' over-time panels read, summed over processes.
+    """The rates the alerts and the dashboards read, summed over processes, each named by its window.
 
     Each keeps every label of its metric but the process (``instance``): a fleet of a hundred
     agents of one service is one series per label set, and an alert or a dashboard step reads
-    a precomputed value instead of rate() over every process's raw samples. A rate an alert
-    reads has that alert's window; the rates only dashboards read have ``recording_window``.
+    a precomputed value instead of rate() over every process's raw samples. The dashboards read
+    every rate over one window (:data:`otel_ctx.names.DASHBOARD_WINDOW`), so a ratio of two
+    recorded rates on a panel never divides minutes of one by minutes of another; an alert
+    reads its own window, under a name that says it (``...:rate5m``). A rate both need over
+    the same window is recorded once.
     """
-    fits, util, acc = names.FITS, names.UTILIZATION, names.ESTIMATE_ACCURACY
-    rules = [
-        (names.recorded(fits), f"rate({fits.prometheus}[{s.overflow_window}])", _labels(fits)),
-        (
-            names.recorded(util, "_bucket"),
-            f"rate({util.series('_bucket')}[{s.utilization_window}])",
-            _labels(util, q.LE),
-        ),
-        (
-            names.recorded(names.TOKENS),
-            f"rate({names.TOKENS.prometheus}[{s.recording_window}])",
-            _labels(names.TOKENS),
-        ),
-        (
-            names.recorded(names.ROUND_TOKENS),
-            f"rate({names.ROUND_TOKENS.prometheus}[{s.recording_window}])",
-            _labels(names.ROUND_TOKENS),
-        ),
-        (
-            names.recorded(acc, "_sum"),
-            f"rate({acc.series('_sum')}[{s.drift_window}])",
-            _labels(acc),
-        ),
-        (
-            names.recorded(acc, "_count"),
-            f"rate({acc.series('_count')}[{s.drift_window}])",
-            _labels(acc),
-        ),
-        # The ticket view's alerts: runs the ceiling stopped among finished runs, cost per ticket.
-        (
-            names.recorded(names.CEILING_STOPS),
-            f"rate({names.CEILING_STOPS.prometheus}[{s.ceiling_window}])",
-            _labels(names.CEILING_STOPS),
-        ),
-        (
-            names.recorded(names.RUN_TOKENS, "_count"),
-            f"rate({names.RUN_TOKENS.series('_count')}[{s.ceiling_window}])",
-            _labels(names.RUN_TOKENS),
-        ),
-        (
-            names.recorded(names.RUN_COST, "_bucket"),
-            f"rate({names.RUN_COST.series('_bucket')}[{s.cost_window}])",
-            _labels(names.RUN_COST, q.LE),
-        ),
-    ]
+    wanted = _wanted(s)
     # Where histograms are pushed as native ones (exponential buckets) they have no _bucket,
-    # _sum or _count series: their rates are recorded as native histograms under the metric's
-    # own name (``job:<metric>:rate``), read beside the classic ones with ``or``; the per-round
-    # counter's totals come from the line distributions that replace it (without a model label).
-    # A process sends one kind or the other, so the two never meet in a series.
-    line = names.LINE_TOKENS
+    # _sum or _count series: each classic rate has a native twin over the same window, recorded
+    # as a native histogram under the metric's own name (``job:<metric>:rate5m``) and read
+    # beside the classic one with ``or``; the per-round counter's totals come from the line
+    # distributions that replace it (without a model label). A process sends one kind or the
+    # other, so the two never meet in a series.
+    rules: dict[str, dict[str, str]] = {}
+    for metric, suffix, window, group in wanted:
+        record = names.recorded(metric, suffix, window)
+        expr = q.summed(f"rate({metric.series(suffix)}[{window}])", group)
+        rules.setdefault(record, {"record": record, "expr": expr})
+    for record, expr in _native_rules(wanted):
+        rules.setdefault(record, {"record": record, "expr": expr})
+    return list(rules.values())
+
+
+def _native_rules(wanted: Wanted) -> list[tuple[str, str]]:
+    """The native twin of each recorded histogram rate, and the line distributions' sums."""
+    out = []
+    for metric, _, window, group in wanted:
+        if metric.kind == "histogram":
+            native = tuple(g for g in group if g != q.LE)
+            out.append(
+                (names.recorded(metric, "", window), q.summed(f"rate({metric.prometheus}[{window}])", native))
+            )
+    line, dash = names.LINE_TOKENS, names.DASHBOARD_WINDOW
     not_estimated = f'{line.prometheus}{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
-    rules += [
-        (names.recorded(util), f"rate({util.prometheus}[{s.utilization_window}])", _labels(util)),
+    out.append(
         (
-            names.recorded(line, "_sum"),
-            f"histogram_sum(rate({not_estimated}[{s.recording_window}]))",
-            _labels(line),
-        ),
-        (names.recorded(acc), f"rate({acc.prometheus}[{s.drift_window}])", _labels(acc)),
-        (
-            names.recorded(names.RUN_TOKENS),
-            f"rate({names.RUN_TOKENS.prometheus}[{s.ceiling_window}])",
-            _labels(names.RUN_TOKENS),
-        ),
-        (
-            names.recorded(names.RUN_COST),
-            f"rate({names.RUN_COST.prometheus}[{s.cost_window}])",
-            _labels(names.RUN_COST),
-        ),
-    ]
-    return [{"record": record, "expr": q.summed(expr, by)} for record, expr, by in rules]
+            names.recorded(line, "_sum", dash),
+            q.summed(f"histogram_sum(rate({not_estimated}[{dash}]))", _labels(line)),
+        )
+    )
+    return out
+
+
+def native_records(s: AlertSettings = DEFAULT_SETTINGS) -> frozenset[str]:
+    """The recording rules over native histograms: empty where histograms are classic (scraped
+    from the SDK), and the classic rules are empty where they are native."""
+    return frozenset(record for record, _ in _native_rules(_wanted(s)))
+
+
+#: :func:`native_records` for the default settings.
+NATIVE_RECORDS = native_records()
 
 
 # --- the alerts' signals, on the recorded rates ---------------------------------------------
@@ -233,7 +304,7 @@ def _ratio(num: str, den: str) -> str:
 
 def overflow_signal(s: AlertSettings) -> str:
     """Share of fits that overflowed, per service and task type (0-1)."""
-    fits = names.recorded(names.FITS)
+    fits = names.recorded(names.FITS, window=s.overflow_window)
     overflowed = q.matching(fits, {q.OUTCOME: names.OUTCOME_OVERFLOW})
     return _ratio(q.summed(overflowed, PER_TASK), q.summed(fits, PER_TASK))
 
@@ -242,23 +313,23 @@ def overflow_expr(s: AlertSettings) -> str:
     expr = f"{overflow_signal(s)} > {q.number(s.overflow_ratio)}"
     if s.overflow_min_fits > 0:
         # Fits in the window = the recorded per-second rate times the window's seconds.
-        fits = q.summed(names.recorded(names.FITS), PER_TASK)
+        fits = q.summed(names.recorded(names.FITS, window=s.overflow_window), PER_TASK)
         window = q.number(q.seconds(s.overflow_window))
         on = ", ".join(PER_TASK)
         expr += f"\nand on ({on})\n  {fits} * {window} >= {q.number(s.overflow_min_fits)}"
     return expr
 
 
-def _quantile(quantile: float, metric: names.Metric) -> str:
+def _quantile(quantile: float, metric: names.Metric, window: str) -> str:
     """From the recorded bucket rates, or the recorded native histogram's where it is native."""
-    bucket = q.summed(names.recorded(metric, "_bucket"), (*PER_TASK, q.LE))
-    native = q.summed(names.recorded(metric), PER_TASK)
+    bucket = q.summed(names.recorded(metric, "_bucket", window), (*PER_TASK, q.LE))
+    native = q.summed(names.recorded(metric, "", window), PER_TASK)
     return f"histogram_quantile({q.number(quantile)},\n  {bucket}\n  or\n  {native}\n)"
 
 
 def utilization_signal(s: AlertSettings) -> str:
     """The utilization quantile (estimated ÷ budget), per service and task type."""
-    return _quantile(s.utilization_quantile, names.UTILIZATION)
+    return _quantile(s.utilization_quantile, names.UTILIZATION, s.utilization_window)
 
 
 def utilization_expr(s: AlertSettings) -> str:
@@ -269,13 +340,14 @@ def drift_signal(s: AlertSettings) -> str:
     """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     group = (*PER_TASK, q.MODEL)
     acc = names.ESTIMATE_ACCURACY
-    return _ratio(_either(acc, "_sum", group), _either(acc, "_count", group))
+    return _ratio(_either(acc, "_sum", group, s.drift_window), _either(acc, "_count", group, s.drift_window))
 
 
-def _either(metric: names.Metric, suffix: str, group: tuple[str, ...]) -> str:
+def _either(metric: names.Metric, suffix: str, group: tuple[str, ...], window: str) -> str:
     """A histogram's recorded ``_sum``/``_count`` rate, or its recorded native histogram's."""
-    native = f"histogram{suffix}({names.recorded(metric)})"
-    return f"(\n  {q.summed(names.recorded(metric, suffix), group)}\n  or\n  {q.summed(native, group)}\n)"
+    classic = q.summed(names.recorded(metric, suffix, window), group)
+    native = q.summed(f"histogram{suffix}({names.recorded(metric, '', window)})", group)
+    return f"(\n  {classic}\n  or\n  {native}\n)"
 
 
 def drift_expr(s: AlertSettings) -> str:
@@ -283,7 +355,17 @@ def drift_expr(s: AlertSettings) -> str:
 
 
 def absent_expr(s: AlertSettings) -> str:
-    return f"absent_over_time({names.FITS.prometheus}[{s.absent_window}])"
+    """Per service: it sent fits within ``absent_lookback`` and none for ``absent_window``.
+
+    A fleet-wide ``absent()`` would stay silent while any other service still reports. The
+    second arm fires, without a service, when none has reported within the lookback (a fresh
+    Prometheus that never saw otel-ctx, a Collector dead for hours); within the lookback every
+    dark service has its own alert instead of a second, fleet-wide one.
+    """
+    fits = names.FITS.prometheus
+    seen = f"group by ({q.JOB}) (present_over_time({fits}[{s.absent_lookback}]))"
+    recent = f"group by ({q.JOB}) (present_over_time({fits}[{s.absent_window}]))"
+    return f"{seen}\nunless\n{recent}\nor\nabsent_over_time({fits}[{s.absent_lookback}])"
 
 
 def ceiling_stop_signal(s: AlertSettings) -> str:
@@ -291,8 +373,8 @@ def ceiling_stop_signal(s: AlertSettings) -> str:
 
     The stop counter starts at 0 for every task type that runs, so the first stop shows.
     """
-    stops = q.summed(names.recorded(names.CEILING_STOPS), PER_TASK)
-    runs = _either(names.RUN_TOKENS, "_count", PER_TASK)
+    stops = q.summed(names.recorded(names.CEILING_STOPS, window=s.ceiling_window), PER_TASK)
+    runs = _either(names.RUN_TOKENS, "_count", PER_TASK, s.ceiling_window)
     return _ratio(stops, f"({runs} > 0)")
 
 
@@ -302,7 +384,7 @@ def ceiling_stop_expr(s: AlertSettings) -> str:
 
 def cost_signal(s: AlertSettings) -> str:
     """The cost-per-ticket quantile in USD, per service and task type."""
-    return _quantile(s.cost_quantile, names.RUN_COST)
+    return _quantile(s.cost_quantile, names.RUN_COST, s.cost_window)
 
 
 def cost_expr(s: AlertSettings) -> str:
@@ -321,6 +403,20 @@ def signals(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
         CEILING_STOP_RATE: ceiling_stop_signal(settings),
         COST_PER_TICKET_HIGH: cost_signal(settings),
     }
+
+
+def firing_selector(service: str = "$" + q.VAR_SERVICE) -> str:
+    """Prometheus's ``ALERTS`` series of the shipped alerts while they fire, for ``service``.
+
+    The dashboards overlay it as an annotation, so a step in a panel lines up with the alert
+    it set off (and its end with the resolution).
+    """
+    matchers = [
+        f'alertname=~"{"|".join(ALERT_NAMES)}"',
+        'alertstate="firing"',
+        f'{q.JOB}=~"{service}"',
+    ]
+    return f"ALERTS{{{', '.join(matchers)}}}"
 
 
 def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
@@ -397,8 +493,9 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
                     "which line grew (tool schema, system prompt, skills, tool results); click an "
                     "overflow exemplar, or the jaeger link, to open an overflowed run's trace "
                     f"(span event {names.EVENT_FLOOR_OVERFLOW}).\nFix: shrink that component (fewer "
-                    "tools or skills for this task type, shorter system prompt) or raise the task's "
-                    "request_limit; check whether a deploy changed the prompt or tool set."
+                    "tools or skills for this task type, a shorter system prompt: for instrumented SDK "
+                    f"calls it is counted in the {names.transcript_role_component('system')} line) or "
+                    "raise the task's request_limit; check whether a deploy changed the prompt or tool set."
                 ),
                 "dashboard": dashboard_link(s),
                 "jaeger": jaeger_overflow_search(s),
@@ -450,7 +547,7 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
                     "the wrong fit.\n"
                     f"Look: on {overview}, the estimate-accuracy panel shows when it started; "
                     "compare a trace's "
-                    f"{names.ESTIMATED_TOKENS} with {names.GEN_AI_USAGE_INPUT_TOKENS}.\nFix: mitigate with a "
+                    f"{names.ESTIMATED_TOKENS} with {names.USAGE_INPUT_TOKENS}.\nFix: mitigate with a "
                     "safety_margin of the drift until the encoding is fixed."
                 ),
                 "dashboard": dashboard_link(s, model=True),
@@ -462,18 +559,25 @@ def _rules(s: AlertSettings) -> list[dict[str, Any]]:
             "for": s.absent_for,
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": f"No otel-ctx metrics for {s.absent_window}: the context-budget alerts are blind",
+                "summary": (
+                    f"No otel-ctx metrics from {job} for {s.absent_window}: its context-budget alerts "
+                    f"are blind (no service named: none reported for {s.absent_lookback})"
+                ),
                 "description": (
-                    f"Prometheus has no {names.FITS.prometheus} series for {s.absent_window}, so the "
-                    "overflow and utilization alerts cannot fire.\nCheck in order: the agents are "
-                    "running and call otel_ctx.configure() (exporter and OTEL_EXPORTER_OTLP_ENDPOINT); "
+                    f"Prometheus has had no {names.FITS.prometheus} series from {job} for "
+                    f"{s.absent_window} although it had some within {s.absent_lookback}, so the "
+                    "overflow and utilization alerts cannot fire for it.\nCheck in order: the agents "
+                    "of that service are running (a deploy, a crash loop); they still set up "
+                    "telemetry: zero-code agents under `opentelemetry-instrument` with "
+                    "OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_SERVICE_NAME set, agents using the "
+                    "library call otel_ctx.configure() (or instrument()) before their first request; "
                     "the OpenTelemetry Collector is up and its metrics reach Prometheus (its remote "
                     "write: Prometheus runs with --web.enable-remote-write-receiver, the Collector logs "
                     "no export errors; or, scraping its prometheus exporter, Status > Targets shows it "
                     "up and the scrape keeps the job label with honor_labels).\n"
-                    f"{overview.capitalize()} goes empty at the same time."
+                    f"{overview.capitalize()} goes empty for {job} at the same time."
                 ),
-                "dashboard": dashboard_link(s, service=False, task_type=False),
+                "dashboard": dashboard_link(s, task_type=False),
             },
         },
     ]
@@ -540,6 +644,17 @@ def _ticket_rules(s: AlertSettings) -> list[dict[str, Any]]:
     ]
 
 
+def runbook_link(s: AlertSettings, alert: str) -> str:
+    """The alert's runbook: its section of the SRE guide (Markdown anchors are the lower-cased title)."""
+    return f"{s.runbook_url}#{alert.lower()}"
+
+
+def _with_runbooks(s: AlertSettings, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for rule in rules:
+        rule["annotations"]["runbook_url"] = runbook_link(s, rule["alert"])
+    return rules
+
+
 def build(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
     """The Prometheus rule file as a dict: one group, the recording rules first.
 
@@ -547,7 +662,8 @@ def build(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
     in the same evaluation (a separate group would be evaluated on its own schedule and the
     alerts would lag a cycle behind).
     """
-    rules: list[dict[str, Any]] = [*recording_rules(settings), *_rules(settings), *_ticket_rules(settings)]
+    alerting = _with_runbooks(settings, [*_rules(settings), *_ticket_rules(settings)])
+    rules: list[dict[str, Any]] = [*recording_rules(settings), *alerting]
     return {"groups": [{"name": GROUP_NAME, "rules": rules}]}
 
 

@@ -25,7 +25,6 @@ TITLE = "otel-ctx · Cost and resolution"
 RESOLUTION = names.prometheus_label(names.RESOLUTION)
 RESOLVED = names.RESOLUTIONS[0]
 #: Orange from this share of runs stopped by the ceiling, red from twice it.
-CEILING_WARN = alerts.DEFAULT_SETTINGS.ceiling_stop_ratio
 USD = "currencyUSD"
 RESOLUTION_COLORS = {
     "resolved": "green",
@@ -139,6 +138,7 @@ def _cost_panels() -> list[p.PanelBuilder]:
 
 
 def _ceiling_panels() -> list[p.PanelBuilder]:
+    ceiling_warn = alerts.current().ceiling_stop_ratio
     against = _timeseries(
         "Tokens per ticket against the ceiling: p50 and p95 of spent ÷ ceiling",
         "What a finished run spent (prompts and answers) as a share of its task type's run "
@@ -178,12 +178,12 @@ def _ceiling_panels() -> list[p.PanelBuilder]:
         _timeseries(
             "Share of runs stopped by the ceiling",
             "Runs whose next request would have crossed the run ceiling (the agent escalated "
-            f"instead) ÷ finished runs, per task type. Orange from {CEILING_WARN:.0%}, where the "
+            f"instead) ÷ finished runs, per task type. Orange from {ceiling_warn:.0%}, where the "
             "alert warns.",
             "percentunit",
         )
         .targets(p.targets(p.query(ceiling_share(), p.legend(q.TASK_TYPE))))
-        .thresholds(p.thresholds("green", (CEILING_WARN, "orange"), (2 * CEILING_WARN, "red")))
+        .thresholds(p.thresholds("green", (ceiling_warn, "orange"), (2 * ceiling_warn, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
     )
     ends = (

@@ -35,7 +35,11 @@ def _encode(value: str) -> str:
 def overflow_search_url(
     base: str, service: str, tags: dict[str, str] | None = None, *, lookback: str | None = None
 ) -> str:
-    """Jaeger search for ``context_budget.fit`` spans whose outcome is overflow.
+    """Jaeger search for the traces with a span whose outcome is overflow.
+
+    No operation filter: the outcome tag alone finds them, whichever span carries it (a
+    ``context_budget.fit`` span of ``run()``, a ``context_budget.observe`` span of an
+    instrumented SDK call), so one link serves every path.
 
     ``base`` and ``service`` may be placeholders (``${jaeger_url}``, ``${__data.fields.job}``,
     ``{{ $labels.job }}``). The window is the dashboard's time range, which Grafana gives in
@@ -50,7 +54,6 @@ def overflow_search_url(
     )
     params = [
         ("service", service),
-        ("operation", names.SPAN_FIT),
         ("tags", json.dumps(span_tags, sort_keys=True, separators=(",", ":"))),
         *window,
         ("limit", str(SEARCH_LIMIT)),

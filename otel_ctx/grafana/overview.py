@@ -8,7 +8,7 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from otel_ctx import names
-from otel_ctx.grafana import conventions, jaeger
+from otel_ctx.grafana import alerts, conventions, jaeger
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
@@ -16,10 +16,10 @@ from otel_ctx.grafana import promql as q
 UID = conventions.OVERVIEW_UID
 TITLE = "otel-ctx · Context budget overview"
 
-OVERFLOW_WARN, OVERFLOW_BAD = conventions.OVERFLOW_WARN, conventions.OVERFLOW_BAD
-
 
 def _overflow_panels() -> list[p.PanelBuilder]:
+    settings = alerts.current()
+    warn, bad = settings.overflow_warn, settings.overflow_ratio
     overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
     by_task = p.legend(q.TASK_TYPE)
     rate_stat = (
@@ -29,7 +29,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             "Share of fits in the selected time range whose pinned floor alone exceeded the budget, "
             "per task type. An overflowed request was not sent as-is: the agent escalated "
             "(ContextOverflow) or sent it over budget. Green below "
-            f"{OVERFLOW_WARN:.0%}, orange from {OVERFLOW_WARN:.0%}, red from {OVERFLOW_BAD:.0%}."
+            f"{warn:.0%}, orange from {warn:.0%}, red from {bad:.0%}."
         )
         .datasource(p.DATASOURCE)
         .targets(
@@ -37,7 +37,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         )
         .unit("percentunit")
         .decimals(1)
-        .thresholds(p.thresholds("green", (OVERFLOW_WARN, "orange"), (OVERFLOW_BAD, "red")))
+        .thresholds(p.thresholds("green", (warn, "orange"), (bad, "red")))
         .color_mode(o.COLOR_BACKGROUND)
         .graph_mode(o.GRAPH_NONE)
         .text_mode(o.TEXT_VALUE_AND_NAME)
@@ -50,16 +50,17 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         timeseries.Panel()
         .title("Overflow rate by task type")
         .description(
-            "Overflowed fits ÷ all fits per task type, over time (the recorded rate the overflow alert "
-            "reads). A step up after a deploy usually means a bigger system prompt, tool schema or "
+            f"Overflowed fits ÷ all fits per task type, over time (each point the last "
+            f"{names.DASHBOARD_WINDOW}; the overflow alert averages its own, longer window). A step up "
+            "after a deploy usually means a bigger system prompt, tool schema or "
             "skill set for that task type, or a budget that shrank; the dashed line is the red threshold."
         )
         .datasource(p.DATASOURCE)
         .targets(p.targets(p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], overflow), by_task)))
         .unit("percentunit")
         .min(0)
-        .axis_soft_max(OVERFLOW_BAD * 2)
-        .thresholds(p.thresholds("transparent", (OVERFLOW_BAD, "red")))
+        .axis_soft_max(bad * 2)
+        .thresholds(p.thresholds("transparent", (bad, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
         .span(9)
@@ -69,7 +70,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         timeseries.Panel()
         .title("Overflowed fits (exemplars link to traces)")
         .description(
-            "How many fits overflowed in each interval, per task type. Exemplars are on: hover a "
+            "How many fits overflowed in each interval (one bar per step, a minute or more), per task "
+            "type: each overflow is counted in one bar only, so the legend's sum is the time range's "
+            "count. Exemplars are on: hover a "
             "diamond and click the trace link (the Prometheus data source's exemplar link to Jaeger) "
             "to open the run that overflowed. No diamonds? Metrics must reach Prometheus with "
             "exemplars (Collector → OpenMetrics scrape or remote write)."
@@ -78,10 +81,13 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], **overflow), by_task, exemplar=True
+                    q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], q.INTERVAL, **overflow),
+                    by_task,
+                    exemplar=True,
                 )
             )
         )
+        .interval(q.MIN_COUNT_INTERVAL)
         .unit("short")
         .decimals(0)
         .min(0)
@@ -99,8 +105,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .description(
             "Overflowed fits in the selected time range per service, task type and model, most "
             "first (0: overflowed before this range). Click a row: the link opens Jaeger's search "
-            f"for `{names.SPAN_FIT}` spans with `{names.OUTCOME}=overflow` and that task type, in "
-            "that service, over the same time range."
+            f"for the traces tagged `{names.OUTCOME}=overflow` and that task type, in that service, "
+            f"over the same time range: `{names.SPAN_FIT}` spans of `otel_ctx.run()` and "
+            f"`{names.SPAN_OBSERVE}` spans of instrumented SDK calls alike."
         )
         .datasource(p.DATASOURCE)
         .targets(
@@ -156,13 +163,14 @@ def _jaeger_markdown() -> str:
     url = jaeger.overflow_search_url("${" + q.VAR_JAEGER_URL + "}", "${" + q.VAR_SERVICE + ":percentencode}")
     return "\n".join(
         [
-            f"**[Open the overflowed fits of `${{{q.VAR_SERVICE}}}` in Jaeger]({url})** "
+            f"**[Open the overflowed runs of `${{{q.VAR_SERVICE}}}` in Jaeger]({url})** "
             "(this dashboard's time range, newest first).",
             "",
-            f"Each hit is one `{names.SPAN_FIT}` span (one round of a run) tagged "
-            f"`{names.OUTCOME}=overflow`, with a `{names.EVENT_FLOOR_OVERFLOW}` event carrying the "
-            "estimate and the budget. Its parent span "
-            f"`{names.SPAN_RUN}` is the whole agent run; the span attributes are the breakdown "
+            f"Each hit is a trace with a span tagged `{names.OUTCOME}=overflow` (one round), with a "
+            f"`{names.EVENT_FLOOR_OVERFLOW}` event carrying the estimate and the budget: a "
+            f"`{names.SPAN_FIT}` span under the `{names.SPAN_RUN}` span of `otel_ctx.run()`, or a "
+            f"`{names.SPAN_OBSERVE}` span of an instrumented SDK call (the zero-code path). The span "
+            "attributes are the breakdown "
             f"(`{names.TRANSCRIPT_TOKENS}`, `{names.TOOL_SCHEMA_TOKENS}`, "
             f"`{names.SYSTEM_PROMPT_TOKENS}`, `{names.SKILLS_TOKENS}` against "
             f"`{names.BUDGET}`).",
@@ -291,6 +299,7 @@ def _column_order() -> dict[str, int]:
 
 
 def _utilization_panels() -> list[p.PanelBuilder]:
+    near = alerts.current().utilization_threshold
     by_task = p.legend(q.TASK_TYPE)
     quantiles = (
         timeseries.Panel()
@@ -314,7 +323,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .unit("percentunit")
         .min(0)
         .axis_soft_max(1.1)
-        .thresholds(p.thresholds("transparent", (0.9, "orange"), (1.0, "red")))
+        .thresholds(p.thresholds("transparent", (near, "orange"), (1.0, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max", "lastNotNull"))
         .span(12)
@@ -355,7 +364,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .unit("percentunit")
         .min(0)
         .show_value(o.SHOW_AUTO)
-        .thresholds(p.thresholds("green", (0.9, "orange"), (1.0, "red")))
+        .thresholds(p.thresholds("green", (near, "orange"), (1.0, "red")))
         .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS))
         .span(12)
         .height(9)
@@ -364,6 +373,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
 
 
 def _activity_panels() -> list[p.PanelBuilder]:
+    drift = alerts.current().drift_ratio
     by_task = p.legend(q.TASK_TYPE)
     fits = (
         timeseries.Panel()
@@ -448,7 +458,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         )
         .unit("none")
         .decimals(3)
-        .thresholds(p.thresholds("transparent", (1.02, "orange"), (1.05, "red")))
+        .thresholds(p.thresholds("transparent", (1 + (drift - 1) / 2, "orange"), (drift, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
         .span(24)

@@ -19,7 +19,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 from otel_ctx import names
-from otel_ctx.grafana import jaeger
+from otel_ctx.grafana import alerts
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import promql as q
 
@@ -163,13 +163,15 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
 
 
 def jaeger_variable() -> dash_b.TextBoxVariable:
-    """Where Jaeger's UI is, as the browser sees it: editable on the dashboard."""
+    """Where Jaeger's UI is, as the browser sees it: editable on the dashboard; by default the
+    alert settings' (the alerts' jaeger links and the dashboards' open the same Jaeger)."""
+    url = alerts.current().jaeger_url
     built: dash_b.TextBoxVariable = (
         dash_b.TextBoxVariable(q.VAR_JAEGER_URL)
         .label("Jaeger UI")
         .description("Base URL of the Jaeger UI the trace links open.")
-        .default_value(jaeger.DEFAULT_JAEGER_URL)
-        .current(dash_m.VariableOption(text=jaeger.DEFAULT_JAEGER_URL, value=jaeger.DEFAULT_JAEGER_URL))
+        .default_value(url)
+        .current(dash_m.VariableOption(text=url, value=url))
     )
     return built
 
@@ -189,6 +191,23 @@ def dashboard_links() -> list[Builder[dash_m.DashboardLink]]:
         .url("${" + q.VAR_JAEGER_URL + "}/search")
         .target_blank(True),
     ]
+
+
+def alert_annotation() -> dash_b.AnnotationQuery:
+    """The shipped alerts' firing periods as red regions on every time-series panel.
+
+    A step in a panel and the alert it set off line up on one time axis: when it fired, and
+    when it resolved.
+    """
+    built: dash_b.AnnotationQuery = (
+        dash_b.AnnotationQuery()
+        .name("otel-ctx alerts firing")
+        .datasource(DATASOURCE)
+        .expr(alerts.firing_selector())
+        .enable(True)
+        .icon_color("red")
+    )
+    return built
 
 
 def series_override_names(values: Sequence[str]) -> str:
@@ -217,6 +236,7 @@ def dashboard(
         .editable()
         .links(dashboard_links())
     )
+    board = board.annotation(alert_annotation())
     for variable in (*variables(multi_task_type=multi_task_type), jaeger_variable()):
         board = board.with_variable(variable)
     for section_title, section in sections:

@@ -35,6 +35,11 @@ VAR_TOOL_RESULT_CAP = "tool_result_cap"
 
 RATE = "$__rate_interval"
 RANGE = "$__range"
+#: The step between two points of a panel: a count per point over exactly one step counts
+#: each event once (``$__rate_interval`` is several steps long, so bars over it overlap).
+INTERVAL = "$__interval"
+#: The shortest step a per-interval count panel takes: a window must span metric exports.
+MIN_COUNT_INTERVAL = "1m"
 
 
 def _quote(value: str) -> str:
@@ -209,7 +214,9 @@ def recorded_sum(
 
     With a ``window``, the rate's average over it (``avg_over_time``): what a panel over the
     dashboard's time range reads instead of ``increase()`` over every process's raw samples.
-    A ratio of two such averages is the ratio of the totals over the window.
+    Every rate a dashboard reads is recorded over the same window
+    (:data:`otel_ctx.names.DASHBOARD_WINDOW`), so the ratio of two such averages is the ratio
+    of the totals over the panel's window; over two different recording windows it would not be.
     """
     series = selector(names.recorded(metric, suffix), **matchers)
     if window is not None:

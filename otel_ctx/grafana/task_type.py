@@ -9,7 +9,7 @@ from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from otel_ctx import names
-from otel_ctx.grafana import conventions
+from otel_ctx.grafana import alerts, conventions
 from otel_ctx.grafana import options as o
 from otel_ctx.grafana import panels as p
 from otel_ctx.grafana import promql as q
@@ -40,6 +40,7 @@ def _stat(
 
 
 def _glance() -> list[p.PanelBuilder]:
+    settings = alerts.current()
     overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
     compacted = {q.OUTCOME: names.OUTCOME_COMPACTED}
     return [
@@ -54,7 +55,7 @@ def _glance() -> list[p.PanelBuilder]:
             "Share of fits whose pinned floor alone exceeded the budget (time range).",
             q.ratio(names.FITS, [], q.RANGE, overflow),
             "percentunit",
-            ((conventions.OVERFLOW_WARN, "orange"), (conventions.OVERFLOW_BAD, "red")),
+            ((settings.overflow_warn, "orange"), (settings.overflow_ratio, "red")),
         ),
         _stat(
             "Compaction rate",
@@ -68,7 +69,7 @@ def _glance() -> list[p.PanelBuilder]:
             "95th percentile of estimate ÷ budget over the time range; 100% is the budget.",
             q.histogram_quantile(0.95, names.UTILIZATION, window=q.RANGE),
             "percentunit",
-            ((0.9, "orange"), (1.0, "red")),
+            ((settings.utilization_threshold, "orange"), (1.0, "red")),
         ),
         _stat(
             "Mean budget (tokens)",
@@ -81,7 +82,7 @@ def _glance() -> list[p.PanelBuilder]:
             "Mean provider-reported ÷ estimated input tokens; above 1.0 the estimate is low.",
             q.histogram_mean(names.ESTIMATE_ACCURACY, [], q.RANGE),
             "none",
-            ((1.02, "orange"), (1.05, "red")),
+            ((1 + (settings.drift_ratio - 1) / 2, "orange"), (settings.drift_ratio, "red")),
         ),
     ]
 

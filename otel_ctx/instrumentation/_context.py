@@ -37,12 +37,18 @@ import threading
 from collections.abc import AsyncGenerator, Callable, Generator
 from dataclasses import dataclass
 from types import CodeType, FrameType, TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
 
 from otel_ctx import names
+from otel_ctx.instrumentation import _ticket
+
+if TYPE_CHECKING:
+    from contextvars import Token
+
+    from otel_ctx.telemetry.run import Run
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -71,7 +77,17 @@ class _Entry:
     task: it applies in that thread and task only while the frame is running.
     """
 
-    __slots__ = ("code", "conversation_id", "frame", "loop_task", "owner", "parent", "task_type", "thread")
+    __slots__ = (
+        "code",
+        "conversation_id",
+        "frame",
+        "loop_task",
+        "owner",
+        "parent",
+        "run",
+        "task_type",
+        "thread",
+    )
 
     def __init__(
         self,
@@ -89,6 +105,8 @@ class _Entry:
         self.code: CodeType | None = frame.f_code if frame is not None else None
         self.thread = thread
         self.loop_task = loop_task
+        #: The ticket-view run this entry opened (the outermost block under the instrumentor).
+        self.run: tuple[Run, Token[Run | None]] | None = None
 
     def relinked(self, parent: _Entry | None) -> _Entry:
         copy = _Entry.__new__(_Entry)
@@ -195,15 +213,48 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
     functions, generator and async generator functions). Nested blocks inherit what
     they do not set. The same object may be entered again while in force; each exit
     undoes its own entry. The decorator opens a fresh block per call.
+
+    While the instrumentor is active, the outermost block is also one run of the ticket
+    view (see :mod:`otel_ctx.instrumentation._ticket`): ``run_ceiling`` caps its tokens,
+    ``resolve()`` says how it ended, and its exit records it once.
     """
 
-    def __init__(self, task_type: str | None = None, *, conversation_id: str | None = None) -> None:
+    def __init__(
+        self,
+        task_type: str | None = None,
+        *,
+        conversation_id: str | None = None,
+        run_ceiling: int | None = None,
+    ) -> None:
         if task_type is not None and not isinstance(task_type, str):
             raise TypeError(f"task_type must be a string, got {type(task_type).__name__}")
         if conversation_id is not None and not isinstance(conversation_id, str):
             raise TypeError(f"conversation_id must be a string, got {type(conversation_id).__name__}")
+        if run_ceiling is not None and (
+            isinstance(run_ceiling, bool) or not isinstance(run_ceiling, int) or run_ceiling < 1
+        ):
+            raise ValueError(f"run_ceiling must be an integer >= 1, got {run_ceiling!r}")
         self.task_type = task_type
         self.conversation_id = conversation_id
+        self.run_ceiling = run_ceiling
+
+    def resolve(self, resolution: str) -> None:
+        """Say how the block's run ended (``resolved``, ``escalated``, ``abandoned``, ...).
+
+        Raises for a value that is not a resolution; does nothing when the block opened no
+        run (not instrumented, or nested in another run).
+        """
+        opened = self.run
+        if opened is not None:
+            opened.resolve(resolution)
+
+    @property
+    def run(self) -> Run | None:
+        """The run this block opened, if any: its ``spent_tokens``, ``cost``, ``ceiling_reached``."""
+        for entry in _in_force():
+            if entry.owner is self and entry.run is not None:
+                return entry.run[0]
+        return None
 
     # The frame that holds the ``with`` is the caller's: these are plain functions, not
     # coroutines, so that ``sys._getframe(1)`` is it for ``async with`` too.
@@ -215,7 +266,7 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._pop(sys._getframe(1))
+        self._pop(sys._getframe(1), exc)
 
     def __aenter__(self) -> Any:
         self._push(sys._getframe(1))
@@ -224,7 +275,7 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
     def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Any:
-        self._pop(sys._getframe(1))
+        self._pop(sys._getframe(1), exc)
         return _ready(self)
 
     def _push(self, frame: FrameType) -> None:
@@ -238,8 +289,10 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
             _loop_task() if bound is not None else None,
         )
         _set_chain(entry)
+        info = current_task()
+        entry.run = _ticket.open_run(info.task_type, info.conversation_id, self.run_ceiling)
 
-    def _pop(self, frame: FrameType) -> None:
+    def _pop(self, frame: FrameType, exc: BaseException | None = None) -> None:
         """Remove this object's innermost entry made in ``frame``, whatever was entered since."""
         head = otel_context.get_value(_KEY)
         above: list[_Entry] = []
@@ -251,19 +304,21 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
             entry = entry.parent
         if entry is None:
             return  # left in another context than it was entered in: nothing of it is here
+        if entry.run is not None:
+            _ticket.close_run(entry.run, exc)
         new = entry.parent
         for kept in reversed(above):  # entered since, by a generator now suspended, say
             new = kept.relinked(new)
         _set_chain(new)
 
     def __call__(self, fn: F) -> F:
-        task_type, conversation_id = self.task_type, self.conversation_id
+        task_type, conversation_id, ceiling = self.task_type, self.conversation_id, self.run_ceiling
         if inspect.isasyncgenfunction(fn):
 
             @functools.wraps(fn)
             async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
                 inner = fn(*args, **kwargs)
-                with task(task_type, conversation_id=conversation_id):
+                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
                     # ``yield from`` for an async generator: what is sent or thrown goes through.
                     try:
                         value = await inner.__anext__()
@@ -286,7 +341,7 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
 
             @functools.wraps(fn)
             def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-                with task(task_type, conversation_id=conversation_id):
+                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
                     return (yield from fn(*args, **kwargs))
 
             return gen_wrapper  # type: ignore[return-value]
@@ -295,14 +350,14 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with task(task_type, conversation_id=conversation_id):
+                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
                     return await fn(*args, **kwargs)
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with task(task_type, conversation_id=conversation_id):
+            with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -25,6 +25,7 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
+from otel_ctx.instrumentation import _ticket
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.telemetry.emitter import Emitter, log_failure
@@ -32,6 +33,7 @@ from otel_ctx.telemetry.emitter import Emitter, log_failure
 if TYPE_CHECKING:
     from otel_ctx.engine.result import FitResult, Outcome
     from otel_ctx.fitting import ContextFitter
+    from otel_ctx.telemetry.run import Run
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
@@ -240,6 +242,7 @@ class Observer:
             names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
         )
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
+        round_.booked = _ticket.book_round(result, model, span)
         try:
             round_.begin(provider, info.conversation_id)
         except BaseException:
@@ -269,6 +272,8 @@ class Round:
         self.model = model
         self.call_span = call_span
         self.usage: Usage | None = None
+        #: The task block's run and this call's round number in it (the zero-code ticket view).
+        self.booked: tuple[Run, int] | None = None
         self._token: object | None = None
         self._done = False
         self._lock = threading.Lock()
@@ -329,6 +334,7 @@ class Round:
         if usage is None or usage.input_tokens <= 0:
             return
         self.usage = usage
+        _ticket.book_usage(self.booked, usage)
         result = self.result
         accuracy = self.fitter.observe_usage(result, usage.input_tokens)
         context = trace.set_span_in_context(span)

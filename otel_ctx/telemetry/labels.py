@@ -16,7 +16,9 @@ from otel_ctx.ledger import check_resolutions
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
-#: Rounds 1..DEFAULT_MAX_ROUND keep their own label; later rounds share ``"<max+1>+"``.
+#: Rounds 1..DEFAULT_MAX_ROUND keep their own label; later rounds share ``"<max+1>+"``. The labels
+#: are zero-padded to one width (``01`` … ``12``, ``13+``): Grafana and Prometheus order label
+#: values as text, and unpadded rounds would sort 1, 10, 11, 12, 13+, 2, … .
 DEFAULT_MAX_ROUND = 12
 #: When no task types are configured, the first this-many distinct ones keep their name.
 DEFAULT_MAX_TASK_TYPES = 20
@@ -51,7 +53,8 @@ class LabelPolicy:
         self.resolutions: tuple[str, ...] = check_resolutions(resolutions)
         self.max_round = max_round
         self.max_task_types = max_task_types
-        self._round_labels = tuple(str(i) for i in range(max_round + 1))
+        width = len(str(max_round + 1))
+        self._round_labels = tuple(str(i).zfill(width) for i in range(max_round + 1))
         self._overflow_round = f"{max_round + 1}+"
         # First-seen task types, used only when neither the fitter nor configure() names a set.
         self._seen: set[str] = set()
@@ -62,7 +65,7 @@ class LabelPolicy:
         self._lock = threading.Lock()
 
     def round_label(self, round_number: int) -> str:
-        """``"1"`` … ``"<max>"`` exactly, then ``"<max+1>+"``."""
+        """``"01"`` … ``"<max>"`` exactly, then ``"<max+1>+"``, all one width so text order is round order."""
         if 0 <= round_number <= self.max_round:
             return self._round_labels[round_number]
         return self._overflow_round

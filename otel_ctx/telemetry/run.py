@@ -488,6 +488,42 @@ class Run:
         )
         self.last_result = result
 
+    # --- rounds observed elsewhere (the zero-code path) ---------------------------------
+
+    def use_model(self, model: str) -> None:
+        """Price and label the run by ``model`` when it was not known at the start.
+
+        A task block of the zero-code path opens its run before its first SDK call names a
+        model; the first call's model then prices the books and labels the per-run metrics.
+        """
+        if self.rounds == 0 and model != self.model:
+            self.model = model
+            self.ledger.model = model
+            self.ledger.price = self.prices.price_for(model)
+            span = self._span
+            if span is not None and span.is_recording():
+                span.set_attribute(names.MODEL, model)
+
+    def book_round(self, result: FitResult, span: Span | None) -> int:
+        """Count a round another component measured and emitted (an instrumented SDK call) in
+        the run's books: the ceiling check on its span, the run span's totals. Returns its number."""
+        number = self.next_round()
+        self._check_round(number, result, span)
+        self.last_result = result
+        return number
+
+    def book_usage(self, number: int, usage: Usage) -> None:
+        """The provider's reported counts for booked round ``number`` replace its estimate.
+
+        Only the books: the component that measured the round records the estimate's
+        accuracy and calibrates its own fitter.
+        """
+        self.ledger.record_usage(number, usage)
+        with self._lock:
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+        self._update_run_span()
+
     # --- usage -------------------------------------------------------------------------
 
     def record_usage(

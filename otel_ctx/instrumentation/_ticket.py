@@ -1,0 +1,141 @@
+"""The ticket view for zero-code agents: a ``with otel_ctx.task(...)`` block is one run.
+
+An agent under ``opentelemetry-instrument`` makes bare SDK calls; nothing in them says
+where one ticket ends and the next begins. The task block does: while the instrumentor
+is active, the outermost block opens a :class:`~otel_ctx.telemetry.run.Run` (the same
+``context_budget.run`` span and per-run metrics as ``otel_ctx.run()``, so the cost
+dashboard reads both paths alike), every instrumented call inside it is booked as one
+of its rounds, and the block's exit records the run once: tokens, cost, the ceiling's
+stop and the resolution the agent set with ``t.resolve(...)``.
+
+Kept apart from the task context itself so the context stays a small context variable;
+observe-only like the rest of the instrumentor: a failure here is logged, never raised
+into the agent.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Protocol
+
+from otel_ctx.engine.budget import BudgetPolicy
+from otel_ctx.engine.result import FitResult
+from otel_ctx.pricing import Usage
+from otel_ctx.telemetry.emitter import log_failure
+from otel_ctx.telemetry.run import Run, current_run
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from otel_ctx.instrumentation._core import Observer
+
+#: The run the innermost task block opened (a run() block inside it is not one of these).
+_TASK_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_task_run", default=None)
+#: A budget that never limits: the instrumentor measures each call against its own budget;
+#: the run's fitter only carries the task types (metric labels) and the ceiling.
+_UNBOUNDED = 1 << 40
+#: The run's model until its first call names one.
+_UNKNOWN_MODEL = "unknown"
+
+
+def _observer() -> Observer | None:
+    from otel_ctx.instrumentation import active_observer
+
+    return active_observer()
+
+
+def _ceiling(observer: Observer, task_type: str, given: int | None) -> int | None:
+    if given is not None:
+        return given
+    policy = observer.config.policies.get(task_type)
+    return policy.run_ceiling if isinstance(policy, BudgetPolicy) else None
+
+
+def open_run(
+    task_type: str | None, conversation_id: str | None, run_ceiling: int | None
+) -> tuple[Run, Token[Run | None]] | None:
+    """Open the block's run when the instrumentor is active and no run is open here yet.
+
+    None when it is not: a nested task block (the outer one's run goes on), a task block
+    inside ``otel_ctx.run()`` (that run keeps the books), or no instrumentor.
+    """
+    observer = _observer()
+    if observer is None or not observer.active or current_run() is not None:
+        return None
+    try:
+        from otel_ctx.fitting import ContextFitter
+
+        task = task_type or observer.config.default_task_type
+        policy = BudgetPolicy(
+            context_length=_UNBOUNDED, reserved_output=0, run_ceiling=_ceiling(observer, task, run_ceiling)
+        )
+        # The model is the first call's (Run.use_model); the fitter never counts a token, so it
+        # is given an encoding rather than a model name to look one up for.
+        fitter = ContextFitter(
+            {t: policy for t in observer.config.task_types},
+            default=policy,
+            model=_UNKNOWN_MODEL,
+            encoding="cl100k_base",
+        )
+        run = Run(fitter, task_type=task, conversation_id=conversation_id, emitter=observer.emitter)
+        run.__enter__()
+        return run, _TASK_RUN.set(run)
+    except Exception as exc:
+        log_failure("opening the task's run", exc)
+        return None
+
+
+def close_run(opened: tuple[Run, Token[Run | None]], exc: BaseException | None) -> None:
+    """Record the run once, whether the block returned or raised."""
+    run, token = opened
+    try:
+        _TASK_RUN.reset(token)
+    except ValueError:  # left in another context than it was entered in
+        _TASK_RUN.set(None)
+    try:
+        run.__exit__(type(exc) if exc is not None else None, exc, None)
+    except Exception as inner:
+        log_failure("closing the task's run", inner)
+
+
+def book_round(result: FitResult, model: str, span: Span | None) -> tuple[Run, int] | None:
+    """An instrumented call inside a task block: one round of the block's run."""
+    run = _TASK_RUN.get()
+    if run is None or current_run() is not run:
+        return None
+    try:
+        run.use_model(model)
+        return run, run.book_round(result, span)
+    except Exception as exc:
+        log_failure("booking a call in the task's run", exc)
+        return None
+
+
+class ReportedCounts(Protocol):
+    """The provider's counts as the instrumentor normalised them."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cached_input_tokens(self) -> int: ...
+    @property
+    def cache_creation_input_tokens(self) -> int: ...
+
+
+def book_usage(booked: tuple[Run, int] | None, counts: ReportedCounts) -> None:
+    """The call's reported usage replaces its estimate in the run's books (tokens and cost)."""
+    if booked is None:
+        return
+    run, number = booked
+    try:
+        usage = Usage(
+            input_tokens=counts.input_tokens,
+            output_tokens=counts.output_tokens,
+            cached_input_tokens=counts.cached_input_tokens,
+            cache_creation_input_tokens=counts.cache_creation_input_tokens,
+        )
+        run.book_usage(number, usage)
+    except Exception as exc:
+        log_failure("booking a call's usage in the task's run", exc)
