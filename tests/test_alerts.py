@@ -195,6 +195,10 @@ _DASHBOARD_RATES = (
     (names.UTILIZATION, "_bucket"),
     (names.TOKENS, ""),
     (names.ROUND_TOKENS, ""),
+    # Their native twins, where histograms are pushed as native ones: the utilization's own
+    # histogram, and the line distributions' sums that stand in for the per-round counter.
+    (names.UTILIZATION, ""),
+    (names.LINE_TOKENS, "_sum"),
 )
 
 
@@ -206,6 +210,12 @@ def test_every_recording_rule_is_named_by_the_window_it_averages() -> None:
         assert len({r["record"] for r in records}) == len(records)
         for rule in records:
             series, window = RECORDED.fullmatch(rule["record"]).groups()  # type: ignore[union-attr]
+            if rule["record"] in alerts.native_records(settings) and series.endswith("_sum"):
+                # A native histogram's sum: the rate of its ``_sum``, from the histogram itself.
+                histogram = series.removesuffix("_sum")
+                assert rule["expr"].count(f"histogram_sum(rate({histogram}{{"), rule["record"]
+                assert f"[{window}]))" in rule["expr"], rule["record"]
+                continue
             assert f"rate({series}[{window}])" in rule["expr"], rule["record"]
 
 
