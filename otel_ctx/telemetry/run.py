@@ -13,9 +13,9 @@ resolution and stop, whether the block returned or raised.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 
 _CURRENT_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_current_run", default=None)
-#: Results of the last rounds, so ``record_usage(result=...)`` finds the round a result was.
-_RECENT_ROUNDS = 32
 
 
 class _RunInstruments:
@@ -144,7 +142,10 @@ class Run:
         )
         #: The last round's check against the run ceiling (None before the first round).
         self.last_check: CeilingCheck | None = None
-        self._recent: deque[tuple[FitResult, int]] = deque(maxlen=_RECENT_ROUNDS)
+        # id(result) -> (weak reference, round): ``record_usage(result=...)`` books a result's usage
+        # to the round it was, however many rounds ago, without keeping the results alive; an
+        # entry leaves when its result is collected (so a reused id never finds a stale round).
+        self._round_by_result: dict[int, tuple[weakref.ref[FitResult], int]] = {}
         self._finished = False
         self.rounds = 0
         self.last_result: FitResult | None = None
@@ -386,7 +387,7 @@ class Run:
             number, prompt_tokens=b.estimated, reserved_output=b.reserved_output, overflow=overflow
         )
         self.last_check = check
-        self._recent.append((result, number))
+        self._remember_round(result, number)
         crossed = check.crossed and not overflow
         try:
             if span is not None and span.is_recording():
@@ -531,8 +532,10 @@ class Run:
             )
         elif input_tokens is not None or output_tokens is not None:
             raise InvalidRequestError("record_usage", "give either the counts or usage, not both")
-        accuracy = self.fitter.observe_usage(res, usage.input_tokens)
+        # Which round before anything is booked: a result this run never fitted is refused
+        # whole, not half-recorded in the calibration.
         number = self._round_of(res)
+        accuracy = self.fitter.observe_usage(res, usage.input_tokens)
         spend = self.ledger.record_usage(number, usage)
         try:
             with self._lock:
@@ -568,11 +571,29 @@ class Run:
             log_failure("recording usage", exc)
         return accuracy
 
+    def _remember_round(self, result: FitResult, number: int) -> None:
+        key = id(result)
+        table = self._round_by_result
+
+        def forget(ref: weakref.ref[FitResult]) -> None:
+            found = table.get(key)
+            if found is not None and found[0] is ref:
+                table.pop(key, None)
+
+        # A result type without weak references is not findable by identity.
+        with contextlib.suppress(TypeError):
+            table[key] = (weakref.ref(result, forget), number)
+
     def _round_of(self, result: FitResult) -> int:
-        for known, number in reversed(self._recent):
-            if known is result:
-                return number
-        return self.rounds
+        """The round ``result`` was fitted as in this run; refused when it was not one of them."""
+        found = self._round_by_result.get(id(result))
+        if found is not None and found[0]() is result:
+            return found[1]
+        raise InvalidRequestError(
+            "record_usage.result",
+            "is not a round of this run (fitted by another run or outside one); its usage cannot be "
+            "booked to any round of this run",
+        )
 
 
 def run(
