@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from otel_ctx import names
+from otel_ctx.telemetry.labels import LabelPolicy
 
 if TYPE_CHECKING:
     # The SDK is imported where it is used: `import otel_ctx` stays on the API alone.
@@ -123,22 +124,28 @@ def sdk_disabled() -> bool:
     return (env("OTEL_SDK_DISABLED") or "").lower() == "true"
 
 
-def views() -> list[View]:
-    """One View per otel-ctx histogram with the registry's buckets.
+def views(labels: LabelPolicy | None = None) -> list[View]:
+    """One View per otel-ctx instrument: the registry's buckets and an explicit cardinality limit.
 
+    Each limit is the instrument's worst case under ``labels`` (the product of its labels'
+    bounds; default: the default bounds), so the labels otel-ctx bounds itself never reach
+    the SDK's ``otel.metric.overflow`` series, and an instrument cannot grow past it either.
     Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
-    advisory the instruments carry.
+    advisory the instruments carry; pass the :class:`LabelPolicy` you configured.
     """
     from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
+    policy = labels or LabelPolicy()
     return [
         View(
             instrument_name=m.name,
             meter_name=names.INSTRUMENTATION_SCOPE,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=m.buckets),
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=m.buckets)
+            if m.kind == "histogram"
+            else None,
+            aggregation_cardinality_limit=policy.worst_case(m),
         )
         for m in names.METRICS
-        if m.kind == "histogram"
     ]
 
 

@@ -67,11 +67,18 @@ class _RunInstruments:
             if len(self._started) >= 4096:  # labels are bounded; this only guards memory
                 self._started.clear()
             self._started.add(key)
-        self.ceiling_stops.add(0, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
+        self.ceiling_stops.add(
+            0, _labels(names.CEILING_STOPS, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
+        )
 
 
 _INSTRUMENTS: weakref.WeakKeyDictionary[Emitter, _RunInstruments] = weakref.WeakKeyDictionary()
 _INSTRUMENTS_LOCK = threading.Lock()
+
+
+def _labels(metric: names.Metric, values: Mapping[str, str]) -> dict[str, str]:
+    """The labels ``metric`` carries, from the run's values: the registry decides which, not the call."""
+    return {name: values[name] for name in metric.attributes}
 
 
 def _instruments(emitter: Emitter) -> _RunInstruments:
@@ -269,19 +276,18 @@ class Run:
         inst = _instruments(self.emitter)
         task = self._task_label()
         model = self._model_label()
-        labels = {
+        values = {
             names.TASK_TYPE: task,
-            names.RESOLUTION: resolution,
+            names.RESOLUTION: self.emitter.labels.resolution_label(resolution),
+            names.STOP: ledger.stop,
             names.GEN_AI_REQUEST_MODEL: model,
         }
-        inst.tokens.record(spent, labels, self._span_context)
+        inst.tokens.record(spent, _labels(names.RUN_TOKENS, values), self._span_context)
         if cost is not None:
-            inst.cost.record(cost, labels, self._span_context)
+            inst.cost.record(cost, _labels(names.RUN_COST, values), self._span_context)
         if ledger.ceiling is not None:
             inst.ceiling_utilization.record(
-                spent / ledger.ceiling,
-                {names.TASK_TYPE: task, names.STOP: ledger.stop, names.GEN_AI_REQUEST_MODEL: model},
-                self._span_context,
+                spent / ledger.ceiling, _labels(names.RUN_CEILING_UTILIZATION, values), self._span_context
             )
 
     def next_round(self) -> int:
@@ -413,9 +419,11 @@ class Run:
                         },
                     )
             if crossed and had_stop == names.STOP_NONE and self.ledger.stop == names.STOP_CEILING:
-                _instruments(self.emitter).ceiling_stops.add(
-                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self._model_label()}
-                )
+                values = {
+                    names.TASK_TYPE: self._task_label(),
+                    names.GEN_AI_REQUEST_MODEL: self._model_label(),
+                }
+                _instruments(self.emitter).ceiling_stops.add(1, _labels(names.CEILING_STOPS, values))
             self._update_run_span()
         except Exception as exc:
             log_failure("recording the run ceiling", exc)
