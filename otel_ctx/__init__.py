@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         UnknownProviderError,
         UnknownTaskTypeError,
     )
+    from otel_ctx.engine.cache import set_cache_budget
     from otel_ctx.instrumentation import instrument, task, uninstrument
     from otel_ctx.ledger import RunCeilingReached
     from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
@@ -74,6 +75,7 @@ _EXPORTS: dict[str, str] = {
         "otel_ctx.engine",
     ),
     "SUPPORT_DESK": "otel_ctx.presets",
+    "set_cache_budget": "otel_ctx.engine.cache",
     "RunCeilingReached": "otel_ctx.ledger",
     "PriceTable": "otel_ctx.pricing",
     "Usage": "otel_ctx.pricing",
@@ -112,6 +114,7 @@ __all__ = [
     "observe",
     "observed",
     "run",
+    "set_cache_budget",
     "support_desk_policies",
     "task",
     "uninstrument",

@@ -86,7 +86,10 @@ class ChatReader:
         # A plain {"role", "content": str} message costs the same every round: its turn is
         # kept by content, one cache per role, so an already-seen message costs one lookup.
         self.simple: dict[str, BoundedCache[Turn]] = {
-            role: BoundedCache(max_entries=8_192, max_chars=counter.cache.max_chars) for role in ROLE_LINES
+            role: BoundedCache(
+                max_entries=8_192, max_chars=counter.cache.max_chars, group=counter.cache.group
+            )
+            for role in ROLE_LINES
         }
 
     # -- content -------------------------------------------------------------------------
