@@ -18,7 +18,8 @@ logger = logging.getLogger("otel_ctx.telemetry")
 
 #: Rounds 1..DEFAULT_MAX_ROUND keep their own label; later rounds share ``"<max+1>+"``.
 DEFAULT_MAX_ROUND = 12
-#: When no task types are configured, the first this-many distinct ones keep their name.
+#: Besides the configured task types, the first this-many others keep their name: a fitter's
+#: own, or any while none are known. All fitters of the process share the bound.
 DEFAULT_MAX_TASK_TYPES = 20
 #: Besides the configured models, the first this-many model names keep theirs: any name (a
 #: local model) while none are configured, else only a known family's (dated snapshots,
