@@ -287,10 +287,11 @@ ATTRIBUTE_DOCS: dict[str, str] = {
 
 # --- metrics ----------------------------------------------------------------------------
 
-# Utilization: fine around the budget line, where alerting thresholds live (0.95 by default).
-# Every bucket is a series per label set: 14 bounds, 17 series per task type and outcome.
+# Utilization: fine around the budget line, where alerting thresholds live (0.95 by default),
+# with a bound at every budget `otel-ctx advise` weighs (0.5x ... 2x today's), so its what-ifs
+# are exact. Every bucket is a series per label set: 15 bounds, 18 series per task type and outcome.
 UTILIZATION_BUCKETS: tuple[float, ...] = (
-    0.25, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0,
+    0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0,
 )  # fmt: skip
 
 # Provider-reported / estimated: 1.0 is a perfect estimate, above 1.0 an under-estimate.
@@ -335,7 +336,7 @@ class Metric:
 # the breakdown lines are totals (a mean is a total divided by context_budget.fits); the one
 # bucketed per-round histogram, the utilization, is per task type and outcome (the budget is
 # the task type's). At full spread (3 task types x 3 models x every round, outcome,
-# resolution and stop) a process serves about 1,280 series; docs/fleet.md has the sums.
+# resolution and stop) a process serves about 1,290 series; docs/fleet.md has the sums.
 TOKENS = Metric(
     name=_P + "tokens",
     kind="counter",
