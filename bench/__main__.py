@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import fit_bench, instrument_bench, memory_bench, telemetry_bench
+from bench import fit_bench, fleet_bench, instrument_bench, memory_bench, telemetry_bench
 from bench.report import Figure, markdown, text_table, write
 
 COMMAND = "make bench"
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("fit", "telemetry", "memory", "instrument"),
+        choices=("fit", "telemetry", "memory", "instrument", "fleet"),
         action="append",
         help="Run only these sections.",
     )
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
     parser.add_argument("--strict", action="store_true", help="Exit 1 when a figure misses its target.")
     args = parser.parse_args(argv)
-    only = set(args.only or ("fit", "telemetry", "memory", "instrument"))
+    only = set(args.only or ("fit", "telemetry", "memory", "instrument", "fleet"))
     # The collector-down case makes the OTLP exporters log every failed export; that is the point.
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
 
@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         mem = memory_bench.run(quick=args.quick)
         figures += mem.figures
         notes += mem.notes
+    if "fleet" in only:
+        progress("fleet: a 3,000-round run, 64 models under one cache budget")
+        fleet = fleet_bench.run_bench(quick=args.quick)
+        figures += fleet.figures
+        notes += fleet.notes
     elapsed = time.monotonic() - started
     progress("done")
 

@@ -44,7 +44,13 @@ def machine() -> dict[str, str]:
         tk = getattr(tiktoken, "__version__", "?")
     except ImportError:  # pragma: no cover
         tk = "missing"
+    try:
+        # On a shared machine the load says how far to trust a ratio whose cases are not interleaved.
+        load = "{:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+    except OSError:  # pragma: no cover - not on every platform
+        load = "?"
     return {
+        "load average at the end": load,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "os": f"{platform.system()} {platform.release()}",
         "cpu": cpu,

@@ -1,10 +1,12 @@
-"""Every label set one agent process can produce: the demo's task types x two models x every round.
+"""Every label set one agent process can produce: the demo's task types x three models x every round,
+outcome, resolution and stop.
 
 The series a process puts into Prometheus is the product of the label values its
 metrics see. This module drives an :class:`~otel_ctx.telemetry.Emitter` through all of
 them at once (every task type of the support desk, a fit, a compaction and a floor
-overflow of each, two models, every round label up to the ``N+`` one), so the count is
-the worst case, not what one short demo happened to reach. The bench counts the result
+overflow of each, three models, every round label up to the ``N+`` one; a finished run of
+every task type, model, resolution and stop), so the count is the worst case, not what one
+short demo happened to reach. The bench counts the result
 as Prometheus would store it; the fleet test serves it from a hundred scrape targets.
 """
 
@@ -16,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_ctx import SUPPORT_DESK, ContextFitter, FitResult, names
-from otel_ctx.telemetry import Emitter
+from otel_ctx.ledger import BUILTIN_RESOLUTIONS, ERROR, UNRESOLVED
+from otel_ctx.telemetry import Emitter, run
 
-MODELS: tuple[str, ...] = ("gpt-4o", "gpt-4o-mini")
+MODELS: tuple[str, ...] = ("gpt-4o", "gpt-4o-mini", "gpt-4.1")
 
 #: A floor no support-desk budget holds: the system prompt alone is about 40,000 tokens.
 _HUGE_PROMPT = "Follow the refund policy to the letter. " * 5_000
@@ -76,6 +79,41 @@ def record_full_spread(emitter: Emitter, results: Outcomes, models: Iterable[str
                 1.0, task_type=by_outcome["fit"].task_type, model=model, known_task_types=known
             )
     return rounds
+
+
+def record_run_spread(emitter: Emitter, results: Outcomes, models: Iterable[str] = MODELS) -> int:
+    """Finish a real run for every task type x model x built-in resolution x stop; returns the runs.
+
+    Each run has a ceiling (so the ceiling-utilization histogram sees it) and records usage
+    (so the cost is the reported one); a run stops at an overflow by emitting the task type's
+    overflow result, at its ceiling by a ceiling below its first round.
+    """
+    fitter = ContextFitter(SUPPORT_DESK, model=MODELS[0])
+    runs = 0
+    for model in models:
+        for task, by_outcome in results.by_task.items():
+            for stop in names.STOPS:
+                for resolution in BUILTIN_RESOLUTIONS:
+                    ceiling = 1 if stop == names.STOP_CEILING else 10**9
+                    result = by_outcome["overflow" if stop == names.STOP_OVERFLOW else "fit"]
+                    try:
+                        with run(
+                            fitter, task_type=task, model=model, emitter=emitter, run_ceiling=ceiling
+                        ) as r:
+                            r.emit(result, mode=names.MODE_FIT)
+                            r.record_usage(input_tokens=max(1, result.breakdown.estimated), output_tokens=100)
+                            if resolution == ERROR:
+                                raise _RunFailed
+                            if resolution != UNRESOLVED:
+                                r.resolve(resolution)
+                    except _RunFailed:
+                        pass
+                    runs += 1
+    return runs
+
+
+class _RunFailed(Exception):
+    """Raised inside a run's block so that it ends with the ``error`` resolution."""
 
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s")

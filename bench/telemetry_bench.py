@@ -49,7 +49,7 @@ from otel_ctx.telemetry import (
 )
 
 SECTION = "Telemetry: one observed round"
-FLEET_SECTION = "Telemetry for a fleet: series per process at full spread"
+FLEET_SECTION = "Telemetry for a fleet: series per process at full spread (3 task types × 3 models)"
 WARM_TARGET = 1.0
 SERIES_TARGET = 1_500
 SHARE_TARGET = 0.10
@@ -267,13 +267,17 @@ def _series_figures() -> list[Figure]:
     results = spread.outcomes()
     reader = InMemoryMetricReader()
     otlp_provider = MeterProvider(metric_readers=[reader], views=views())
-    rounds = spread.record_full_spread(Emitter(meter_provider=otlp_provider), results)
+    otlp_emitter = Emitter(meter_provider=otlp_provider)
+    rounds = spread.record_full_spread(otlp_emitter, results)
+    runs = spread.record_run_spread(otlp_emitter, results)
     otlp = spread.otlp_series(reader.get_metrics_data())
     otlp_provider.shutdown()
 
     handle = create_providers(ExportSettings("prometheus", prometheus_port=0, prometheus_host="127.0.0.1"))
     try:
-        spread.record_full_spread(Emitter(meter_provider=handle.meter_provider), results)
+        scraped_emitter = Emitter(meter_provider=handle.meter_provider)
+        spread.record_full_spread(scraped_emitter, results)
+        spread.record_run_spread(scraped_emitter, results)
         assert handle.prometheus_address is not None
         host, port = handle.prometheus_address
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=30) as response:
@@ -286,7 +290,8 @@ def _series_figures() -> list[Figure]:
 
     spread_text = (
         f"{len(results.by_task)} task types × {len(spread.MODELS)} models × 3 outcomes × "
-        f"{len(spread.round_numbers(Emitter(meter_provider=MeterProvider())))} round labels ({rounds} rounds)"
+        f"{len(spread.round_numbers(Emitter(meter_provider=MeterProvider())))} round labels "
+        f"({rounds} rounds), a finished run of every resolution × stop ({runs} runs)"
     )
     prom_total, otlp_total = sum(scraped.values()), sum(otlp.values())
     return [

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         UnknownProviderError,
         UnknownTaskTypeError,
     )
+    from otel_ctx.engine.cache import set_cache_budget
     from otel_ctx.fitting import ContextFitter
     from otel_ctx.instrumentation import carry, instrument, task, uninstrument
     from otel_ctx.ledger import RunCeilingReached
@@ -76,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     # The engine with each request's dialect picked for it.
     "ContextFitter": "otel_ctx.fitting",
     "SUPPORT_DESK": "otel_ctx.presets",
+    "set_cache_budget": "otel_ctx.engine.cache",
     "RunCeilingReached": "otel_ctx.ledger",
     "PriceTable": "otel_ctx.pricing",
     "Usage": "otel_ctx.pricing",
@@ -115,6 +117,7 @@ __all__ = [
     "observe",
     "observed",
     "run",
+    "set_cache_budget",
     "support_desk_policies",
     "task",
     "uninstrument",

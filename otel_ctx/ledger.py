@@ -152,7 +152,12 @@ class RoundSpend:
 
 
 class RunLedger:
-    """Tokens, cost, stop and resolution of one run; safe from several threads."""
+    """Tokens, cost, stop and resolution of one run; safe from several threads.
+
+    The totals are kept running: a round adds its own figures and a usage report swaps one
+    round's estimate for what the provider said, so the books cost the same at round 3,000
+    as at round 10 (an agent that loops for hours must not slow down with every round).
+    """
 
     def __init__(
         self,
@@ -170,10 +175,22 @@ class RunLedger:
         self.price = prices.price_for(model) if prices is not None else None
         self.allowed: tuple[str, ...] = (*BUILTIN_RESOLUTIONS, *check_resolutions(resolutions))
         self._rounds: dict[int, _Round] = {}
+        # Running totals over self._rounds, moved by every change to one round.
+        self._spent = 0
+        self._cost = 0.0
+        self._sources: dict[str, int] = {SOURCE_USAGE: 0, SOURCE_ESTIMATE: 0}
         self._stop: Stop = STOP_NONE
         self._stop_round: int | None = None
         self._resolution: str | None = None
         self._lock = threading.Lock()
+
+    def _book(self, rnd: _Round, sign: int) -> None:
+        """Add (``sign`` 1) or take out (-1) one round's figures from the running totals."""
+        self._spent += sign * rnd.tokens
+        self._cost += sign * (rnd.cost or 0.0)
+        source = rnd.source
+        if source != SOURCE_NONE:
+            self._sources[source] += sign
 
     # --- the check before a request ---------------------------------------------------
 
@@ -189,14 +206,18 @@ class RunLedger:
         Returns the check; ``check.crossed`` (or an overflow) means the caller should stop.
         """
         with self._lock:
-            check = CeilingCheck(self.ceiling, self._spent_locked(), prompt_tokens + reserved_output)
+            check = CeilingCheck(self.ceiling, self._spent, prompt_tokens + reserved_output)
             stopped: Stop | None = STOP_OVERFLOW if overflow else (STOP_CEILING if check.crossed else None)
             rnd = _Round(estimate_tokens=check.next_tokens, counted=stopped is None)
             if self.price is not None:
                 rnd.estimate_cost = self.price.cost(
                     Usage(input_tokens=prompt_tokens, output_tokens=reserved_output)
                 )
+            previous = self._rounds.get(number)
+            if previous is not None:
+                self._book(previous, -1)
             self._rounds[number] = rnd
+            self._book(rnd, 1)
             if stopped is not None and self._stop == STOP_NONE:
                 self._stop, self._stop_round = stopped, number
             return check
@@ -204,9 +225,14 @@ class RunLedger:
     def record_usage(self, number: int, usage: Usage) -> RoundSpend:
         """Replace round ``number``'s estimate with what the provider reported."""
         with self._lock:
-            rnd = self._rounds.setdefault(number, _Round(counted=False))
+            rnd = self._rounds.get(number)
+            if rnd is None:
+                rnd = self._rounds[number] = _Round(counted=False)
+            else:
+                self._book(rnd, -1)
             rnd.usage = usage
             rnd.usage_cost = self.price.cost(usage) if self.price is not None else None
+            self._book(rnd, 1)
             return RoundSpend(number, rnd.tokens, rnd.cost, rnd.source)
 
     def round_spend(self, number: int) -> RoundSpend | None:
@@ -216,33 +242,29 @@ class RunLedger:
 
     # --- totals -----------------------------------------------------------------------
 
-    def _spent_locked(self) -> int:
-        return sum(r.tokens for r in self._rounds.values())
-
     @property
     def spent_tokens(self) -> int:
         """Tokens the run has spent so far: prompts and answers, reported or estimated."""
-        with self._lock:
-            return self._spent_locked()
+        return self._spent
 
     @property
     def cost(self) -> float | None:
         """USD spent so far, or None when the model has no price."""
         if self.price is None:
             return None
-        with self._lock:
-            return sum(r.cost or 0.0 for r in self._rounds.values())
+        # A swapped estimate can leave a rounding crumb below zero; a cost never is.
+        return max(self._cost, 0.0)
 
     @property
     def cost_source(self) -> CostSource:
         """Where the totals come from: all ``usage``, all ``estimate``, ``mixed``, or ``none`` yet."""
         with self._lock:
-            sources = {r.source for r in self._rounds.values()} - {SOURCE_NONE}
-        if not sources:
-            return "none"
-        if len(sources) > 1:
+            usage, estimate = self._sources[SOURCE_USAGE], self._sources[SOURCE_ESTIMATE]
+        if usage and estimate:
             return "mixed"
-        return "usage" if sources == {SOURCE_USAGE} else "estimate"
+        if usage:
+            return "usage"
+        return "estimate" if estimate else "none"
 
     @property
     def stop(self) -> Stop:

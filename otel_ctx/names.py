@@ -291,16 +291,16 @@ ATTRIBUTE_DOCS: dict[str, str] = {
 
 # --- metrics ----------------------------------------------------------------------------
 
-# Utilization: fine around the budget line, where alerting thresholds live.
+# Utilization: fine around the budget line, where alerting thresholds live (0.95 by default),
+# with a bound at every budget `otel-ctx advise` weighs (0.5x ... 2x today's), so its what-ifs
+# are exact. Every bucket is a series per label set: 15 bounds, 18 series per task type and outcome.
 UTILIZATION_BUCKETS: tuple[float, ...] = (
-    0.1, 0.25, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.975, 1.0,
-    1.025, 1.05, 1.1, 1.2, 1.5, 2.0, 4.0,
+    0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, 2.0,
 )  # fmt: skip
 
 # Provider-reported / estimated: 1.0 is a perfect estimate, above 1.0 an under-estimate.
-ACCURACY_BUCKETS: tuple[float, ...] = (
-    0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0,
-)  # fmt: skip
+# Fine where the drift alert looks (1.05 by default); the mean comes from _sum/_count.
+ACCURACY_BUCKETS: tuple[float, ...] = (0.8, 0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1, 1.25)
 
 MetricKind = Literal["histogram", "counter"]
 
@@ -335,11 +335,12 @@ class Metric:
         return self.prometheus + suffix
 
 
-# Series per process are the product of every label's values, so the round label (13 values)
-# sits on one small counter only, the breakdown lines are totals (a mean is a total divided by
-# context_budget.fits) and the one bucketed per-round histogram is the utilization: at full
-# spread (3 task types x 2 models x every round and outcome) the per-round metrics of a process
-# stay near 1,400 series.
+# Series per process are the product of every label's values, so a label sits only where a
+# panel or an alert reads it: the round label (13 values) on one counter, without the model;
+# the breakdown lines are totals (a mean is a total divided by context_budget.fits); the one
+# bucketed per-round histogram, the utilization, is per task type and outcome (the budget is
+# the task type's). At full spread (3 task types x 3 models x every round, outcome,
+# resolution and stop) a process serves about 1,290 series; docs/fleet.md has the sums.
 TOKENS = Metric(
     name=_P + "tokens",
     kind="counter",
@@ -358,14 +359,16 @@ ROUND_TOKENS = Metric(
         "Tokens per summed breakdown line and the budget, summed by round of a run: a line "
         "divided by the budget is its mean share of the budget in that round."
     ),
-    attributes=(COMPONENT, ROUND, TASK_TYPE, GEN_AI_REQUEST_MODEL),
+    # No model: x13 rounds x8 lines it would be the largest family; the share of the budget by
+    # round is the task type's question.
+    attributes=(COMPONENT, ROUND, TASK_TYPE),
 )
 UTILIZATION = Metric(
     name=_P + "utilization",
     kind="histogram",
     unit="1",
     description="Estimated request tokens divided by the budget (above 1.0: overflow).",
-    attributes=(TASK_TYPE, OUTCOME, GEN_AI_REQUEST_MODEL),
+    attributes=(TASK_TYPE, OUTCOME),
     buckets=UTILIZATION_BUCKETS,
 )
 FITS = Metric(
@@ -420,39 +423,34 @@ def recorded(metric: Metric, suffix: str = "", window: str = DASHBOARD_WINDOW) -
     return f"job:{metric.series(suffix)}:rate{window}"
 
 
-# A ticket's tokens: dense around the common 60,000-token per-ticket ceiling.
-RUN_TOKEN_BUCKETS: tuple[float, ...] = (
-    1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000, 40000, 48000, 56000, 60000,
-    64000, 80000, 96000, 128000, 192000, 256000, 512000, 1048576,
-)  # fmt: skip
+# A ticket's tokens, doubling: p50/p95 per task type within a factor of two; where a ticket
+# stands against its ceiling is the ceiling-utilization histogram's job, not this one's.
+RUN_TOKEN_BUCKETS: tuple[float, ...] = (4000, 8000, 16000, 32000, 64000, 128000, 256000)
 
-# A ticket's cost in USD: from a fraction of a cent (a short status question on a small
-# model) to dollars (a long dispute on a large one).
-COST_BUCKETS: tuple[float, ...] = (
-    0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1,
-    0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0,
-)  # fmt: skip
+# A ticket's cost in USD, from a tenth of a cent to dollars in 1-2.5-5 steps; 0.5 is the
+# cost alert's default threshold, so the alert's quantile is exact there.
+COST_BUCKETS: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
-# Spent ÷ ceiling at the end of a run: fine near 1.0, where the ceiling stops runs.
-CEILING_UTILIZATION_BUCKETS: tuple[float, ...] = (
-    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0,
-)  # fmt: skip
+# Spent ÷ ceiling at the end of a run: the bands the cost dashboard colours (0.9 orange,
+# 1.0 the ceiling) and the overshoot of a usage report above the estimate.
+CEILING_UTILIZATION_BUCKETS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.5)
 
 CEILING_STOPS = Metric(
     name=_P + "ceiling_stops",
     kind="counter",
     unit="{run}",
     description="Runs the ceiling stopped, counted at the round that would have crossed it.",
-    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
+    # Per task type, as the finished runs it is divided by.
+    attributes=(TASK_TYPE,),
 )
 RUN_TOKENS = Metric(
     name=_P + "run.tokens",
     kind="histogram",
     unit="{token}",
     description="Tokens one finished run spent (prompts and answers), by how it ended.",
-    # No stop label: the ceiling-stop counter counts stops, and a third label here would
-    # triple the largest per-run series family.
-    attributes=(TASK_TYPE, RESOLUTION, GEN_AI_REQUEST_MODEL),
+    # No stop label (the ceiling-stop counter counts stops) and no model: the panels and
+    # alerts read tokens and runs per task type, and runs by resolution.
+    attributes=(TASK_TYPE, RESOLUTION),
     buckets=RUN_TOKEN_BUCKETS,
 )
 RUN_COST = Metric(
@@ -460,8 +458,10 @@ RUN_COST = Metric(
     kind="histogram",
     # A curly-brace annotation, so no exporter appends a unit suffix to the series name.
     unit="{USD}",
-    description="USD one finished run cost (models without a price are left out), by how it ended.",
-    attributes=(TASK_TYPE, RESOLUTION, GEN_AI_REQUEST_MODEL),
+    description="USD one finished run cost (models without a price are left out), per task type.",
+    # Per task type only: the cost panels and the cost alert read quantiles and means per task
+    # type; runs by resolution come from context_budget.run.tokens.
+    attributes=(TASK_TYPE,),
     buckets=COST_BUCKETS,
 )
 RUN_CEILING_UTILIZATION = Metric(
@@ -469,7 +469,7 @@ RUN_CEILING_UTILIZATION = Metric(
     kind="histogram",
     unit="1",
     description="Tokens one finished run spent divided by its ceiling (runs with a ceiling only).",
-    attributes=(TASK_TYPE, STOP, GEN_AI_REQUEST_MODEL),
+    attributes=(TASK_TYPE, STOP),
     buckets=CEILING_UTILIZATION_BUCKETS,
 )
 
@@ -541,6 +541,8 @@ COMPONENTS: tuple[str, ...] = (
 OTHER_TASK_TYPE = "other"
 #: Metric label value of ``gen_ai.request.model`` for models outside the bounded set.
 OTHER_MODEL = "other"
+#: Metric label value of the resolution for a run's own resolutions past the bound.
+OTHER_RESOLUTION = "other"
 
 
 def prometheus_label(attribute: str) -> str:

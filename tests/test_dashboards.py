@@ -190,11 +190,20 @@ def test_every_selector_carries_the_dashboard_filters_and_windows() -> None:
     for filename, title, expr in all_queries():
         for series, body in SELECTOR.findall(expr):
             matchers = {(label, op, value) for label, op, value in MATCHER.findall(body)}
+            model = names.prometheus_label(names.GEN_AI_REQUEST_MODEL)
+            # A metric kept without the model (the series budget) must not be filtered by it:
+            # picking a model would blank the panel instead of leaving it per task type.
+            carries_model = model in metric_labels(SERIES[series])
             for label, var in (
                 ("job", "$service"),
                 (names.prometheus_label(names.TASK_TYPE), "$task_type"),
-                (names.prometheus_label(names.GEN_AI_REQUEST_MODEL), "$model"),
+                (model, "$model"),
             ):
+                if label == model and not carries_model:
+                    assert (label, "=~", var) not in matchers, (
+                        f"{filename} / {title}: {series} has no {label}"
+                    )
+                    continue
                 assert (label, "=~", var) in matchers, f"{filename} / {title}: {series} lacks {label}=~{var}"
         for window in re.findall(r"\[([^\]]+)\]", expr):
             assert window in ("$__rate_interval", "$__range", "$__interval"), (

@@ -22,7 +22,7 @@ def warned_once(monkeypatch: pytest.MonkeyPatch) -> None:
 def models_on_metrics(cap: Capture) -> dict[str, set[str]]:
     return {
         name: {str(attrs_of(p)[n.GEN_AI_REQUEST_MODEL]) for p in cap.points(name)}
-        for name in (m.name for m in n.METRICS)
+        for name in (m.name for m in n.METRICS if n.GEN_AI_REQUEST_MODEL in m.attributes)
         if cap.points(name)
     }
 
@@ -31,7 +31,7 @@ def models_on_metrics(cap: Capture) -> dict[str, set[str]]:
 def test_thousands_of_model_names_stay_a_bounded_label(caplog: pytest.LogCaptureFixture) -> None:
     cap = Capture()
     result = ContextFitter(SUPPORT_DESK).fit(long_dispute(6), task_type="status")
-    table = {"gpt-4o", "gpt-4", "o3"}  # names of the model table keep theirs, past any bound
+    table = {"gpt-4o", "gpt-4", "o3"}  # names of the model table take no slot of their own
     with caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"):
         for i in range(1_000):
             cap.emitter.record_metrics(result, 1, f"tenant-{i}-model")
@@ -39,16 +39,18 @@ def test_thousands_of_model_names_stay_a_bounded_label(caplog: pytest.LogCapture
         for model in table:
             cap.emitter.record_metrics(result, 1, model)
     seen = models_on_metrics(cap)
-    # Every per-fit metric (the per-run ones are recorded when a run ends, not here).
+    # Every per-fit metric that carries the model (the per-run ones are recorded when a run ends).
     per_run = {n.CEILING_STOPS.name, n.RUN_TOKENS.name, n.RUN_COST.name, n.RUN_CEILING_UTILIZATION.name}
-    assert set(seen) == {m.name for m in n.METRICS} - per_run
+    with_model = {m.name for m in n.METRICS if n.GEN_AI_REQUEST_MODEL in m.attributes}
+    assert set(seen) == with_model - per_run
     first = {f"tenant-{i}-model" for i in range(DEFAULT_MAX_MODELS)}
-    assert seen[n.TOKENS.name] == first | table | {n.OTHER_MODEL}
+    # The shipped table is no licence past the bound: the label's worst case is known up front.
+    assert seen[n.TOKENS.name] == first | {n.OTHER_MODEL}
     assert seen[n.ESTIMATE_ACCURACY.name] == first | {n.OTHER_MODEL}
     for values in seen.values():
-        assert len(values) <= DEFAULT_MAX_MODELS + len(table) + 1
+        assert len(values) <= DEFAULT_MAX_MODELS + 1
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and "model" in r.getMessage()]
-    assert len(warnings) == 1 and "tenant-20-model" in warnings[0].getMessage()
+    assert len(warnings) == 1 and f"tenant-{DEFAULT_MAX_MODELS}-model" in warnings[0].getMessage()
     assert len(cap.emitter.labels._seen_models) == DEFAULT_MAX_MODELS
     cap.close()
 
@@ -57,15 +59,16 @@ def test_thousands_of_model_names_stay_a_bounded_label(caplog: pytest.LogCapture
 def test_configured_models_and_known_families_keep_their_names() -> None:
     policy = LabelPolicy(models=["my-llm"], max_models=2)
     assert policy.model_label("my-llm") == "my-llm"
-    assert policy.model_label("gpt-4") == "gpt-4"  # the table: always
-    # With models configured, a stranger is `other`; a known family's variants share the slots.
+    # With models configured, a stranger is `other`; the table's names and a known family's
+    # variants share the slots.
     assert policy.model_label("someone-elses-llm") == n.OTHER_MODEL
-    assert [policy.model_label(m) for m in ("gpt-4o-mini", "gpt-4.1-mini", "o3-mini", "gpt-4o-mini")] == [
+    assert [policy.model_label(m) for m in ("gpt-4", "gpt-4o-mini", "gpt-4.1-mini", "gpt-4")] == [
+        "gpt-4",
         "gpt-4o-mini",
-        "gpt-4.1-mini",
         n.OTHER_MODEL,
-        "gpt-4o-mini",
+        "gpt-4",
     ]
+    assert policy.model_label("my-llm") == "my-llm"  # configured: always
     assert encodings.is_known_model("o3-mini")
 
 
@@ -96,7 +99,11 @@ def test_run_metrics_bound_the_model_label_too() -> None:
             r.fit(long_dispute(4))
     run_metrics = [m.name for m in n.METRICS if n.GEN_AI_REQUEST_MODEL in m.attributes]
     seen = {name: values for name, values in models_on_metrics(cap).items() if name in run_metrics}
-    assert seen and n.RUN_TOKENS.name in seen
+    assert seen and n.FITS.name in seen
+    # The per-run histograms carry no model at all (the series budget): nothing to bound there.
+    for metric in (n.RUN_TOKENS, n.RUN_COST, n.RUN_CEILING_UTILIZATION, n.CEILING_STOPS):
+        assert n.GEN_AI_REQUEST_MODEL not in metric.attributes
+        assert all(n.GEN_AI_REQUEST_MODEL not in attrs_of(p) for p in cap.points(metric.name))
     for values in seen.values():
         assert values <= {"tenant-0-model", "tenant-1-model", n.OTHER_MODEL}, values
     cap.close()

@@ -111,7 +111,7 @@ def test_the_crossing_round_is_flagged_on_its_span_with_an_event(cap: Capture) -
     assert event.attributes is not None and event.attributes[n.RUN_SPENT_TOKENS] == 15
     assert not [e for e in first.events if e.name == n.EVENT_RUN_CEILING]
     (point,) = [p for p in cap.points(n.CEILING_STOPS.name) if p.value]
-    assert attrs_of(point) == {n.TASK_TYPE: n.DEFAULT_TASK_TYPE, n.GEN_AI_REQUEST_MODEL: "gpt-4o"}
+    assert attrs_of(point) == {n.TASK_TYPE: n.DEFAULT_TASK_TYPE}  # per task type, as the runs
     (tokens,) = cap.points(n.RUN_TOKENS.name)
     assert attrs_of(tokens)[n.RESOLUTION] == "escalated"  # unresolved after a stop: escalated
     assert n.STOP not in attrs_of(tokens)  # the stop is on the ceiling histogram, not here
@@ -352,7 +352,6 @@ def test_run_metrics_are_recorded_once_per_run_also_when_the_block_raises(
     assert attrs_of(tokens) == {
         n.TASK_TYPE: n.DEFAULT_TASK_TYPE,
         n.RESOLUTION: expected,
-        n.GEN_AI_REQUEST_MODEL: "gpt-4o",
     }
     assert tokens.sum == 15
     (ratio,) = cap.points(n.RUN_CEILING_UTILIZATION.name)

@@ -93,8 +93,22 @@ class ChatReader:
         # A plain {"role", "content": str} message costs the same every round: its turn is
         # kept by content, one cache per role, so an already-seen message costs one lookup.
         self.simple: dict[str, BoundedCache[Turn]] = {
-            role: BoundedCache(max_entries=8_192, max_chars=counter.cache.max_chars) for role in ROLE_LINES
+            role: BoundedCache(
+                max_entries=8_192, max_chars=counter.cache.max_chars, group=counter.cache.group
+            )
+            for role in ROLE_LINES
         }
+        # The shapes of a tool-calling transcript, kept by content like the plain messages: an
+        # assistant message that only makes tool calls (keyed by its content and every call's id,
+        # name and arguments) and a tool result (keyed by its text; the turn names its call id).
+        # A message that changed has another key, so it is read again, never served stale.
+        group = counter.cache.group
+        self.call_turns: BoundedCache[Turn] = BoundedCache(
+            max_entries=8_192, max_chars=counter.cache.max_chars, group=group
+        )
+        self.tool_turns: BoundedCache[Turn] = BoundedCache(
+            max_entries=8_192, max_chars=counter.cache.max_chars, group=group
+        )
 
     # -- content -------------------------------------------------------------------------
 
@@ -213,13 +227,17 @@ class ChatReader:
                             pending = {}
                         turns.append(hit)
                         continue
-            m = as_mapping(raw)
-            here = f"{where}[{i}]"
-            if m is None:
-                raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
-            turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
-            if replaced is not None:
-                state.replaced[i] = replaced
+            known = self._known_call_turn(raw, i, cap, pending, declared) if raw.__class__ is dict else None
+            if known is not None:
+                turn = known
+            else:
+                m = as_mapping(raw)
+                here = f"{where}[{i}]"
+                if m is None:
+                    raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
+                turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
+                if replaced is not None:
+                    state.replaced[i] = replaced
             if turn.role != "tool":
                 if pending:
                     self._unanswered(pending, pending_at, i, ctx)
@@ -233,6 +251,79 @@ class ChatReader:
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
         return turns, list(range(len(turns)))
+
+    def _known_call_turn(
+        self, m: dict[str, Any], i: int, cap: Any, pending: dict[str, bool], declared: dict[str, int]
+    ) -> Turn | None:
+        """The turn of a tool-call or tool-result message read before, or ``None`` (read it in full).
+
+        Only the exact shapes the API sends back are taken here, and only when the transcript
+        rules hold (an open call answered once, call ids not used before, a result within the
+        cap); anything else, and every problem, is left to the full read, which says what is
+        wrong and where.
+        """
+        role = m.get("role")
+        if role == "tool":
+            content, call_id = m.get("content"), m.get("tool_call_id")
+            if len(m) != 3 or content.__class__ is not str or call_id.__class__ is not str:
+                return None
+            if pending.get(call_id) is not False:
+                return None
+            if cap is not None and cap(content) is not content:
+                return None  # cut at the cap: the full read writes the cut text back
+            turn = self.tool_turns.get(content)
+            if turn is None or turn.answers[0] != call_id:
+                turn = Turn(
+                    ROLE_LINES["tool"],
+                    [Part("tool_result", self.counter.text(content), call_id)],
+                    self.role_cost["tool"],
+                    answers=(call_id,),
+                )
+                self.tool_turns.put(content, turn)
+            pending[call_id] = True
+            return turn
+        if role != "assistant":
+            return None
+        calls, content = m.get("tool_calls"), m.get("content", _ABSENT)
+        if calls.__class__ is not list or not calls or len(m) != (2 if content is _ABSENT else 3):
+            return None
+        if content is _ABSENT or content is None:
+            key = "\x02"
+        elif content.__class__ is str:
+            key = "\x03" + content
+        else:
+            return None
+        ids: list[str] = []
+        for call in calls:
+            if call.__class__ is not dict or len(call) != 3 or call.get("type") != "function":
+                return None
+            call_id, fn = call.get("id"), call.get("function")
+            if call_id.__class__ is not str or fn.__class__ is not dict or len(fn) != 2:
+                return None
+            name, arguments = fn.get("name"), fn.get("arguments")
+            if name.__class__ is not str or arguments.__class__ is not str:
+                return None
+            if call_id in declared or call_id in ids:
+                return None
+            ids.append(call_id)
+            key += f"\x00{call_id}\x01{name}\x01{arguments}"
+        turn = self.call_turns.get(key)
+        if turn is None:
+            text = self.counter.text
+            parts = [] if content is _ABSENT or content is None else [Part("assistant", text(content))]
+            parts += [
+                Part(
+                    "tool_call",
+                    TOKENS_PER_TOOL_CALL + text(c["function"]["name"]) + text(c["function"]["arguments"]),
+                    c["id"],
+                )
+                for c in calls
+            ]
+            turn = Turn(ROLE_LINES["assistant"], parts, self.role_cost["assistant"], calls=tuple(ids))
+            self.call_turns.put(key, turn)
+        for call_id in ids:
+            declared[call_id] = i
+        return turn
 
     def _unanswered(self, pending: dict[str, bool], at: int, before: int, ctx: ReadContext) -> None:
         missing = [call for call, done in pending.items() if not done]
@@ -371,6 +462,10 @@ class ChatReader:
             line, parts, self.role_cost[str(role)], calls=calls, answers=answers, has_user_text=line == "user"
         )
         return turn, replaced
+
+
+#: A key that is not there (``content`` may be absent, ``None`` or a string: three readings).
+_ABSENT: Any = object()
 
 
 def _all_text(content: Sequence[Any]) -> bool:

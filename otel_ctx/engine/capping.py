@@ -16,7 +16,9 @@ class Capper:
 
     def __init__(self, counter: TokenCounter, *, max_chars: int) -> None:
         self.counter = counter
-        self.cache: BoundedCache[str] = BoundedCache(max_entries=1_024, max_chars=max_chars)
+        self.cache: BoundedCache[str] = BoundedCache(
+            max_entries=1_024, max_chars=max_chars, group=counter.cache.group
+        )
 
     def __call__(self, text: str, cap: int) -> str:
         """``text`` if it has at most ``cap`` tokens, else its first tokens plus a marker.

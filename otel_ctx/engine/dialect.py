@@ -36,6 +36,10 @@ class ReadContext:
     strict: bool = True
     problems: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # One request read: the fitter's caches are the most recently used in the process budget.
+        self.counter.cache.touch()
+
     def problem(self, error: Exception) -> None:
         """Raise ``error`` when strict, else record it and carry on."""
         if self.strict:

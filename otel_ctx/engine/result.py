@@ -25,8 +25,15 @@ MODES: tuple[Mode, ...] = (MODE_FIT, MODE_OBSERVE)
 Message = dict[str, Any]
 
 
+class _WeaklyReferable:
+    """A ``__weakref__`` slot for a slotted dataclass (``weakref_slot=`` needs Python 3.11): a run
+    finds the round a result was by a weak reference, without keeping every result alive."""
+
+    __slots__ = ("__weakref__",)
+
+
 @dataclass(frozen=True, slots=True)
-class FitResult:
+class FitResult(_WeaklyReferable):
     """What :meth:`ContextFitter.fit` decided.
 
     ``messages`` is the transcript to send, in the caller's order, with the caller's own

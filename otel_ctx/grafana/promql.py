@@ -46,17 +46,37 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _series_without_model() -> frozenset[str]:
+    """Every series name (raw and recorded) of a metric that does not carry the model label."""
+    out: set[str] = set()
+    for metric in names.METRICS:
+        if names.GEN_AI_REQUEST_MODEL in metric.attributes:
+            continue
+        suffixes = ("_bucket", "_sum", "_count", "") if metric.kind == "histogram" else ("",)
+        for suffix in suffixes:
+            out.add(metric.series(suffix))
+            out.add(names.recorded(metric, suffix))
+    return frozenset(out)
+
+
+#: Metrics kept per task type only (the series budget): the ``$model`` filter does not apply to
+#: them, so a panel reading one keeps answering when a model is picked.
+_WITHOUT_MODEL = _series_without_model()
+
+
 def selector(metric: str, **matchers: str) -> str:
     """``metric{job=~"$service", <task_type>=~"$task_type", <model>=~"$model", extra...}``.
 
-    Extra matchers are ``label=value`` (exact) or, when the value starts with ``~``,
-    ``label=~regex`` (``!``: ``label!=value``).
+    The model matcher is left out for a metric that has no model label. Extra matchers are
+    ``label=value`` (exact) or, when the value starts with ``~``, ``label=~regex``
+    (``!``: ``label!=value``).
     """
     parts = [
         f"{JOB}=~{_quote('$' + VAR_SERVICE)}",
         f"{TASK_TYPE}=~{_quote('$' + VAR_TASK_TYPE)}",
-        f"{MODEL}=~{_quote('$' + VAR_MODEL)}",
     ]
+    if metric not in _WITHOUT_MODEL:
+        parts.append(f"{MODEL}=~{_quote('$' + VAR_MODEL)}")
     for label, value in matchers.items():
         if value.startswith("~"):
             parts.append(f"{label}=~{_quote(value[1:])}")

@@ -123,7 +123,7 @@ class _MetricAttributes:
     utilization: dict[str, str]
     fits: dict[str, str]
     tokens: tuple[str, str, str]  # (task, outcome, model): a row of _Totals.tokens
-    round_tokens: tuple[str, str, str]  # (round, task, model): a row of _Totals.round_tokens
+    round_tokens: tuple[str, str]  # (round, task): a row of _Totals.round_tokens
     task_model: tuple[str, str]
     #: One attribute dict per ``names.LINE_COMPONENTS`` line (component, round, task), and the
     #: per-round utilization's: the distributions carry no model and no outcome.
@@ -153,7 +153,7 @@ class _Totals:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.tokens: dict[tuple[str, str, str], list[int]] = {}
-        self.round_tokens: dict[tuple[str, str, str], list[int]] = {}
+        self.round_tokens: dict[tuple[str, str], list[int]] = {}
         self.dropped: dict[tuple[str, str], int] = {}
         self.capped: dict[tuple[str, str], int] = {}
         self._attrs: dict[tuple[str, ...], dict[str, str]] = {}
@@ -213,7 +213,7 @@ class _Totals:
     def observe_round_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
         with self.lock:
             rows = [(k, list(v)) for k, v in self.round_tokens.items()]
-        labels = (names.COMPONENT, names.ROUND, names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
+        labels = names.ROUND_TOKENS.attributes
         return [
             metrics.Observation(total, self._attributes(("round", component, *key), labels))
             for key, row in rows
@@ -504,11 +504,12 @@ class Emitter:
         fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
         attrs = _MetricAttributes(
             # The outcome splits the utilization: what-ifs for other budgets need the fitted
-            # requests' distribution apart from the compacted ones'.
-            utilization=fits,
+            # requests' distribution apart from the compacted ones'. No model: the budget is the
+            # task type's, and each model would multiply the largest bucketed family.
+            utilization={names.TASK_TYPE: task, names.OUTCOME: outcome},
             fits=fits,
             tokens=(task, outcome, model),
-            round_tokens=(round_label, task, model),
+            round_tokens=(round_label, task),
             task_model=(task, model),
             lines=tuple(
                 {names.COMPONENT: line, names.ROUND: round_label, names.TASK_TYPE: task}

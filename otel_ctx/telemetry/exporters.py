@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from otel_ctx import names
+from otel_ctx.telemetry.labels import LabelPolicy
 
 if TYPE_CHECKING:
     # The SDK is imported where it is used: `import otel_ctx` stays on the API alone.
@@ -158,13 +159,17 @@ def distributions_from_env() -> bool:
     return (env(ENV_HISTOGRAM_AGGREGATION) or "").lower() == EXPONENTIAL_HISTOGRAM
 
 
-def views(native: bool = False) -> list[View]:
-    """One View per otel-ctx histogram: the registry's buckets, or exponential ones when ``native``.
+def views(native: bool = False, labels: LabelPolicy | None = None) -> list[View]:
+    """One View per otel-ctx instrument: its buckets and an explicit cardinality limit.
 
+    Each limit is the instrument's worst case under ``labels`` (the product of its labels'
+    bounds; default: the default bounds), so the labels otel-ctx bounds itself never reach
+    the SDK's ``otel.metric.overflow`` series, and an instrument cannot grow past it either.
     Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
-    advisory the instruments carry. ``native`` (``views(True)``) makes every otel-ctx
-    histogram exponential, one native-histogram series per label set in Prometheus instead of
-    one per bucket; use it only where metrics are pushed over OTLP.
+    advisory the instruments carry; pass the :class:`LabelPolicy` you configured. ``native``
+    (``views(True)``) makes every otel-ctx histogram exponential, one native-histogram series
+    per label set in Prometheus instead of one per bucket; use it only where metrics are pushed
+    over OTLP.
     """
     from opentelemetry.sdk.metrics.view import (
         ExplicitBucketHistogramAggregation,
@@ -172,26 +177,20 @@ def views(native: bool = False) -> list[View]:
         View,
     )
 
-    if native:
-        return [
-            View(
-                instrument_name=m.name,
-                meter_name=names.INSTRUMENTATION_SCOPE,
-                aggregation=ExponentialBucketHistogramAggregation(
-                    max_size=EXPONENTIAL_MAX_SIZE, max_scale=EXPONENTIAL_MAX_SCALE
-                ),
-            )
-            for m in names.ALL_METRICS
-            if m.kind == "histogram"
-        ]
+    policy = labels or LabelPolicy()
+    exponential = ExponentialBucketHistogramAggregation(
+        max_size=EXPONENTIAL_MAX_SIZE, max_scale=EXPONENTIAL_MAX_SCALE
+    )
     return [
         View(
             instrument_name=m.name,
             meter_name=names.INSTRUMENTATION_SCOPE,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=m.buckets),
+            aggregation=(exponential if native else ExplicitBucketHistogramAggregation(boundaries=m.buckets))
+            if m.kind == "histogram"
+            else None,
+            aggregation_cardinality_limit=policy.worst_case(m),
         )
-        for m in names.METRICS
-        if m.kind == "histogram"
+        for m in names.ALL_METRICS
     ]
 
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable
 
 from otel_ctx import encodings, names
-from otel_ctx.ledger import check_resolutions
+from otel_ctx.ledger import BUILTIN_RESOLUTIONS, MAX_EXTRA_RESOLUTIONS, check_resolutions
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
@@ -20,11 +20,14 @@ logger = logging.getLogger("otel_ctx.telemetry")
 #: are zero-padded to one width (``01`` … ``12``, ``13+``): Grafana and Prometheus order label
 #: values as text, and unpadded rounds would sort 1, 10, 11, 12, 13+, 2, … .
 DEFAULT_MAX_ROUND = 12
-#: When no task types are configured, the first this-many distinct ones keep their name.
+#: Besides the configured task types, the first this-many others keep their name: a fitter's
+#: own, or any while none are known. All fitters of the process share the bound.
 DEFAULT_MAX_TASK_TYPES = 20
-#: The first this-many models outside the model table keep their name: variants of a known
-#: family (dated snapshots, ``-mini``), and any name (a local model) while none are configured.
-DEFAULT_MAX_MODELS = 20
+#: Besides the configured models, the first this-many model names keep theirs: any name (a
+#: local model) while none are configured, else only a known family's (dated snapshots,
+#: ``-mini``). The shipped model table is not a licence: 45 names times every other label
+#: would be thousands of series from one process.
+DEFAULT_MAX_MODELS = 8
 
 _other_model_warned = False
 
@@ -60,8 +63,9 @@ class LabelPolicy:
         self._seen: set[str] = set()
         self.models: frozenset[str] = frozenset(models or ())
         self.max_models = max_models
-        self._table = encodings.known_model_names()
         self._seen_models: set[str] = set()
+        # Resolutions a run added for itself (beyond the configured ones), first come first kept.
+        self._seen_resolutions: set[str] = set()
         self._lock = threading.Lock()
 
     def round_label(self, round_number: int) -> str:
@@ -79,12 +83,12 @@ class LabelPolicy:
         """
         if task_type is None:
             return names.DEFAULT_TASK_TYPE
-        if task_type in self.task_types or task_type in known:
+        if task_type in self.task_types or task_type in self._seen:
             return task_type
-        if self.task_types or known:
+        if (self.task_types or known) and task_type not in known:
             return names.OTHER_TASK_TYPE
-        if task_type in self._seen:
-            return task_type
+        # A fitter's own task types pass too, but all fitters together share one bound: the
+        # label's worst case must be known before the first fit (the SDK's cardinality limits).
         with self._lock:
             if len(self._seen) < self.max_task_types:
                 self._seen.add(task_type)
@@ -92,14 +96,14 @@ class LabelPolicy:
         return names.OTHER_TASK_TYPE
 
     def model_label(self, model: str) -> str:
-        """The model if it is configured or a name of the model table, else ``other``.
+        """The model if it is configured, else one of the first ``max_models`` others, else ``other``.
 
-        The first ``max_models`` other names of a known family (``gpt-4o-2024-08-06``,
-        ``gpt-4.1-mini``) keep theirs too, and with no configured models any name does (a
-        local model): a proxy that passes every request's model through must not turn one
+        With models configured, only names of a known family (``gpt-4o-2024-08-06``,
+        ``gpt-4.1-mini``) fill those slots; with none configured any name does (a local
+        model): a proxy that passes every request's model through must not turn one
         histogram into thousands of series.
         """
-        if model in self.models or model in self._table or model in self._seen_models:
+        if model in self.models or model in self._seen_models:
             return model
         if not self.models or encodings.is_known_model(model):
             with self._lock:
@@ -108,6 +112,55 @@ class LabelPolicy:
                     return model
         _warn_other_model(model)
         return names.OTHER_MODEL
+
+    def resolution_label(self, resolution: str) -> str:
+        """A run's resolution as a label: built-in and configured ones as they are; a run's own
+        extras while the process has seen at most ``MAX_EXTRA_RESOLUTIONS`` of them, else ``other``."""
+        if resolution in BUILTIN_RESOLUTIONS or resolution in self.resolutions:
+            return resolution
+        if resolution in self._seen_resolutions:
+            return resolution
+        with self._lock:
+            if len(self._seen_resolutions) + len(self.resolutions) < MAX_EXTRA_RESOLUTIONS:
+                self._seen_resolutions.add(resolution)
+                return resolution
+        return names.OTHER_RESOLUTION
+
+    # --- the worst case, known before the first fit --------------------------------------
+
+    def values(self, attribute: str, metric: names.Metric) -> int:
+        """How many values ``attribute`` of ``metric`` can take in this process, at most."""
+        if attribute == names.TASK_TYPE:
+            # configured ones, the first max_task_types others, the default and ``other``
+            return len(self.task_types) + self.max_task_types + 2
+        if attribute == names.GEN_AI_REQUEST_MODEL:
+            return len(self.models) + self.max_models + 1
+        if attribute == names.ROUND:
+            return len(self._round_labels) + 1
+        if attribute == names.RESOLUTION:
+            return len(BUILTIN_RESOLUTIONS) + MAX_EXTRA_RESOLUTIONS + 1
+        if attribute == names.OUTCOME:
+            return len(names.OUTCOMES)
+        if attribute == names.STOP:
+            return len(names.STOPS)
+        if attribute == names.COMPONENT:
+            return len(names.ROUND_COMPONENTS if metric is names.ROUND_TOKENS else names.COMPONENTS)
+        raise ValueError(f"{metric.name}: no bound known for the label {attribute!r}")
+
+    def worst_case(self, metric: names.Metric) -> int:
+        """The most label sets (points) ``metric`` can have: the product of its labels' bounds.
+
+        The views set each instrument's SDK cardinality limit to this, so otel-ctx's own labels
+        never reach the SDK's overflow series.
+        """
+        total = 1
+        for attribute in metric.attributes:
+            total *= self.values(attribute, metric)
+        return total
+
+    def series(self, metric: names.Metric, points: int) -> int:
+        """Prometheus series that ``points`` label sets of ``metric`` become (buckets, +Inf, sum, count)."""
+        return points * (len(metric.buckets) + 3) if metric.kind == "histogram" else points
 
 
 def _warn_other_model(model: str) -> None:

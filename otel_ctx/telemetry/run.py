@@ -13,9 +13,9 @@ resolution and stop, whether the block returned or raised.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 
 _CURRENT_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_current_run", default=None)
-#: Results of the last rounds, so ``record_usage(result=...)`` finds the round a result was.
-_RECENT_ROUNDS = 32
 
 
 class _RunInstruments:
@@ -69,11 +67,18 @@ class _RunInstruments:
             if len(self._started) >= 4096:  # labels are bounded; this only guards memory
                 self._started.clear()
             self._started.add(key)
-        self.ceiling_stops.add(0, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
+        self.ceiling_stops.add(
+            0, _labels(names.CEILING_STOPS, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
+        )
 
 
 _INSTRUMENTS: weakref.WeakKeyDictionary[Emitter, _RunInstruments] = weakref.WeakKeyDictionary()
 _INSTRUMENTS_LOCK = threading.Lock()
+
+
+def _labels(metric: names.Metric, values: Mapping[str, str]) -> dict[str, str]:
+    """The labels ``metric`` carries, from the run's values: the registry decides which, not the call."""
+    return {name: values[name] for name in metric.attributes}
 
 
 def _instruments(emitter: Emitter) -> _RunInstruments:
@@ -144,7 +149,10 @@ class Run:
         )
         #: The last round's check against the run ceiling (None before the first round).
         self.last_check: CeilingCheck | None = None
-        self._recent: deque[tuple[FitResult, int]] = deque(maxlen=_RECENT_ROUNDS)
+        # id(result) -> (weak reference, round): ``record_usage(result=...)`` books a result's usage
+        # to the round it was, however many rounds ago, without keeping the results alive; an
+        # entry leaves when its result is collected (so a reused id never finds a stale round).
+        self._round_by_result: dict[int, tuple[weakref.ref[FitResult], int]] = {}
         self._finished = False
         self.rounds = 0
         self.last_result: FitResult | None = None
@@ -268,19 +276,18 @@ class Run:
         inst = _instruments(self.emitter)
         task = self._task_label()
         model = self._model_label()
-        labels = {
+        values = {
             names.TASK_TYPE: task,
-            names.RESOLUTION: resolution,
+            names.RESOLUTION: self.emitter.labels.resolution_label(resolution),
+            names.STOP: ledger.stop,
             names.GEN_AI_REQUEST_MODEL: model,
         }
-        inst.tokens.record(spent, labels, self._span_context)
+        inst.tokens.record(spent, _labels(names.RUN_TOKENS, values), self._span_context)
         if cost is not None:
-            inst.cost.record(cost, labels, self._span_context)
+            inst.cost.record(cost, _labels(names.RUN_COST, values), self._span_context)
         if ledger.ceiling is not None:
             inst.ceiling_utilization.record(
-                spent / ledger.ceiling,
-                {names.TASK_TYPE: task, names.STOP: ledger.stop, names.GEN_AI_REQUEST_MODEL: model},
-                self._span_context,
+                spent / ledger.ceiling, _labels(names.RUN_CEILING_UTILIZATION, values), self._span_context
             )
 
     def next_round(self) -> int:
@@ -386,7 +393,7 @@ class Run:
             number, prompt_tokens=b.estimated, reserved_output=b.reserved_output, overflow=overflow
         )
         self.last_check = check
-        self._recent.append((result, number))
+        self._remember_round(result, number)
         crossed = check.crossed and not overflow
         try:
             if span is not None and span.is_recording():
@@ -412,9 +419,11 @@ class Run:
                         },
                     )
             if crossed and had_stop == names.STOP_NONE and self.ledger.stop == names.STOP_CEILING:
-                _instruments(self.emitter).ceiling_stops.add(
-                    1, {names.TASK_TYPE: self._task_label(), names.GEN_AI_REQUEST_MODEL: self._model_label()}
-                )
+                values = {
+                    names.TASK_TYPE: self._task_label(),
+                    names.GEN_AI_REQUEST_MODEL: self._model_label(),
+                }
+                _instruments(self.emitter).ceiling_stops.add(1, _labels(names.CEILING_STOPS, values))
             self._update_run_span()
         except Exception as exc:
             log_failure("recording the run ceiling", exc)
@@ -567,8 +576,10 @@ class Run:
             )
         elif input_tokens is not None or output_tokens is not None:
             raise InvalidRequestError("record_usage", "give either the counts or usage, not both")
-        accuracy = self.fitter.observe_usage(res, usage.input_tokens)
+        # Which round before anything is booked: a result this run never fitted is refused
+        # whole, not half-recorded in the calibration.
         number = self._round_of(res)
+        accuracy = self.fitter.observe_usage(res, usage.input_tokens)
         spend = self.ledger.record_usage(number, usage)
         try:
             with self._lock:
@@ -604,11 +615,29 @@ class Run:
             log_failure("recording usage", exc)
         return accuracy
 
+    def _remember_round(self, result: FitResult, number: int) -> None:
+        key = id(result)
+        table = self._round_by_result
+
+        def forget(ref: weakref.ref[FitResult]) -> None:
+            found = table.get(key)
+            if found is not None and found[0] is ref:
+                table.pop(key, None)
+
+        # A result type without weak references is not findable by identity.
+        with contextlib.suppress(TypeError):
+            table[key] = (weakref.ref(result, forget), number)
+
     def _round_of(self, result: FitResult) -> int:
-        for known, number in reversed(self._recent):
-            if known is result:
-                return number
-        return self.rounds
+        """The round ``result`` was fitted as in this run; refused when it was not one of them."""
+        found = self._round_by_result.get(id(result))
+        if found is not None and found[0]() is result:
+            return found[1]
+        raise InvalidRequestError(
+            "record_usage.result",
+            "is not a round of this run (fitted by another run or outside one); its usage cannot be "
+            "booked to any round of this run",
+        )
 
 
 def run(

@@ -167,8 +167,12 @@ def create_providers(
     extra_metric_readers: Iterable[MetricReader] = (),
     traces: bool = True,
     metrics_: bool = True,
+    labels: LabelPolicy | None = None,
 ) -> TelemetryHandle:
     """Build (but do not install) the providers :func:`configure` would install.
+
+    ``labels``: the label bounds the emitter will use; the meter provider's cardinality
+    limits are their worst case (see :func:`views`).
 
     For applications that keep otel-ctx off the global providers:
     ``Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)``.
@@ -220,7 +224,7 @@ def create_providers(
         handle.meter_provider = MeterProvider(
             resource=resource,
             metric_readers=readers,
-            views=views(handle.distributions),
+            views=views(handle.distributions, labels),
             shutdown_on_exit=False,
         )
     if handle.tracer_provider is not None or handle.meter_provider is not None:
@@ -263,12 +267,13 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
         settings = settings or ExportSettings()
         # Decided (and a contradiction refused) before anything changes or starts.
         distributions = settings.distributions()
+        policy = labels or LabelPolicy()
         emitter = default_emitter()
-        emitter.labels = labels or LabelPolicy()
+        emitter.labels = policy
         emitter.distributions = distributions
         want_traces = not _app_has_tracer_provider()
         want_metrics = not _app_has_meter_provider()
-        handle = create_providers(settings, traces=want_traces, metrics_=want_metrics)
+        handle = create_providers(settings, traces=want_traces, metrics_=want_metrics, labels=policy)
         if handle.tracer_provider is not None:
             trace.set_tracer_provider(handle.tracer_provider)
         if handle.meter_provider is not None:
@@ -338,9 +343,10 @@ def configure(
     ``task_types`` adds to the fitters' task types in the set that metric labels keep
     (others become ``other``); ``max_round`` is the last round with its own label;
     ``resolutions`` adds the application's own run resolutions (a few) to the built-in ones.
-    ``models`` are the model names metric labels keep besides the model table's; the first
-    20 others keep theirs too (with ``models`` given, only variants of known families such
-    as ``gpt-4.1-mini``), later ones become ``other``.
+    ``models`` are the model names metric labels keep; the first 8 others keep theirs too
+    (with ``models`` given, only variants of known families such as ``gpt-4.1-mini``), later
+    ones become ``other``. Name the models the deployment uses: each one multiplies the
+    series of every metric that carries the model (docs/fleet.md has the figures).
 
     ``native_histograms=True`` records every otel-ctx histogram as an exponential one (one
     native-histogram series per label set in Prometheus, Mimir, Thanos, Grafana Cloud) and
