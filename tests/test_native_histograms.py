@@ -109,10 +109,10 @@ def test_each_line_of_a_round_is_one_exponential_point_per_line_round_and_task_t
     by_line = {p.attributes[names.COMPONENT]: p for p in lines.data_points}
     assert set(by_line) == set(names.LINE_COMPONENTS)
     for line, point in by_line.items():
-        assert dict(point.attributes) == {names.COMPONENT: line, names.ROUND: "3", names.TASK_TYPE: task}
+        assert dict(point.attributes) == {names.COMPONENT: line, names.ROUND: "03", names.TASK_TYPE: task}
         assert (point.count, point.sum) == (1, values[line])
     (utilization,) = got[names.ROUND_UTILIZATION.name].data_points
-    assert dict(utilization.attributes) == {names.ROUND: "3", names.TASK_TYPE: task}
+    assert dict(utilization.attributes) == {names.ROUND: "03", names.TASK_TYPE: task}
     assert utilization.sum == pytest.approx(result.breakdown.estimated / result.breakdown.budget)
 
 

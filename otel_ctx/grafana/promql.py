@@ -49,7 +49,7 @@ def _quote(value: str) -> str:
 def _series_without_model() -> frozenset[str]:
     """Every series name (raw and recorded) of a metric that does not carry the model label."""
     out: set[str] = set()
-    for metric in names.METRICS:
+    for metric in names.ALL_METRICS:
         if names.GEN_AI_REQUEST_MODEL in metric.attributes:
             continue
         suffixes = ("_bucket", "_sum", "_count", "") if metric.kind == "histogram" else ("",)
@@ -197,9 +197,9 @@ def histogram_quantile(
 
 
 def distribution_selector(metric: names.Metric, **matchers: str) -> str:
-    """A per-round distribution's selector, with the model matcher too although the distributions
-    carry no model label: ``=~"$model"`` matches a missing label only when every model is
-    selected, so a panel shows nothing for one model rather than every model's numbers."""
+    """A per-round distribution's selector. The distributions carry no model label (the series
+    budget), so like every per-task metric they take no model matcher: a panel keeps answering,
+    per task type, whatever model is picked, and its description says so."""
     return selector(metric.prometheus, **matchers)
 
 

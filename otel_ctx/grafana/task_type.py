@@ -249,8 +249,8 @@ def _edge() -> list[p.PanelBuilder]:
 NEEDS_DISTRIBUTIONS = (
     "No distributions: they need metrics pushed over OTLP with "
     "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram "
-    "(or configure(native_histograms=True)) into a Prometheus with native histograms on, and "
-    "all models selected (they carry no model label)"
+    "(or configure(native_histograms=True)) into a Prometheus with native histograms on "
+    "(they are per task type: the model filter does not narrow them)"
 )
 #: The lines whose tokens the distribution panels show (the budget is a setting, not a load).
 DISTRIBUTION_LINES: tuple[str, ...] = tuple(c for c in names.LINE_COMPONENTS if c != names.COMPONENT_BUDGET)

@@ -159,7 +159,7 @@ def distributions_from_env() -> bool:
     return (env(ENV_HISTOGRAM_AGGREGATION) or "").lower() == EXPONENTIAL_HISTOGRAM
 
 
-def views(native: bool = False, labels: LabelPolicy | None = None) -> list[View]:
+def views(labels: LabelPolicy | None = None, *, native: bool = False) -> list[View]:
     """One View per otel-ctx instrument: its buckets and an explicit cardinality limit.
 
     Each limit is the instrument's worst case under ``labels`` (the product of its labels'
@@ -167,7 +167,7 @@ def views(native: bool = False, labels: LabelPolicy | None = None) -> list[View]
     the SDK's ``otel.metric.overflow`` series, and an instrument cannot grow past it either.
     Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
     advisory the instruments carry; pass the :class:`LabelPolicy` you configured. ``native``
-    (``views(True)``) makes every otel-ctx histogram exponential, one native-histogram series
+    (``views(native=True)``) makes every otel-ctx histogram exponential, one native-histogram series
     per label set in Prometheus instead of one per bucket; use it only where metrics are pushed
     over OTLP.
     """

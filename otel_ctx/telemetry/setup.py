@@ -224,7 +224,7 @@ def create_providers(
         handle.meter_provider = MeterProvider(
             resource=resource,
             metric_readers=readers,
-            views=views(handle.distributions, labels),
+            views=views(labels, native=handle.distributions),
             shutdown_on_exit=False,
         )
     if handle.tracer_provider is not None or handle.meter_provider is not None:
