@@ -9,6 +9,14 @@ can prove that instrumentation sent the same body it would have sent without it.
 Replies come from a queue of :class:`Reply` (default: a short text answer). A reply
 can make tool calls, carry a chosen usage, or be an HTTP error (``status=400``,
 ``status=500``). A refused connection is tested with :func:`closed_port_url`.
+
+Responses keeps state as OpenAI does: each response is stored (unless ``store=false``)
+with the whole context it saw plus its output; ``previous_response_id`` and
+``conversation`` continue it and are billed for the whole stored context, not only
+the new items. Conversations are created and filled through ``/v1/conversations``.
+``truncation="auto"`` drops the oldest items beyond :attr:`FakeProvider.window`;
+``context_management=[{"type": "compaction", "compact_threshold": N}]`` replaces a
+context above N with one compaction item, and ``/v1/responses/compact`` does it on demand.
 """
 
 from __future__ import annotations
@@ -66,6 +74,13 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._ids = 0
+        #: Responses state: the context each stored response ends with, and each conversation's.
+        self.stored: dict[str, list[Any]] = {}
+        self.conversations: dict[str, list[Any]] = {}
+        #: The model window ``truncation="auto"`` cuts to (in ``usage_for`` units).
+        self.window = 1 << 30
+        #: What each Responses call was billed for, in order (the whole context the model saw).
+        self.billed: list[int] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -134,14 +149,29 @@ class FakeProvider:
             if path.endswith("/messages"):
                 payload = {"type": "error", "error": {"type": kind, "message": f"fake {reply.status}"}}
             return self._send_json(h, reply.status, payload)
-        usage_in = reply.input_tokens if reply.input_tokens is not None else self.usage_for(body)
+        stateful = "/responses" in path or "/conversations" in path  # billed for what the server holds
+        usage_in = 0
+        if not stateful:
+            usage_in = reply.input_tokens if reply.input_tokens is not None else self.usage_for(body)
         stream = bool(body.get("stream"))
         if path.endswith("/chat/completions"):
             if stream:
                 want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 return self._send_sse(h, _chat_chunks(body, reply, n, usage_in, want_usage))
             return self._send_json(h, 200, _chat_completion(body, reply, n, usage_in))
+        if "/conversations" in path:
+            return self._conversation(h, path, body, n)
+        if path.endswith("/responses/compact"):
+            return self._send_json(h, 200, self._compact(body, n))
         if path.endswith("/responses"):
+            found = self._held(body)
+            if found is None:
+                return self._send_json(
+                    h,
+                    400,
+                    {"error": {"message": "Previous response not found.", "type": "invalid_request_error"}},
+                )
+            body, usage_in = self._stateful(body, found, reply, n)
             if stream:
                 return self._send_sse(h, _responses_events(body, reply, n, usage_in))
             return self._send_json(h, 200, _response(body, reply, n, usage_in))
@@ -149,6 +179,100 @@ class FakeProvider:
             if stream:
                 return self._send_sse(h, _anthropic_events(body, reply, n, usage_in))
             return self._send_json(h, 200, _anthropic_message(body, reply, n, usage_in))
+        return self._send_json(h, 404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+    # -- Responses state ---------------------------------------------------------------------
+
+    def _held(self, body: Any) -> list[Any] | None:
+        """The stored context a request continues ([] for none); None for an unknown id."""
+        previous = body.get("previous_response_id")
+        conv = body.get("conversation")
+        conv_id = conv.get("id") if isinstance(conv, dict) else conv
+        with self._lock:
+            if previous:
+                return list(self.stored[previous]) if previous in self.stored else None
+            if conv_id:
+                return list(self.conversations[conv_id]) if conv_id in self.conversations else None
+        return []
+
+    def _stateful(self, body: Any, held: list[Any], reply: Reply, n: int) -> tuple[Any, int]:
+        """The request as the model sees it (held context + new items), billed whole."""
+        new = body.get("input", [])
+        new_items = [{"role": "user", "content": new}] if isinstance(new, str) else list(new)
+        seen = {k: v for k, v in body.items() if k not in ("previous_response_id", "conversation")}
+        # A request that continues nothing is billed exactly as sent.
+        seen["input"] = held + new_items if held else new
+        if body.get("truncation") == "auto":
+            while (
+                isinstance(seen["input"], list)
+                and len(seen["input"]) > 1
+                and self.usage_for(seen) > self.window
+            ):
+                seen["input"] = seen["input"][1:]
+        billed = reply.input_tokens if reply.input_tokens is not None else self.usage_for(seen)
+        context = seen["input"]
+        for entry in body.get("context_management") or []:
+            threshold = entry.get("compact_threshold")
+            if entry.get("type") == "compaction" and threshold is not None and billed > threshold:
+                context = [_compaction_item(n, context)]
+        with self._lock:
+            self.billed.append(billed)
+        response = _response(body, reply, n, billed)
+        if context is not seen["input"]:
+            response["output"].insert(0, context[0])
+        before = context if isinstance(context, list) else new_items
+        after = [*before, *_stored_output(response)]
+        conv = body.get("conversation")
+        conv_id = conv.get("id") if isinstance(conv, dict) else conv
+        with self._lock:
+            if body.get("store") is not False:
+                self.stored[response["id"]] = after
+            if conv_id:
+                self.conversations[conv_id] = after
+        return {**body, "_response": response}, billed
+
+    def _compact(self, body: Any, n: int) -> dict[str, Any]:
+        held = self._held(body) or []
+        new = body.get("input") or []
+        items = held + ([{"role": "user", "content": new}] if isinstance(new, str) else list(new))
+        users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
+        billed = self.usage_for({"model": body.get("model"), "input": items})
+        with self._lock:
+            self.billed.append(billed)
+        return {
+            "id": f"resp_compact_{n}",
+            "object": "response.compaction",
+            "created_at": 1_700_000_000 + n,
+            "output": [*users, _compaction_item(n, items)],
+            "usage": {
+                "input_tokens": billed,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 10,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": billed + 10,
+            },
+        }
+
+    def _conversation(self, h: BaseHTTPRequestHandler, path: str, body: Any, n: int) -> None:
+        parts = path.rstrip("/").split("/")
+        if parts[-1] == "conversations":  # create
+            conv_id = f"conv_{n}"
+            with self._lock:
+                self.conversations[conv_id] = list(body.get("items") or [])
+            payload = {
+                "id": conv_id,
+                "object": "conversation",
+                "created_at": 1_700_000_000 + n,
+                "metadata": {},
+            }
+            return self._send_json(h, 200, payload)
+        if parts[-1] == "items":  # add items
+            conv_id = parts[-2]
+            added = [{**item, "id": f"item_{n}_{i}"} for i, item in enumerate(body.get("items") or [])]
+            with self._lock:
+                self.conversations.setdefault(conv_id, []).extend(body.get("items") or [])
+            payload = {"object": "list", "data": added, "first_id": None, "last_id": None, "has_more": False}
+            return self._send_json(h, 200, payload)
         return self._send_json(h, 404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
     @staticmethod
@@ -249,7 +373,18 @@ def _pieces(text: str) -> list[str]:
 # -- OpenAI Responses ------------------------------------------------------------------------
 
 
+def _compaction_item(n: int, replaced: list[Any]) -> dict[str, Any]:
+    return {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"enc-{n}-{len(replaced)}"}
+
+
+def _stored_output(response: dict[str, Any]) -> list[Any]:
+    """The output items the next request of the chain sees (a compaction item is already in place)."""
+    return [item for item in response["output"] if item.get("type") != "compaction"]
+
+
 def _response(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    if "_response" in body:  # built once by the stateful path, which had to know the output
+        return dict(body["_response"])
     output: list[dict[str, Any]] = []
     for i, (name, args) in enumerate(reply.tool_calls):
         output.append(

@@ -25,9 +25,11 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
+from otel_ctx.instrumentation import _chain
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.telemetry.emitter import Emitter, log_failure
+from otel_ctx.telemetry.trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.engine import ContextFitter
@@ -156,6 +158,8 @@ class Observer:
         self.config = config
         self.emitter = emitter
         self.conversations = Conversations(config.max_conversations)
+        #: Responses conversations the server keeps: the lines of each observed chain.
+        self.chains = _chain.ChainStore(config.max_conversations)
         self._fitters: OrderedDict[str, ContextFitter] = OrderedDict()
         self._lock = threading.Lock()
         #: Flipped off by uninstrument() when another wrapper sits outside ours.
@@ -215,8 +219,16 @@ class Observer:
         policy = self.config.policy(task_type, model, _requested_output(body))
         fitter = self.fitter(model)
         result = _rebudget(fitter.measure_request(body, provider=provider), policy, task_type)
-        if info.conversation_id is not None:
-            round_number = self.conversations.next_round(info.conversation_id)
+        chain: _chain.ChainRound | None = None
+        if provider == "openai-responses":
+            chain, result = _chain.begin(self.chains, body, result)
+        conversation_id = info.conversation_id
+        if conversation_id is not None:
+            round_number = self.conversations.next_round(conversation_id)
+        elif chain is not None and chain.continues:
+            # Round N of a stored chain is round N, with no otel_ctx.task around the call.
+            round_number = chain.round_number
+            conversation_id = chain.conversation_id
         else:
             round_number = _assistant_turns(body, provider) + 1
         current = trace.get_current_span(parent)
@@ -224,8 +236,10 @@ class Observer:
             names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
         )
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
+        round_.chain = chain
+        round_.like_with_like = _chain.like_with_like(body, provider)
         try:
-            round_.begin(provider, info.conversation_id)
+            round_.begin(provider, conversation_id)
         except BaseException:
             span.end()
             raise
@@ -253,17 +267,38 @@ class Round:
         self.model = model
         self.call_span = call_span
         self.usage: Usage | None = None
+        self.chain: _chain.ChainRound | None = None
+        #: The provider counts what the body shows: only then may its usage teach the calibration.
+        self.like_with_like = True
+        self._extra: dict[str, AttributeValue] = {}
+        self._deferred = False
         self._token: object | None = None
         self._done = False
         self._lock = threading.Lock()
 
     def begin(self, provider: str, conversation_id: str | None) -> None:
+        extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
+        if conversation_id is not None:
+            extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
+        self._extra = extra
+        if self.chain is not None and self.chain.pending:
+            # Part of the context is held by the server and was never seen here: the round's
+            # breakdown (and its metrics) waits for the usage that says how large it is.
+            self._deferred = True
+        else:
+            self._record()
+        # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def _record(self) -> None:
+        """The round's breakdown on its span, the provider call's span and the metrics."""
         span, result = self.span, self.result
         context = trace.set_span_in_context(span)
         if span.is_recording():
-            extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
-            if conversation_id is not None:
-                extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
+            extra = dict(self._extra)
+            extra[names.FIGURE_SOURCE] = (
+                self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
+            )
             self.observer.emitter.annotate(
                 span, result, self.round_number, names.MODE_OBSERVE, self.model, extra
             )
@@ -278,8 +313,16 @@ class Round:
             )
         em = self.observer.emitter
         em.record_metrics(result, self.round_number, self.model, self.observer.config.task_types, context)
-        # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
-        self._token = otel_context.attach(context)
+
+    def see(self, obj: Any) -> None:
+        """A response object or stream event, read for what the usage does not say. Never raises."""
+        chain = self.chain
+        if chain is None:
+            return
+        try:
+            chain.see(obj)
+        except Exception as exc:
+            log_failure("reading a provider response", exc)
 
     def detach(self) -> None:
         """The SDK call returned: our span is no longer the current one (its stream may go on)."""
@@ -310,11 +353,43 @@ class Round:
         span = self.span
         if error is not None and span.is_recording():
             span.set_status(Status(StatusCode.ERROR, type(error).__name__))
-        if usage is None or usage.input_tokens <= 0:
+        reported = usage.input_tokens if usage is not None and usage.input_tokens > 0 else None
+        chain = self.chain
+        if chain is not None:
+            self.result = _chain.settle(chain, self.result, reported, self.fitter, self.model)
+            if chain.response_id is not None and span.is_recording():
+                conversation = chain.conversation_id or chain.response_id
+                span.set_attribute(names.GEN_AI_CONVERSATION_ID, conversation)
+        if self._deferred:
+            self._deferred = False
+            self._record()
+        elif chain is not None and chain.figure_source == names.FIGURE_USAGE and span.is_recording():
+            # A server-held part grew past what the chain accounts for: the span says so.
+            self.observer.emitter.annotate(
+                span,
+                self.result,
+                self.round_number,
+                names.MODE_OBSERVE,
+                self.model,
+                {**self._extra, names.FIGURE_SOURCE: names.FIGURE_USAGE},
+            )
+        if chain is not None and chain.trim is not None:
+            kind, before, after, items = chain.trim
+            self.observer.emitter.record_trim(
+                span,
+                Trim(names.PERFORMER_PROVIDER, kind, before, after, items),
+                task_type=self.result.task_type,
+                known_task_types=self.observer.config.task_types,
+            )
+        if usage is None or reported is None:
             return
         self.usage = usage
         result = self.result
-        accuracy = self.fitter.observe_usage(result, usage.input_tokens)
+        if self.like_with_like:
+            accuracy = self.fitter.observe_usage(result, usage.input_tokens)
+        else:
+            # A partial view (server-held state, server-side edits) never moves the calibration.
+            accuracy = usage.input_tokens / max(1, result.breakdown.estimated)
         context = trace.set_span_in_context(span)
         self.observer.emitter.record_accuracy(
             accuracy,

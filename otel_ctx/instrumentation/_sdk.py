@@ -115,6 +115,7 @@ def _respond(
     try:
         if streams and isinstance(response, streams):
             return proxy(response, round_, watcher)
+        round_.see(response)
         round_.finish(extract(response))
     except Exception as exc:
         log_failure("reading a provider response", exc)

@@ -36,6 +36,7 @@ from otel_ctx.engine.result import FitResult
 from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import capture_content, messages_json, record_exception
 from otel_ctx.telemetry.labels import LabelPolicy
+from otel_ctx.telemetry.trim import Trim
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
@@ -59,6 +60,7 @@ def component_values(b: Breakdown) -> tuple[int, ...]:
         b.tool_schema,
         b.system_prompt,
         b.skills,
+        b.server_held,
         b.estimated,
         b.budget,
         b.reserved_output,
@@ -92,6 +94,7 @@ def span_attributes(
     attrs[names.TOOL_SCHEMA_TOKENS] = b.tool_schema
     attrs[names.SYSTEM_PROMPT_TOKENS] = b.system_prompt
     attrs[names.SKILLS_TOKENS] = b.skills
+    attrs[names.SERVER_HELD_TOKENS] = b.server_held
     attrs[names.ESTIMATED_TOKENS] = b.estimated
     attrs[names.REMAINING_TOKENS] = b.remaining
     attrs[names.SYSTEM_PROMPT_IN_TRANSCRIPT] = b.system_prompt_in_transcript
@@ -260,6 +263,8 @@ class Emitter:
         self._utilization = instruments.create(meter, names.UTILIZATION)
         self._accuracy = instruments.create(meter, names.ESTIMATE_ACCURACY)
         self._fits = instruments.create(meter, names.FITS)
+        self._trimmed_tokens = instruments.create(meter, names.TRIMMED_TOKENS)
+        self._trims = instruments.create(meter, names.TRIMS)
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -437,6 +442,29 @@ class Emitter:
         except Exception as exc:
             log_failure("recording the estimate accuracy", exc)
 
+    def record_trim(
+        self,
+        span: Span,
+        trim: Trim,
+        *,
+        task_type: str | None,
+        known_task_types: Iterable[str] = (),
+    ) -> None:
+        """One trim, whoever performed it: an event on the round's span and the two counters.
+
+        Never raises: a trim is observed after the fact and must not disturb the call.
+        """
+        try:
+            if span.is_recording():
+                span.add_event(names.EVENT_TRIM, trim.attributes())
+            task = self.labels.task_label(task_type, known_task_types)
+            labels = {names.TASK_TYPE: task, names.TRIM_PERFORMER: trim.performer}
+            context = trace.set_span_in_context(span)
+            self._trims.add(1, labels, context)
+            self._trimmed_tokens.add(trim.removed, labels, context)
+        except Exception as exc:
+            log_failure("recording a trim", exc)
+
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
         fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
@@ -459,6 +487,10 @@ class Emitter:
                     {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
                     _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
+            for performer in names.PERFORMERS:  # the same for the first trim of each performer
+                zero = {names.TASK_TYPE: task, names.TRIM_PERFORMER: performer}
+                self._trims.add(0, zero, _NO_SPAN)
+                self._trimmed_tokens.add(0, zero, _NO_SPAN)
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
             self._seen_task_models.clear()
