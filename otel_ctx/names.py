@@ -514,14 +514,24 @@ TRIMMED_TOKENS = Metric(
         "Tokens removed from the context, by who removed them (context_budget.trim.performer): "
         "otel-ctx, the provider, the agent framework or the agent's own trimmer."
     ),
-    attributes=(TASK_TYPE, TRIM_PERFORMER),
+    attributes=(TASK_TYPE, TRIM_PERFORMER, GEN_AI_REQUEST_MODEL),
 )
 TRIMS = Metric(
     name=_P + "trims",
     kind="counter",
     unit="{trim}",
-    description="Trims of the context, by who performed them; a provider's context-window stop is one too.",
-    attributes=(TASK_TYPE, TRIM_PERFORMER),
+    description="Trims of the context, by who performed them.",
+    attributes=(TASK_TYPE, TRIM_PERFORMER, GEN_AI_REQUEST_MODEL),
+)
+PROVIDER_OVERFLOWS = Metric(
+    name=_P + "provider_overflows",
+    kind="counter",
+    unit="{request}",
+    description=(
+        "Requests the provider stopped because the context window was exceeded (Anthropic's "
+        "model_context_window_exceeded): overflows the provider saw, whatever the estimate said."
+    ),
+    attributes=(TASK_TYPE, GEN_AI_REQUEST_MODEL),
 )
 
 #: Every instrument otel-ctx creates; the emitter, dashboards and alerts read this list.
@@ -539,6 +549,7 @@ METRICS: tuple[Metric, ...] = (
     RUN_CEILING_UTILIZATION,
     TRIMMED_TOKENS,
     TRIMS,
+    PROVIDER_OVERFLOWS,
 )
 
 # --- values of context_budget.component -------------------------------------------------

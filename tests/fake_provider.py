@@ -48,6 +48,8 @@ class Reply:
     status: int = 200
     #: In a stream, send the usage (OpenAI chat: only if the request asked with ``stream_options``).
     stream_usage: bool = True
+    #: Anthropic: a stop reason other than the default (``model_context_window_exceeded``).
+    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,8 @@ class FakeProvider:
             if stream:
                 return self._send_sse(h, _responses_events(body, reply, n, usage_in))
             return self._send_json(h, 200, _response(body, reply, n, usage_in))
+        if path.endswith("/messages") and body.get("context_management"):
+            body, usage_in = _anthropic_managed(body, reply, usage_in, self.usage_for)
         if path.endswith("/messages"):
             if stream:
                 return self._send_sse(h, _anthropic_events(body, reply, n, usage_in))
@@ -474,14 +478,79 @@ def _anthropic_content(reply: Reply, n: int) -> list[dict[str, Any]]:
     return content
 
 
+def _anthropic_managed(
+    body: Any, reply: Reply, usage_in: int, usage_for: Callable[[Any], int]
+) -> tuple[Any, int]:
+    """Anthropic's server-side context management: clear old tool results, or compact the
+    context into one summary block, and report what was done as the API does."""
+    edits = (body.get("context_management") or {}).get("edits") or []
+    messages = body.get("messages", [])
+    applied: list[dict[str, Any]] = []
+    compaction: dict[str, Any] | None = None
+    iterations: list[dict[str, Any]] | None = None
+    for edit in edits:
+        kind = str(edit.get("type", ""))
+        if kind.startswith("clear_tool_uses"):
+            keep = int((edit.get("keep") or {}).get("value", 3))
+            results = [
+                (i, k)
+                for i, m in enumerate(messages)
+                if isinstance(m.get("content"), list)
+                for k, b in enumerate(m["content"])
+                if b.get("type") == "tool_result"
+            ]
+            cleared = results[: max(0, len(results) - keep)]
+            if not cleared:
+                continue
+            edited = json.loads(json.dumps(messages))
+            for i, k in cleared:
+                edited[i]["content"][k]["content"] = "[cleared]"
+            before = usage_for({**body, "messages": messages})
+            messages = edited
+            after = usage_for({**body, "messages": messages})
+            applied.append(
+                {"type": kind, "cleared_tool_uses": len(cleared), "cleared_input_tokens": before - after}
+            )
+        elif kind.startswith("compact_"):
+            trigger = int((edit.get("trigger") or {}).get("value", 150_000))
+            whole = usage_for({**body, "messages": messages})
+            if whole > trigger:
+                compaction = {
+                    "type": "compaction",
+                    "content": "Summary: a cracked shelf, replacement agreed.",
+                }
+                messages = [{"role": "user", "content": [{"type": "text", "text": compaction["content"]}]}]
+                after = usage_for({**body, "messages": messages})
+                iterations = [
+                    {"type": "compaction", "input_tokens": whole, "output_tokens": 40,
+                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+                    {"type": "message", "input_tokens": after, "output_tokens": reply.output_tokens,
+                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+                ]  # fmt: skip
+    billed = (
+        reply.input_tokens if reply.input_tokens is not None else usage_for({**body, "messages": messages})
+    )
+    managed = {"applied_edits": applied}
+    return {**body, "_managed": (managed, compaction, iterations)}, billed
+
+
 def _anthropic_message(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    if "_managed" in body:
+        managed, compaction, iterations = body["_managed"]
+        plain = _anthropic_message({k: v for k, v in body.items() if k != "_managed"}, reply, n, usage_in)
+        plain["context_management"] = managed
+        if compaction is not None:
+            plain["content"].insert(0, compaction)
+        if iterations is not None:
+            plain["usage"]["iterations"] = iterations
+        return plain
     return {
         "id": f"msg_{n}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "claude-sonnet-4-6"),
         "content": _anthropic_content(reply, n),
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
         "usage": _anthropic_usage(reply, usage_in),
     }
@@ -506,6 +575,8 @@ def _anthropic_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterato
                         "delta": {"type": "text_delta", "text": word},
                     },
                 )
+        elif block["type"] == "compaction":
+            yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": block}
         else:
             empty = {**block, "input": {}}
             yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": empty}
@@ -519,14 +590,14 @@ def _anthropic_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterato
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
     usage = {"output_tokens": reply.output_tokens} if reply.stream_usage else {"output_tokens": 0}
-    yield (
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": usage,
-        },
-    )
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": usage,
+    }
+    if "context_management" in message:  # the beta stream reports the edits at the end
+        delta["context_management"] = message["context_management"]
+    yield "message_delta", delta
     yield "message_stop", {"type": "message_stop"}
 
 

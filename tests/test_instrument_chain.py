@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, Reply
-from instrument_support import RESPONSES_TOOLS, Instrumented, instrumented, openai_client
+from instrument_support import RESPONSES_TOOLS, Instrumented, anthropic_client, instrumented, openai_client
 
+import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
 from otel_ctx.engine import BudgetPolicy, ContextFitter
 from otel_ctx.instrumentation import _chain
@@ -31,10 +32,12 @@ TURNS = [
 ]
 
 
-def _bill_exactly(fake: FakeProvider) -> None:
-    """The fake bills what the model sees as OpenAI counts it (the whole stored context)."""
-    counter = ContextFitter(BudgetPolicy(context_length=1 << 30, reserved_output=0), model="gpt-4o")
-    fake.usage_for = lambda body: counter.count_request(body, provider="openai-responses")
+def _bill_exactly(fake: FakeProvider, provider: str = "openai-responses") -> None:
+    """The fake bills what the model sees, counted as otel-ctx counts it (the whole stored
+    context), so a plain request's usage leaves the calibration where it is."""
+    model = "claude-sonnet-4-6" if provider == "anthropic" else "gpt-4o"
+    counter = ContextFitter(BudgetPolicy(context_length=1 << 30, reserved_output=0), model=model)
+    fake.usage_for = lambda body: counter.count_request(body, provider=provider)
 
 
 def _attrs(span: Any) -> dict[str, Any]:
@@ -228,3 +231,70 @@ def test_the_chain_store_is_bounded() -> None:
     for i in range(10):
         store.put((f"resp_{i}",), state)
     assert len(store) == 3 and store.get("resp_0") is None and store.get("resp_9") is state
+
+
+# --- Anthropic: edits and compaction on the server ------------------------------------------
+
+
+def _tool_rounds(k: int) -> list[dict[str, Any]]:
+    """A transcript with ``k`` answered tool calls, each result the order lookup."""
+    out: list[dict[str, Any]] = [{"role": "user", "content": TURNS[0]}]
+    for i in range(k):
+        use = {"type": "tool_use", "id": f"t{i}", "name": "get_order", "input": {"id": "88-1042"}}
+        out.append({"role": "assistant", "content": [use]})
+        out.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": ORDER}]}
+        )
+    return out
+
+
+def _trim_events(cap: Instrumented) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for s in cap.rounds() for e in s.events if e.name == n.EVENT_TRIM]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_cleared_tool_uses_are_one_provider_trim_with_the_providers_counts(
+    instrumented: Instrumented, fake_provider: FakeProvider, stream: bool
+) -> None:
+    client = anthropic_client(fake_provider)
+    messages = _tool_rounds(5)
+    sent = json.loads(json.dumps(messages))
+    manage = {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 2}}]}
+    kwargs: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 300, "messages": messages}
+    if stream:
+        list(client.messages.create(stream=True, extra_body={"context_management": manage}, **kwargs))
+    else:
+        answer = client.messages.create(extra_body={"context_management": manage}, **kwargs)
+        assert answer.content[0].type == "text"
+    assert messages == sent  # nothing of the agent's changed
+    (ev,) = _trim_events(instrumented)
+    (span,) = instrumented.rounds()
+    a = _attrs(span)
+    assert ev[n.TRIM_PERFORMER] == "provider" and ev[n.TRIM_KIND] == "edit"
+    assert ev[n.TRIM_ITEMS_REMOVED] == 3
+    assert ev[n.TRIM_TOKENS_AFTER] == a[n.USAGE_INPUT_TOKENS]
+    assert ev[n.TRIM_TOKENS_BEFORE] - ev[n.TRIM_TOKENS_AFTER] > 100
+
+
+def test_anthropic_compaction_and_a_window_stop_are_recorded_and_never_calibrate(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    _bill_exactly(fake_provider, "anthropic")
+    client = anthropic_client(fake_provider)
+    manage = {"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 300}}]}
+    kwargs: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 300, "messages": _tool_rounds(3)}
+    observer = oi.active_observer()
+    assert observer is not None
+    fitter = observer.fitter("claude-sonnet-4-6")
+    fitter.calibration = 1.5  # as if learned: a count the provider cut must not pull it down
+    client.messages.create(extra_body={"context_management": manage}, **kwargs)
+    fake_provider.queue(Reply(stop_reason="model_context_window_exceeded", input_tokens=10))
+    client.messages.create(**kwargs)
+    assert fitter.calibration == 1.5
+    (ev,) = _trim_events(instrumented)
+    assert ev[n.TRIM_PERFORMER] == "provider" and ev[n.TRIM_KIND] == "compaction"
+    assert ev[n.TRIM_TOKENS_BEFORE] > 300 > ev[n.TRIM_TOKENS_AFTER] > 0
+    last = instrumented.rounds()[-1]
+    assert [e.name for e in last.events] == [n.EVENT_PROVIDER_OVERFLOW]
+    overflows = instrumented.points(n.PROVIDER_OVERFLOWS.name)
+    assert sum(p.value for p in overflows) == 1

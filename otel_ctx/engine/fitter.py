@@ -540,6 +540,8 @@ class ContextFitter:
             provider=adapter.provider,
             exact=exact,
             problems=problems,
+            # What the request would have cost whole: a compaction's "before", for telemetry.
+            tokens_before=cal.up(model.total) if plan.dropped else 0,
         )
 
 

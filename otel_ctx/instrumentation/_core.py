@@ -25,7 +25,7 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
-from otel_ctx.instrumentation import _chain
+from otel_ctx.instrumentation import _chain, _trims
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.telemetry.emitter import Emitter, log_failure
@@ -220,8 +220,11 @@ class Observer:
         fitter = self.fitter(model)
         result = _rebudget(fitter.measure_request(body, provider=provider), policy, task_type)
         chain: _chain.ChainRound | None = None
+        # What the provider reads, options passed through extra_body included (context management).
+        extra = kwargs.get("extra_body")
+        view = {**body, **extra} if isinstance(extra, Mapping) else body
         if provider == "openai-responses":
-            chain, result = _chain.begin(self.chains, body, result)
+            chain, result = _chain.begin(self.chains, view, result)
         conversation_id = info.conversation_id
         if conversation_id is not None:
             round_number = self.conversations.next_round(conversation_id)
@@ -237,7 +240,9 @@ class Observer:
         )
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
         round_.chain = chain
-        round_.like_with_like = _chain.like_with_like(body, provider)
+        round_.like_with_like = _chain.like_with_like(view, provider)
+        if provider == "anthropic":
+            round_.cuts = _trims.AnthropicCuts()
         try:
             round_.begin(provider, conversation_id)
         except BaseException:
@@ -268,6 +273,7 @@ class Round:
         self.call_span = call_span
         self.usage: Usage | None = None
         self.chain: _chain.ChainRound | None = None
+        self.cuts: _trims.AnthropicCuts | None = None
         #: The provider counts what the body shows: only then may its usage teach the calibration.
         self.like_with_like = True
         self._extra: dict[str, AttributeValue] = {}
@@ -316,11 +322,14 @@ class Round:
 
     def see(self, obj: Any) -> None:
         """A response object or stream event, read for what the usage does not say. Never raises."""
-        chain = self.chain
-        if chain is None:
+        chain, cuts = self.chain, self.cuts
+        if chain is None and cuts is None:
             return
         try:
-            chain.see(obj)
+            if chain is not None:
+                chain.see(obj)
+            if cuts is not None:
+                cuts.see(obj)
         except Exception as exc:
             log_failure("reading a provider response", exc)
 
@@ -348,6 +357,22 @@ class Round:
                 self.span.end()
             except Exception as exc:
                 log_failure("ending the round span", exc)
+
+    def _provider_cuts(self, cuts: _trims.AnthropicCuts, reported: int | None) -> None:
+        em, task_types = self.observer.emitter, self.observer.config.task_types
+        for kind, before, after, items in cuts.trims(self.result.breakdown.estimated, reported):
+            trim = Trim(names.PERFORMER_PROVIDER, kind, before, after, items)
+            em.record_trim(
+                self.span,
+                trim,
+                task_type=self.result.task_type,
+                model=self.model,
+                known_task_types=task_types,
+            )
+        if cuts.overflow:
+            em.record_provider_overflow(
+                self.span, task_type=self.result.task_type, model=self.model, known_task_types=task_types
+            )
 
     def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
         span = self.span
@@ -379,8 +404,14 @@ class Round:
                 span,
                 Trim(names.PERFORMER_PROVIDER, kind, before, after, items),
                 task_type=self.result.task_type,
+                model=self.model,
                 known_task_types=self.observer.config.task_types,
             )
+        cuts = self.cuts
+        if cuts is not None and cuts.any:
+            # The provider counted a context it edited: its usage says nothing of our estimate.
+            self.like_with_like = False
+            self._provider_cuts(cuts, reported)
         if usage is None or reported is None:
             return
         self.usage = usage

@@ -265,6 +265,7 @@ class Emitter:
         self._fits = instruments.create(meter, names.FITS)
         self._trimmed_tokens = instruments.create(meter, names.TRIMMED_TOKENS)
         self._trims = instruments.create(meter, names.TRIMS)
+        self._provider_overflows = instruments.create(meter, names.PROVIDER_OVERFLOWS)
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -366,6 +367,20 @@ class Emitter:
                 # Histogram points recorded in this context carry the span as an exemplar.
                 ctx = trace.set_span_in_context(span)
             self.record_metrics(result, round_number, model_name, known_task_types, ctx)
+            if span is not None and result.dropped_messages and result.tokens_before:
+                # otel-ctx's own compaction (a fit), or the agent's trimmer (an observed one).
+                performer = names.PERFORMER_OTEL_CTX if mode == names.MODE_FIT else names.PERFORMER_AGENT
+                kind = "summary" if result.summary is not None else "drop"
+                trim = Trim(
+                    performer, kind, result.tokens_before, result.breakdown.estimated, result.dropped_messages
+                )
+                self.record_trim(
+                    span,
+                    trim,
+                    task_type=result.task_type,
+                    model=model_name,
+                    known_task_types=known_task_types,
+                )
         except Exception as exc:
             log_failure("emitting a round", exc)
         finally:
@@ -448,6 +463,7 @@ class Emitter:
         trim: Trim,
         *,
         task_type: str | None,
+        model: str,
         known_task_types: Iterable[str] = (),
     ) -> None:
         """One trim, whoever performed it: an event on the round's span and the two counters.
@@ -458,12 +474,29 @@ class Emitter:
             if span.is_recording():
                 span.add_event(names.EVENT_TRIM, trim.attributes())
             task = self.labels.task_label(task_type, known_task_types)
-            labels = {names.TASK_TYPE: task, names.TRIM_PERFORMER: trim.performer}
+            labels = {
+                names.TASK_TYPE: task,
+                names.TRIM_PERFORMER: trim.performer,
+                names.GEN_AI_REQUEST_MODEL: self.labels.model_label(model),
+            }
             context = trace.set_span_in_context(span)
             self._trims.add(1, labels, context)
             self._trimmed_tokens.add(trim.removed, labels, context)
         except Exception as exc:
             log_failure("recording a trim", exc)
+
+    def record_provider_overflow(
+        self, span: Span, *, task_type: str | None, model: str, known_task_types: Iterable[str] = ()
+    ) -> None:
+        """The provider refused the request for the window: an event and the counter. Never raises."""
+        try:
+            if span.is_recording():
+                span.add_event(names.EVENT_PROVIDER_OVERFLOW)
+            task = self.labels.task_label(task_type, known_task_types)
+            labels = {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: self.labels.model_label(model)}
+            self._provider_overflows.add(1, labels, trace.set_span_in_context(span))
+        except Exception as exc:
+            log_failure("recording a provider overflow", exc)
 
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
@@ -487,8 +520,15 @@ class Emitter:
                     {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
                     _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
+            self._provider_overflows.add(
+                0, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model}, _NO_SPAN
+            )
             for performer in names.PERFORMERS:  # the same for the first trim of each performer
-                zero = {names.TASK_TYPE: task, names.TRIM_PERFORMER: performer}
+                zero = {
+                    names.TASK_TYPE: task,
+                    names.TRIM_PERFORMER: performer,
+                    names.GEN_AI_REQUEST_MODEL: model,
+                }
                 self._trims.add(0, zero, _NO_SPAN)
                 self._trimmed_tokens.add(0, zero, _NO_SPAN)
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
