@@ -64,6 +64,8 @@ class FrameworkCall:
     """A chat-model call a framework (LangChain) announced; the SDK call made inside it claims it."""
 
     claimed: bool = False
+    #: Trims the framework made before this call (recorded on the round that claims it).
+    trims: list[Trim] = dataclasses.field(default_factory=list)
 
 
 #: Set by the LangChain handler while a chat model runs: the SDK wrapper's exact measure of the
@@ -200,11 +202,15 @@ class Observer:
         if not self.active:
             return None
         try:
+            trims: list[Trim] = []
             if not framework:
                 announced = FRAMEWORK_CALL.get()
                 if announced is not None:
                     announced.claimed = True
-            return self._start(kwargs, provider, start_time or time.time_ns(), parent)
+                    trims, announced.trims = announced.trims, []
+            round_ = self._start(kwargs, provider, start_time or time.time_ns(), parent)
+            round_.record_trims(trims)
+            return round_
         except Exception as exc:
             log_failure(f"observing a {provider} call", exc)
             return None
@@ -319,6 +325,18 @@ class Round:
             )
         em = self.observer.emitter
         em.record_metrics(result, self.round_number, self.model, self.observer.config.task_types, context)
+
+    def record_trims(self, trims: list[Trim]) -> None:
+        """Trims made before this call by someone else (a framework): events and counters."""
+        em = self.observer.emitter
+        for trim in trims:
+            em.record_trim(
+                self.span,
+                trim,
+                task_type=self.result.task_type,
+                model=self.model,
+                known_task_types=self.observer.config.task_types,
+            )
 
     def see(self, obj: Any) -> None:
         """A response object or stream event, read for what the usage does not say. Never raises."""
