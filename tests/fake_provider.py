@@ -239,7 +239,17 @@ class FakeProvider:
         held = self._held(body) or []
         new = body.get("input") or []
         items = held + ([{"role": "user", "content": new}] if isinstance(new, str) else list(new))
-        users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
+        users = [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": i["content"]}]
+                if isinstance(i.get("content"), str)
+                else i.get("content"),
+            }
+            for i in items
+            if isinstance(i, dict) and i.get("role") == "user"
+        ]
         billed = self.usage_for({"model": body.get("model"), "input": items})
         with self._lock:
             self.billed.append(billed)

@@ -298,3 +298,53 @@ def test_anthropic_compaction_and_a_window_stop_are_recorded_and_never_calibrate
     assert [e.name for e in last.events] == [n.EVENT_PROVIDER_OVERFLOW]
     overflows = instrumented.points(n.PROVIDER_OVERFLOWS.name)
     assert sum(p.value for p in overflows) == 1
+
+
+# --- the OpenAI Agents SDK on top of stored state -------------------------------------------
+
+
+def test_an_agents_sdk_run_continuing_a_previous_response_is_measured_whole(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    import openai
+    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    _bill_exactly(fake_provider)
+    client = openai.AsyncOpenAI(base_url=fake_provider.openai_url, api_key="test-key", max_retries=0)
+    model = OpenAIResponsesModel(model="gpt-4o", openai_client=client)
+    agent = Agent(name="desk", instructions="Be kind.", model=model)
+    previous = None
+    for text in (ORDER, *TURNS[1:3]):
+        previous = Runner.run_sync(agent, text, previous_response_id=previous).last_response_id
+    rounds = [_attrs(s) for s in instrumented.rounds()]
+    assert [a[n.ROUND] for a in rounds] == [1, 2, 3]
+    for a, bill in zip(rounds, fake_provider.billed, strict=True):
+        _closes(a)
+        assert abs(a[n.ESTIMATED_TOKENS] - bill) <= 0.10 * bill
+    assert rounds[2][n.FIGURE_SOURCE] == "chain"
+
+
+def test_responses_compact_is_a_provider_compaction_and_returns_the_sdks_object(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    _bill_exactly(fake_provider)
+    client = openai_client(fake_provider)
+    fake_provider.queue(Reply(text="Here is everything about the order. " * 40))  # a long answer to drop
+    previous = client.responses.create(model="gpt-4o", input=TURNS[0]).id
+    compacted = client.responses.compact(model="gpt-4o", previous_response_id=previous)
+    assert type(compacted).__name__ == "CompactedResponse"
+    assert compacted.output[-1].type == "compaction"
+    (ev,) = [dict(p.attributes) for p in instrumented.points(n.TRIMS.name) if p.value]
+    assert ev[n.TRIM_PERFORMER] == "provider"
+    removed = {
+        dict(p.attributes)[n.TRIM_PERFORMER]: p.value for p in instrumented.points(n.TRIMMED_TOKENS.name)
+    }
+    assert removed["provider"] == compacted.usage.input_tokens - _measured(compacted.output) > 200
+
+
+def _measured(output: Any) -> int:
+    fitter = ContextFitter(BudgetPolicy(context_length=1 << 30, reserved_output=0), model="gpt-4o")
+    return fitter.measure_request(
+        {"model": "gpt-4o", "input": output}, provider="openai-responses"
+    ).breakdown.estimated

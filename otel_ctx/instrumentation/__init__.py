@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import wrapt
@@ -78,7 +78,14 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         observer = Observer(config, emitter)
         self._observer = observer
         self._patched = []
-        for sdk, targets in (("openai", openai_targets), ("anthropic", anthropic_targets)):
+        from otel_ctx.instrumentation._chain import compact_targets
+
+        compact: Callable[[], list[Target]] = compact_targets
+        for sdk, targets in (
+            ("openai", openai_targets),
+            ("openai", compact),
+            ("anthropic", anthropic_targets),
+        ):
             try:
                 found = targets()
             except ImportError:
