@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from fake_provider import FakeProvider, Reply
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from instrument_support import RESPONSES_TOOLS, Instrumented, anthropic_client, instrumented, openai_client
 
 import otel_ctx.instrumentation as oi
@@ -348,3 +350,20 @@ def _measured(output: Any) -> int:
     return fitter.measure_request(
         {"model": "gpt-4o", "input": output}, provider="openai-responses"
     ).breakdown.estimated
+
+
+@given(
+    held=st.dictionaries(st.sampled_from(n.ROLES), st.integers(0, 10**6), max_size=4),
+    server_held=st.integers(0, 10**6),
+)
+@settings(max_examples=50, deadline=None)
+def test_a_chains_lines_always_close_the_breakdown(held: dict[str, int], server_held: int) -> None:
+    fitter = ContextFitter(BudgetPolicy(context_length=128_000, reserved_output=800), model="gpt-4o")
+    request = {"model": "gpt-4o", "instructions": "Be kind.", "input": TURNS[0]}
+    result = fitter.measure_request(request, provider="openai-responses")
+    extended = _chain._with_lines(result, held, server_held)
+    extended.breakdown.check()
+    b = extended.breakdown
+    assert b.estimated == result.breakdown.estimated + sum(held.values()) + server_held
+    assert b.server_held == server_held
+    assert extended.outcome == ("fit" if b.estimated <= b.budget else "overflow")

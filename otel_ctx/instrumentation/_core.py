@@ -28,7 +28,7 @@ from otel_ctx.engine import BudgetPolicy
 from otel_ctx.instrumentation import _chain, _trims
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.telemetry.emitter import Emitter, log_failure
+from otel_ctx.telemetry.emitter import Emitter, log_failure, span_attributes
 from otel_ctx.telemetry.trim import Trim
 
 if TYPE_CHECKING:
@@ -407,15 +407,12 @@ class Round:
             self._deferred = False
             self._record()
         elif chain is not None and chain.figure_source == names.FIGURE_USAGE and span.is_recording():
-            # A server-held part grew past what the chain accounts for: the span says so.
-            self.observer.emitter.annotate(
-                span,
-                self.result,
-                self.round_number,
-                names.MODE_OBSERVE,
-                self.model,
-                {**self._extra, names.FIGURE_SOURCE: names.FIGURE_USAGE},
+            # A server-held part grew past what the chain accounts for: the span's lines say so
+            # (attributes only: the round's events were added once, when it began).
+            lines = span_attributes(
+                self.result, round_number=self.round_number, model=self.model, mode=names.MODE_OBSERVE
             )
+            span.set_attributes({**lines, **self._extra, names.FIGURE_SOURCE: names.FIGURE_USAGE})
         if chain is not None and chain.trim is not None:
             kind, before, after, items = chain.trim
             self.observer.emitter.record_trim(
