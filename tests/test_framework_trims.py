@@ -105,3 +105,4 @@ def test_context_editing_middleware_clearing_tool_results_is_a_framework_edit(
     assert ev[n.TRIM_PERFORMER] == "framework" and ev[n.TRIM_KIND] == "edit"
     assert ev[n.TRIM_TOKENS_BEFORE] > 300 > ev[n.TRIM_TOKENS_AFTER]
     assert [e.name for e in rounds[2].events] == [n.EVENT_TRIM]
+    assert [dict(r.attributes or {})[n.COMPACTED] for r in rounds] == [False, False, True]

@@ -275,6 +275,7 @@ def test_anthropic_cleared_tool_uses_are_one_provider_trim_with_the_providers_co
     assert ev[n.TRIM_PERFORMER] == "provider" and ev[n.TRIM_KIND] == "edit"
     assert ev[n.TRIM_ITEMS_REMOVED] == 3
     assert ev[n.TRIM_TOKENS_AFTER] == a[n.USAGE_INPUT_TOKENS]
+    assert a[n.COMPACTED] is True  # the provider compacted this call's context
     assert ev[n.TRIM_TOKENS_BEFORE] - ev[n.TRIM_TOKENS_AFTER] > 100
 
 

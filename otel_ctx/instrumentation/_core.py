@@ -329,6 +329,8 @@ class Round:
     def record_trims(self, trims: list[Trim]) -> None:
         """Trims made before this call by someone else (a framework): events and counters."""
         em = self.observer.emitter
+        if trims:
+            self._mark_compacted()
         for trim in trims:
             em.record_trim(
                 self.span,
@@ -376,9 +378,18 @@ class Round:
             except Exception as exc:
                 log_failure("ending the round span", exc)
 
+    def _mark_compacted(self) -> None:
+        """Someone cut this call's context: the round says so (``gen_ai.conversation.compacted``
+        is not in the installed GenAI conventions, so the project's own flag carries it)."""
+        if self.span.is_recording():
+            self.span.set_attribute(names.COMPACTED, True)
+
     def _provider_cuts(self, cuts: _trims.AnthropicCuts, reported: int | None) -> None:
         em, task_types = self.observer.emitter, self.observer.config.task_types
-        for kind, before, after, items in cuts.trims(self.result.breakdown.estimated, reported):
+        trims = cuts.trims(self.result.breakdown.estimated, reported)
+        if trims:
+            self._mark_compacted()
+        for kind, before, after, items in trims:
             trim = Trim(names.PERFORMER_PROVIDER, kind, before, after, items)
             em.record_trim(
                 self.span,
@@ -414,6 +425,7 @@ class Round:
             )
             span.set_attributes({**lines, **self._extra, names.FIGURE_SOURCE: names.FIGURE_USAGE})
         if chain is not None and chain.trim is not None:
+            self._mark_compacted()
             kind, before, after, items = chain.trim
             self.observer.emitter.record_trim(
                 span,
