@@ -586,7 +586,12 @@ SUMMED_COMPONENTS: tuple[str, ...] = (
 
 #: The lines ``context_budget.round_tokens`` carries: what can grow during a run, and the budget
 #: it grows against (their ratio is the share of the budget, round by round).
-ROUND_COMPONENTS: tuple[str, ...] = (*SUMMED_COMPONENTS, COMPONENT_BUDGET)
+#: The server-held line is left out: it is zero on every self-contained request, and per round
+#: label it would add one series per round, task type and model to every process's budget.
+ROUND_COMPONENTS: tuple[str, ...] = (
+    *(c for c in SUMMED_COMPONENTS if c != COMPONENT_SERVER_HELD),
+    COMPONENT_BUDGET,
+)
 
 COMPONENTS: tuple[str, ...] = (
     COMPONENT_TRANSCRIPT,
