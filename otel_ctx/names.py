@@ -18,7 +18,7 @@ from typing import Literal
 
 # Values defined by the engine, which decides them; re-exported here beside their attributes.
 # (``X as X`` marks a re-export.)
-from otel_ctx.engine.breakdown import SKILLS, SYSTEM_PROMPT, TOOL_SCHEMA, TRANSCRIPT
+from otel_ctx.engine.breakdown import SERVER_HELD, SKILLS, SYSTEM_PROMPT, TOOL_SCHEMA, TRANSCRIPT
 from otel_ctx.engine.result import MODE_FIT as MODE_FIT
 from otel_ctx.engine.result import MODE_OBSERVE as MODE_OBSERVE
 from otel_ctx.engine.result import MODES as MODES
@@ -109,6 +109,36 @@ TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
 #: Observe span: tool results sent whose tool call the trimmer dropped.
 TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
 
+#: Context the provider holds that this process never saw (a stored conversation begun elsewhere):
+#: one line of its own, read off the provider's usage, never spread over the other lines.
+SERVER_HELD_TOKENS = _P + "server_held_tokens"
+#: Where a round's breakdown comes from: the request alone, a reconstructed chain of stored
+#: responses, or (for the server-held line) the provider's usage. A dashboard filter.
+FIGURE_SOURCE = _P + "figure_source"
+FIGURE_REQUEST = "request"
+FIGURE_CHAIN = "chain"
+FIGURE_USAGE = "usage"
+FIGURE_SOURCES: tuple[str, ...] = (FIGURE_REQUEST, FIGURE_CHAIN, FIGURE_USAGE)
+
+#: Who cut the context: otel-ctx's own compaction, the provider (server-side edits, compaction,
+#: truncation), the agent framework (middleware, hooks, sessions) or the agent's own trimmer.
+PERFORMER_OTEL_CTX = "otel_ctx"
+PERFORMER_PROVIDER = "provider"
+PERFORMER_FRAMEWORK = "framework"
+PERFORMER_AGENT = "agent"
+PERFORMERS: tuple[str, ...] = (PERFORMER_OTEL_CTX, PERFORMER_PROVIDER, PERFORMER_FRAMEWORK, PERFORMER_AGENT)
+TRIM_PERFORMER = _P + "trim.performer"
+#: What kind of cut (bounded: span events only): compaction, edit, truncation, summary, drop.
+TRIM_KIND = _P + "trim.kind"
+TRIM_KINDS: tuple[str, ...] = ("compaction", "edit", "truncation", "summary", "drop")
+TRIM_TOKENS_BEFORE = _P + "trim.tokens_before"
+TRIM_TOKENS_AFTER = _P + "trim.tokens_after"
+TRIM_ITEMS_REMOVED = _P + "trim.items_removed"
+#: Round-span event, once per trim, whoever performed it.
+EVENT_TRIM = "context_budget.trim"
+#: Round-span event: the provider stopped because the context window was exceeded.
+EVENT_PROVIDER_OVERFLOW = "context_budget.provider_overflow"
+
 #: The four transcript roles, each with its own span attribute and metric component.
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
@@ -137,6 +167,7 @@ FIT_SPAN_ATTRIBUTES: tuple[str, ...] = (
     TOOL_SCHEMA_TOKENS,
     SYSTEM_PROMPT_TOKENS,
     SKILLS_TOKENS,
+    SERVER_HELD_TOKENS,
     ESTIMATED_TOKENS,
     REMAINING_TOKENS,
     SYSTEM_PROMPT_IN_TRANSCRIPT,
@@ -228,7 +259,23 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     TOOL_SCHEMA_TOKENS: "Tool-schema line: the marginal cost of the tool definitions (the remainder).",
     SYSTEM_PROMPT_TOKENS: "System prompt line, including composed snippets.",
     SKILLS_TOKENS: "Injected skills line.",
-    ESTIMATED_TOKENS: "Sum of the four component lines (calibrated).",
+    SERVER_HELD_TOKENS: (
+        "Server-held line: context the provider holds for the request that this process never saw "
+        "(reported input minus the rest; 0 for a self-contained request)."
+    ),
+    FIGURE_SOURCE: (
+        "Where the breakdown comes from: `request` (the request alone), `chain` (earlier stored "
+        "requests and responses this process observed, plus the new items) or `usage` (a server-held "
+        "part read off the provider's usage)."
+    ),
+    TRIM_PERFORMER: (
+        "Trim event and counters: who cut the context: `otel_ctx`, `provider`, `framework` or `agent`."
+    ),
+    TRIM_KIND: "Trim event: `compaction`, `edit`, `truncation`, `summary` or `drop`.",
+    TRIM_TOKENS_BEFORE: "Trim event: tokens of the context before the cut.",
+    TRIM_TOKENS_AFTER: "Trim event: tokens of the context after the cut.",
+    TRIM_ITEMS_REMOVED: "Trim event: messages or items removed (0 when only their content was cleared).",
+    ESTIMATED_TOKENS: "Sum of the component lines (calibrated).",
     REMAINING_TOKENS: "budget - estimated; negative on overflow (spans only).",
     SYSTEM_PROMPT_IN_TRANSCRIPT: "True when the system prompt is counted in the transcript line.",
     DROPPED_TURNS: "Turns removed by compaction this round.",
@@ -473,6 +520,34 @@ RUN_CEILING_UTILIZATION = Metric(
     buckets=CEILING_UTILIZATION_BUCKETS,
 )
 
+TRIMMED_TOKENS = Metric(
+    name=_P + "trimmed_tokens",
+    kind="counter",
+    unit="{token}",
+    description=(
+        "Tokens removed from the context, by who removed them (context_budget.trim.performer): "
+        "otel-ctx, the provider, the agent framework or the agent's own trimmer."
+    ),
+    attributes=(TASK_TYPE, TRIM_PERFORMER),
+)
+TRIMS = Metric(
+    name=_P + "trims",
+    kind="counter",
+    unit="{trim}",
+    description="Trims of the context, by who performed them.",
+    attributes=(TASK_TYPE, TRIM_PERFORMER),
+)
+PROVIDER_OVERFLOWS = Metric(
+    name=_P + "provider_overflows",
+    kind="counter",
+    unit="{request}",
+    description=(
+        "Requests the provider stopped because the context window was exceeded (Anthropic's "
+        "model_context_window_exceeded): overflows the provider saw, whatever the estimate said."
+    ),
+    attributes=(TASK_TYPE,),
+)
+
 #: Every instrument otel-ctx creates; the emitter, dashboards and alerts read this list.
 METRICS: tuple[Metric, ...] = (
     TOKENS,
@@ -486,6 +561,9 @@ METRICS: tuple[Metric, ...] = (
     RUN_TOKENS,
     RUN_COST,
     RUN_CEILING_UTILIZATION,
+    TRIMMED_TOKENS,
+    TRIMS,
+    PROVIDER_OVERFLOWS,
 )
 
 # --- values of context_budget.component -------------------------------------------------
@@ -495,6 +573,7 @@ COMPONENT_TRANSCRIPT = TRANSCRIPT
 COMPONENT_TOOL_SCHEMA = TOOL_SCHEMA
 COMPONENT_SYSTEM_PROMPT = SYSTEM_PROMPT
 COMPONENT_SKILLS = SKILLS
+COMPONENT_SERVER_HELD = SERVER_HELD
 COMPONENT_ESTIMATED = "estimated"
 COMPONENT_BUDGET = "budget"
 COMPONENT_RESERVED_OUTPUT = "reserved_output"
@@ -516,11 +595,17 @@ SUMMED_COMPONENTS: tuple[str, ...] = (
     COMPONENT_TOOL_SCHEMA,
     COMPONENT_SYSTEM_PROMPT,
     COMPONENT_SKILLS,
+    COMPONENT_SERVER_HELD,
 )
 
 #: The lines ``context_budget.round_tokens`` carries: what can grow during a run, and the budget
 #: it grows against (their ratio is the share of the budget, round by round).
-ROUND_COMPONENTS: tuple[str, ...] = (*SUMMED_COMPONENTS, COMPONENT_BUDGET)
+#: The server-held line is left out: it is zero on every self-contained request, and per round
+#: label it would add one series per round, task type and model to every process's budget.
+ROUND_COMPONENTS: tuple[str, ...] = (
+    *(c for c in SUMMED_COMPONENTS if c != COMPONENT_SERVER_HELD),
+    COMPONENT_BUDGET,
+)
 
 COMPONENTS: tuple[str, ...] = (
     COMPONENT_TRANSCRIPT,
@@ -528,6 +613,7 @@ COMPONENTS: tuple[str, ...] = (
     COMPONENT_TOOL_SCHEMA,
     COMPONENT_SYSTEM_PROMPT,
     COMPONENT_SKILLS,
+    COMPONENT_SERVER_HELD,
     COMPONENT_ESTIMATED,
     COMPONENT_BUDGET,
     COMPONENT_RESERVED_OUTPUT,

@@ -35,6 +35,14 @@ _EVENT_DOCS: dict[str, str] = {
         f"`{names.OVERFLOW_TOKENS}`, the tokens over it."
     ),
     names.EVENT_USAGE: "Run span, one per recorded usage: the provider's counts against the estimate.",
+    names.EVENT_TRIM: (
+        "Round span, once per cut of the context whoever made it (otel-ctx, the provider, the "
+        "framework, the agent's trimmer): performer, kind, tokens before and after, items removed."
+    ),
+    names.EVENT_PROVIDER_OVERFLOW: (
+        "Round span: the provider stopped because the context window was exceeded "
+        "(Anthropic's `model_context_window_exceeded`)."
+    ),
     names.EVENT_CONTENT: (
         f"Fit span, only with `{names.ENV_CAPTURE_CONTENT}=true`: the request as sent "
         f"(`{names.GEN_AI_INPUT_MESSAGES}`)."

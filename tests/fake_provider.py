@@ -11,6 +11,14 @@ can prove that instrumentation sent the same body it would have sent without it.
 Replies come from a queue of :class:`Reply` (default: a short text answer). A reply
 can make tool calls, carry a chosen usage, or be an HTTP error (``status=400``,
 ``status=500``). A refused connection is tested with :func:`closed_port_url`.
+
+Responses keeps state as OpenAI does: each response is stored (unless ``store=false``)
+with the whole context it saw plus its output; ``previous_response_id`` and
+``conversation`` continue it and are billed for the whole stored context, not only
+the new items. Conversations are created and filled through ``/v1/conversations``.
+``truncation="auto"`` drops the oldest items beyond :attr:`FakeProvider.window`;
+``context_management=[{"type": "compaction", "compact_threshold": N}]`` replaces a
+context above N with one compaction item, and ``/v1/responses/compact`` does it on demand.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ class Reply:
     status: int = 200
     #: In a stream, send the usage (OpenAI chat: only if the request asked with ``stream_options``).
     stream_usage: bool = True
+    #: Anthropic: a stop reason other than the default (``model_context_window_exceeded``).
+    stop_reason: str | None = None
 
     @classmethod
     def structured(cls, answer: Any, **kwargs: Any) -> Reply:
@@ -75,6 +85,13 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._ids = 0
+        #: Responses state: the context each stored response ends with, and each conversation's.
+        self.stored: dict[str, list[Any]] = {}
+        self.conversations: dict[str, list[Any]] = {}
+        #: The model window ``truncation="auto"`` cuts to (in ``usage_for`` units).
+        self.window = 1 << 30
+        #: What each Responses call was billed for, in order (the whole context the model saw).
+        self.billed: list[int] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -153,17 +170,34 @@ class FakeProvider:
                     "error": {"code": reply.status, "message": f"fake {reply.status}", "status": status}
                 }
             return self._send_json(h, reply.status, payload)
-        usage_in = reply.input_tokens if reply.input_tokens is not None else self.usage_for(body)
+        stateful = "/responses" in path or "/conversations" in path  # billed for what the server holds
+        usage_in = 0
+        if not stateful:
+            usage_in = reply.input_tokens if reply.input_tokens is not None else self.usage_for(body)
         stream = bool(body.get("stream"))
         if path.endswith("/chat/completions"):
             if stream:
                 want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 return self._send_sse(h, _chat_chunks(body, reply, n, usage_in, want_usage))
             return self._send_json(h, 200, _chat_completion(body, reply, n, usage_in))
+        if "/conversations" in path:
+            return self._conversation(h, path, body, n)
+        if path.endswith("/responses/compact"):
+            return self._send_json(h, 200, self._compact(body, n))
         if path.endswith("/responses"):
+            found = self._held(body)
+            if found is None:
+                return self._send_json(
+                    h,
+                    400,
+                    {"error": {"message": "Previous response not found.", "type": "invalid_request_error"}},
+                )
+            body, usage_in = self._stateful(body, found, reply, n)
             if stream:
                 return self._send_sse(h, _responses_events(body, reply, n, usage_in))
             return self._send_json(h, 200, _response(body, reply, n, usage_in))
+        if path.endswith("/messages") and body.get("context_management"):
+            body, usage_in = _anthropic_managed(body, reply, usage_in, self.usage_for)
         if path.endswith("/messages"):
             if stream:
                 return self._send_sse(h, _anthropic_events(body, reply, n, usage_in))
@@ -172,6 +206,110 @@ class FakeProvider:
             return self._send_json(h, 200, _gemini_response(path, reply, n, usage_in))
         if path.endswith(":streamGenerateContent"):
             return self._send_sse(h, _gemini_chunks(path, reply, n, usage_in))
+        return self._send_json(h, 404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+
+    # -- Responses state ---------------------------------------------------------------------
+
+    def _held(self, body: Any) -> list[Any] | None:
+        """The stored context a request continues ([] for none); None for an unknown id."""
+        previous = body.get("previous_response_id")
+        conv = body.get("conversation")
+        conv_id = conv.get("id") if isinstance(conv, dict) else conv
+        with self._lock:
+            if previous:
+                return list(self.stored[previous]) if previous in self.stored else None
+            if conv_id:
+                return list(self.conversations[conv_id]) if conv_id in self.conversations else None
+        return []
+
+    def _stateful(self, body: Any, held: list[Any], reply: Reply, n: int) -> tuple[Any, int]:
+        """The request as the model sees it (held context + new items), billed whole."""
+        new = body.get("input", [])
+        new_items = [{"role": "user", "content": new}] if isinstance(new, str) else list(new)
+        seen = {k: v for k, v in body.items() if k not in ("previous_response_id", "conversation")}
+        # A request that continues nothing is billed exactly as sent.
+        seen["input"] = held + new_items if held else new
+        if body.get("truncation") == "auto":
+            while (
+                isinstance(seen["input"], list)
+                and len(seen["input"]) > 1
+                and self.usage_for(seen) > self.window
+            ):
+                seen["input"] = seen["input"][1:]
+        billed = reply.input_tokens if reply.input_tokens is not None else self.usage_for(seen)
+        context = seen["input"]
+        for entry in body.get("context_management") or []:
+            threshold = entry.get("compact_threshold")
+            if entry.get("type") == "compaction" and threshold is not None and billed > threshold:
+                context = [_compaction_item(n, context)]
+        with self._lock:
+            self.billed.append(billed)
+        response = _response(body, reply, n, billed)
+        if context is not seen["input"]:
+            response["output"].insert(0, context[0])
+        before = context if isinstance(context, list) else new_items
+        after = [*before, *_stored_output(response)]
+        conv = body.get("conversation")
+        conv_id = conv.get("id") if isinstance(conv, dict) else conv
+        with self._lock:
+            if body.get("store") is not False:
+                self.stored[response["id"]] = after
+            if conv_id:
+                self.conversations[conv_id] = after
+        return {**body, "_response": response}, billed
+
+    def _compact(self, body: Any, n: int) -> dict[str, Any]:
+        held = self._held(body) or []
+        new = body.get("input") or []
+        items = held + ([{"role": "user", "content": new}] if isinstance(new, str) else list(new))
+        users = [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": i["content"]}]
+                if isinstance(i.get("content"), str)
+                else i.get("content"),
+            }
+            for i in items
+            if isinstance(i, dict) and i.get("role") == "user"
+        ]
+        billed = self.usage_for({"model": body.get("model"), "input": items})
+        with self._lock:
+            self.billed.append(billed)
+        return {
+            "id": f"resp_compact_{n}",
+            "object": "response.compaction",
+            "created_at": 1_700_000_000 + n,
+            "output": [*users, _compaction_item(n, items)],
+            "usage": {
+                "input_tokens": billed,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": 10,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": billed + 10,
+            },
+        }
+
+    def _conversation(self, h: BaseHTTPRequestHandler, path: str, body: Any, n: int) -> None:
+        parts = path.rstrip("/").split("/")
+        if parts[-1] == "conversations":  # create
+            conv_id = f"conv_{n}"
+            with self._lock:
+                self.conversations[conv_id] = list(body.get("items") or [])
+            payload = {
+                "id": conv_id,
+                "object": "conversation",
+                "created_at": 1_700_000_000 + n,
+                "metadata": {},
+            }
+            return self._send_json(h, 200, payload)
+        if parts[-1] == "items":  # add items
+            conv_id = parts[-2]
+            added = [{**item, "id": f"item_{n}_{i}"} for i, item in enumerate(body.get("items") or [])]
+            with self._lock:
+                self.conversations.setdefault(conv_id, []).extend(body.get("items") or [])
+            payload = {"object": "list", "data": added, "first_id": None, "last_id": None, "has_more": False}
+            return self._send_json(h, 200, payload)
         return self._send_json(h, 404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
     @staticmethod
@@ -272,7 +410,18 @@ def _pieces(text: str) -> list[str]:
 # -- OpenAI Responses ------------------------------------------------------------------------
 
 
+def _compaction_item(n: int, replaced: list[Any]) -> dict[str, Any]:
+    return {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"enc-{n}-{len(replaced)}"}
+
+
+def _stored_output(response: dict[str, Any]) -> list[Any]:
+    """The output items the next request of the chain sees (a compaction item is already in place)."""
+    return [item for item in response["output"] if item.get("type") != "compaction"]
+
+
 def _response(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    if "_response" in body:  # built once by the stateful path, which had to know the output
+        return dict(body["_response"])
     output: list[dict[str, Any]] = []
     for i, (name, args) in enumerate(reply.tool_calls):
         output.append(
@@ -364,14 +513,79 @@ def _anthropic_content(reply: Reply, n: int) -> list[dict[str, Any]]:
     return content
 
 
+def _anthropic_managed(
+    body: Any, reply: Reply, usage_in: int, usage_for: Callable[[Any], int]
+) -> tuple[Any, int]:
+    """Anthropic's server-side context management: clear old tool results, or compact the
+    context into one summary block, and report what was done as the API does."""
+    edits = (body.get("context_management") or {}).get("edits") or []
+    messages = body.get("messages", [])
+    applied: list[dict[str, Any]] = []
+    compaction: dict[str, Any] | None = None
+    iterations: list[dict[str, Any]] | None = None
+    for edit in edits:
+        kind = str(edit.get("type", ""))
+        if kind.startswith("clear_tool_uses"):
+            keep = int((edit.get("keep") or {}).get("value", 3))
+            results = [
+                (i, k)
+                for i, m in enumerate(messages)
+                if isinstance(m.get("content"), list)
+                for k, b in enumerate(m["content"])
+                if b.get("type") == "tool_result"
+            ]
+            cleared = results[: max(0, len(results) - keep)]
+            if not cleared:
+                continue
+            edited = json.loads(json.dumps(messages))
+            for i, k in cleared:
+                edited[i]["content"][k]["content"] = "[cleared]"
+            before = usage_for({**body, "messages": messages})
+            messages = edited
+            after = usage_for({**body, "messages": messages})
+            applied.append(
+                {"type": kind, "cleared_tool_uses": len(cleared), "cleared_input_tokens": before - after}
+            )
+        elif kind.startswith("compact_"):
+            trigger = int((edit.get("trigger") or {}).get("value", 150_000))
+            whole = usage_for({**body, "messages": messages})
+            if whole > trigger:
+                compaction = {
+                    "type": "compaction",
+                    "content": "Summary: a cracked shelf, replacement agreed.",
+                }
+                messages = [{"role": "user", "content": [{"type": "text", "text": compaction["content"]}]}]
+                after = usage_for({**body, "messages": messages})
+                iterations = [
+                    {"type": "compaction", "input_tokens": whole, "output_tokens": 40,
+                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+                    {"type": "message", "input_tokens": after, "output_tokens": reply.output_tokens,
+                     "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+                ]  # fmt: skip
+    billed = (
+        reply.input_tokens if reply.input_tokens is not None else usage_for({**body, "messages": messages})
+    )
+    managed = {"applied_edits": applied}
+    return {**body, "_managed": (managed, compaction, iterations)}, billed
+
+
 def _anthropic_message(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
+    if "_managed" in body:
+        managed, compaction, iterations = body["_managed"]
+        plain = _anthropic_message({k: v for k, v in body.items() if k != "_managed"}, reply, n, usage_in)
+        plain["context_management"] = managed
+        if compaction is not None:
+            plain["content"].insert(0, compaction)
+        if iterations is not None:
+            plain["usage"]["iterations"] = iterations
+        return plain
     return {
         "id": f"msg_{n}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "claude-sonnet-4-6"),
         "content": _anthropic_content(reply, n),
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
         "usage": _anthropic_usage(reply, usage_in),
     }
@@ -396,6 +610,8 @@ def _anthropic_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterato
                         "delta": {"type": "text_delta", "text": word},
                     },
                 )
+        elif block["type"] == "compaction":
+            yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": block}
         else:
             empty = {**block, "input": {}}
             yield "content_block_start", {"type": "content_block_start", "index": i, "content_block": empty}
@@ -409,14 +625,14 @@ def _anthropic_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterato
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": i}
     usage = {"output_tokens": reply.output_tokens} if reply.stream_usage else {"output_tokens": 0}
-    yield (
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-            "usage": usage,
-        },
-    )
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": usage,
+    }
+    if "context_management" in message:  # the beta stream reports the edits at the end
+        delta["context_management"] = message["context_management"]
+    yield "message_delta", delta
     yield "message_stop", {"type": "message_stop"}
 
 

@@ -39,6 +39,8 @@ DASHBOARDS = support.DASHBOARDS
 SERVICE = "otel-ctx-e2e"
 #: The real CLI as the compose stack's load service runs it, scraped alongside.
 CLI_SERVICE = "otel-ctx-demo-cli"
+#: The instrumentor on real SDKs making provider and framework trims (tests/e2e_trims.py).
+TRIMS_SERVICE = "otel-ctx-e2e-trims"
 WINDOW = support.E2E_WINDOW
 #: Any overflow in the window fires the test's overflow alert; task types that never overflow must not.
 TEST_OVERFLOW_RATIO = 0.001
@@ -111,6 +113,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = support.require_binary("prometheus", "apt-get install prometheus")
     tmp = tmp_path_factory.mktemp("e2e")
     prom_port, metrics_port, cli_port = support.free_port(), support.free_port(), support.free_port()
+    trims_port = support.free_port()
     rules = alerts.write(tmp / "rules.yml", STACK_SETTINGS)
     config = {
         "global": {"scrape_interval": SCRAPE, "scrape_timeout": SCRAPE, "evaluation_interval": "1s"},
@@ -118,14 +121,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         # The job name plays the service, as the Collector's job label does in the stack.
         "scrape_configs": [
             {"job_name": job, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
-            for job, port in ((SERVICE, metrics_port), (CLI_SERVICE, cli_port))
+            for job, port in ((SERVICE, metrics_port), (CLI_SERVICE, cli_port), (TRIMS_SERVICE, trims_port))
         ],
     }
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     report_path = tmp / "report.json"
     start_file = tmp / "start"
+    trims_done = tmp / "trims-done"
     procs: list[subprocess.Popen[bytes]] = []
-    logs = {name: (tmp / f"{name}.log").open("wb") for name in ("workload", "prometheus", "cli")}
+    logs = {name: (tmp / f"{name}.log").open("wb") for name in ("workload", "prometheus", "cli", "trims")}
     # The children must not pick up an exporter setup from the developer's shell.
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     try:
@@ -178,6 +182,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 env=env,
             )
         )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(Path(__file__).with_name("e2e_trims.py")),
+                    f"--port={trims_port}",
+                    f"--service={TRIMS_SERVICE}",
+                    f"--start-file={start_file}",
+                    f"--done-file={trims_done}",
+                ],
+                stdout=logs["trims"],
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        )
         base = f"http://127.0.0.1:{prom_port}"
 
         def ready() -> bool | None:
@@ -215,6 +234,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             return bool(got) and int(float(got[0]["value"][1])) == total
 
         support.wait("Prometheus to scrape the workload's last fits", 20, final_scrape)
+
+        def trims_scraped() -> bool:
+            # Both batches of trims by others are done and scraped (a second increase for rate()).
+            if not trims_done.exists():
+                return False
+            per = f'sum({names.TRIMS.prometheus}{{job="{TRIMS_SERVICE}"}})'
+            got = partial.query(per)
+            return bool(got) and _value(got[0]) >= 4
+
+        support.wait("Prometheus to scrape the trims by others", 60, trims_scraped)
+
+        def trims_recorded() -> bool:
+            # The recording rules have evaluated on the trims process's last scrape too.
+            got = partial.query(f'sum({names.recorded(names.FITS)}{{job="{TRIMS_SERVICE}"}}) > 0')
+            return bool(got)
+
+        support.wait("the recording rules to see the trims process", 20, trims_recorded)
+        time.sleep(1.5)  # one more evaluation of every rule after it
         partial.at = time.time()
         yield partial
     finally:
@@ -450,6 +487,21 @@ def test_panels_that_break_down_by_component_close_on_the_estimate(stack: Stack)
     assert checked, "no panel shows the components next to the estimate"
 
 
+def test_the_who_trims_panel_answers_with_provider_and_framework_trims(stack: Stack) -> None:
+    """The performer panel's query, as the dashboard ships it, for a workload where the provider
+    and the framework trim (and otel-ctx's own compaction in the support-desk workload)."""
+    title = "Who trims the window: tokens removed per round"
+    (expr,) = [e for _board, t, e in support.panel_queries() if t == title]
+    performer = names.prometheus_label(names.TRIM_PERFORMER)
+    removed: dict[str, float] = collections.defaultdict(float)
+    for sample in stack.query(support.substitute(expr)):
+        removed[sample["metric"][performer]] += _value(sample)
+    assert removed[names.PERFORMER_PROVIDER] > 0, removed
+    assert removed[names.PERFORMER_FRAMEWORK] > 0, removed
+    assert removed[names.PERFORMER_OTEL_CTX] > 0, removed
+    assert set(removed) <= set(names.PERFORMERS)  # a bounded label
+
+
 def test_every_template_variable_finds_values(stack: Stack) -> None:
     for path in DASHBOARDS:
         model = json.loads(path.read_text(encoding="utf-8"))
@@ -465,7 +517,7 @@ def test_every_template_variable_finds_values(stack: Stack) -> None:
             assert values, f"{path.name}: variable {variable.get('name')} finds no {label}"
             if label == "job":
                 assert SERVICE in values
-                assert set(values) <= {SERVICE, CLI_SERVICE}
+                assert set(values) <= {SERVICE, CLI_SERVICE, TRIMS_SERVICE}
 
 
 # --- the ticket view: run metrics, their alerts, the advisor ------------------------------

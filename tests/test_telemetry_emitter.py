@@ -204,6 +204,7 @@ def test_token_totals_have_one_point_per_component(cap: Capture, fitter: Context
         n.COMPONENT_TOOL_SCHEMA: b.tool_schema,
         n.COMPONENT_SYSTEM_PROMPT: b.system_prompt,
         n.COMPONENT_SKILLS: b.skills,
+        n.COMPONENT_SERVER_HELD: 0,
         n.COMPONENT_ESTIMATED: b.estimated,
         n.COMPONENT_BUDGET: 7_200,
         n.COMPONENT_RESERVED_OUTPUT: 800,

@@ -2,7 +2,7 @@
 
 The closure rules are what make the breakdown something a reader can subtract with:
 
-* ``transcript + tool_schema + system_prompt + skills == estimated``
+* ``transcript + tool_schema + system_prompt + skills + server_held == estimated``
 * ``min(context_length, request_limit) - reserved_output - safety_margin == budget``
 * ``remaining == budget - estimated`` (negative on overflow)
 * ``sum(transcript_by_role.values()) == transcript``
@@ -28,6 +28,10 @@ TOOL_SCHEMA: Final = "tool_schema"
 SYSTEM_PROMPT: Final = "system_prompt"
 SKILLS: Final = "skills"
 LINES: tuple[str, ...] = (TRANSCRIPT, TOOL_SCHEMA, SYSTEM_PROMPT, SKILLS)
+#: A fifth line, zero unless the provider holds context for the request (a stored conversation)
+#: that this process never saw: it cannot be split into the lines above, only read off the
+#: provider's usage.
+SERVER_HELD: Final = "server_held"
 
 SYSTEM_PROMPT_LABEL = "System prompt (incl. snippets)"
 COUNTED_IN_TRANSCRIPT = "counted in the transcript"
@@ -61,6 +65,8 @@ class Breakdown:
     system_prompt_in_transcript: bool
     sources: tuple[SourceInfo, ...] = field(default=())
     data_class: str | None = None
+    #: Tokens of provider-held context this process never saw (0 for a self-contained request).
+    server_held: int = 0
 
     @property
     def limit(self) -> int:
@@ -84,7 +90,7 @@ class Breakdown:
 
     def check(self) -> None:
         """Raise ``AssertionError`` if a closure rule is broken (used by tests and the emitter)."""
-        total = self.transcript + self.tool_schema + self.system_prompt + self.skills
+        total = self.transcript + self.tool_schema + self.system_prompt + self.skills + self.server_held
         if total != self.estimated:
             raise AssertionError(f"components sum to {total}, estimated is {self.estimated}")
         if self.limit - self.reserved_output - self.safety_margin != self.budget:
@@ -106,6 +112,7 @@ class Breakdown:
             "tool_schema": self.tool_schema,
             "system_prompt": self.system_prompt,
             "skills": self.skills,
+            "server_held": self.server_held,
             "estimated": self.estimated,
             "remaining": self.remaining,
             "utilization": round(self.utilization, 4),
@@ -137,6 +144,10 @@ class Breakdown:
                 "component",
             ),
             Row("Skills", self.skills, "", "component"),
+        ]
+        if self.server_held:
+            rows.append(Row("Server-held (unseen)", self.server_held, "from reported usage", "component"))
+        rows += [
             Row("= Estimated", self.estimated, f"{self.utilization:.0%} of budget", "total"),
             Row(
                 "Remaining",

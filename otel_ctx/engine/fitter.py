@@ -517,6 +517,8 @@ class Fitter:
             provider=adapter.provider,
             exact=exact,
             problems=problems,
+            # What the request would have cost whole: a compaction's "before", for telemetry.
+            tokens_before=cal.up(model.total) if plan.dropped else 0,
         )
 
 

@@ -69,6 +69,9 @@ class FitResult(_WeaklyReferable):
     #: Transcript rules the provider would reject the request for, found by observe-only
     #: paths (``measure``), which record rather than raise. Empty when the request is valid.
     problems: tuple[str, ...] = ()
+    #: Estimated tokens of the request before history was dropped (0 when nothing was):
+    #: with ``breakdown.estimated``, what a compaction removed.
+    tokens_before: int = 0
 
     @property
     def compacted(self) -> bool:

@@ -467,6 +467,59 @@ def _activity_panels() -> list[p.PanelBuilder]:
     return [fits, compactions, capped, accuracy]
 
 
+def _trim_panels() -> list[p.PanelBuilder]:
+    who = p.legend(q.PERFORMER) + " · " + p.legend(q.TASK_TYPE)
+    removed = (
+        timeseries.Panel()
+        .title("Who trims the window: tokens removed per round")
+        .description(
+            "Tokens cut from the context per fitted or observed request, by who cut them: `otel_ctx` "
+            "(its own compaction), `provider` (server-side edits, compaction and truncation, read off "
+            "the response), `framework` (LangChain middleware, LangGraph hooks, Agents SDK sessions) "
+            "or `agent` (the agent's own trimmer, seen through observed()). A provider or framework "
+            "line that grows means the window is fuller than the requests the agent builds show."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(q.per_fit(names.TRIMMED_TOKENS, [q.PERFORMER, q.TASK_TYPE]), who)))
+        .unit("short")
+        .decimals(0)
+        .min(0)
+        .fill_opacity(40)
+        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .tooltip(p.tooltip_all())
+        .legend(p.legend_table("mean", "max"))
+        .span(16)
+        .height(8)
+    )
+    events = (
+        timeseries.Panel()
+        .title("Trims and provider window stops per second")
+        .description(
+            "Trims per second by performer, and requests the provider stopped because the context "
+            "window was exceeded (an overflow the provider saw, whatever the estimate said: the "
+            "breakdown of such a round is missing what the provider counted)."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(
+            p.targets(
+                p.query(
+                    q.rate_sum(names.TRIMS.prometheus, [q.PERFORMER]), "trims · " + p.legend(q.PERFORMER)
+                ),
+                p.query(
+                    q.rate_sum(names.PROVIDER_OVERFLOWS.prometheus, [q.TASK_TYPE]),
+                    "provider window stops · " + p.legend(q.TASK_TYPE),
+                ),
+            )
+        )
+        .unit("ops")
+        .min(0)
+        .legend(p.legend_table("mean", "max"))
+        .span(8)
+        .height(8)
+    )
+    return [removed, events]
+
+
 def build() -> dash_b.Dashboard:
     return p.dashboard(
         TITLE,
@@ -479,5 +532,6 @@ def build() -> dash_b.Dashboard:
             ("Which component fills the window", _component_panels()),
             ("Utilization", _utilization_panels()),
             ("Compaction, caps, throughput and estimate accuracy", _activity_panels()),
+            ("Who trims the window", _trim_panels()),
         ],
     )

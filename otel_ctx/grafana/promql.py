@@ -24,6 +24,7 @@ MODEL = names.prometheus_label(names.GEN_AI_REQUEST_MODEL)
 COMPONENT = names.prometheus_label(names.COMPONENT)
 OUTCOME = names.prometheus_label(names.OUTCOME)
 ROUND = names.prometheus_label(names.ROUND)
+PERFORMER = names.prometheus_label(names.TRIM_PERFORMER)
 
 VAR_DATASOURCE = "datasource"
 VAR_SERVICE = "service"
@@ -286,6 +287,17 @@ def tokens_per_fit(group: Iterable[str] = (), window: str | None = None, **match
         recorded_sum(names.FITS, join, window=window, **fits_matchers),
         group,
     )
+
+
+def per_fit(metric: names.Metric, group: Iterable[str] = (), window: str = RATE) -> str:
+    """A counter's rate per fitted request (per round), per group: ``group`` may hold labels the
+    fits counter does not have (they stay on the left)."""
+    group = tuple(group)
+    fits_labels = set(names.FITS.attributes)
+    join = tuple(g for g in group if g in {names.prometheus_label(a) for a in fits_labels})
+    num = rate_sum(metric.prometheus, group, window)
+    den = rate_sum(names.FITS.prometheus, join, window)
+    return f"{num}\n/ on({', '.join(join)}) group_left()\n({den} > 0)"
 
 
 def share_of_budget(metric: names.Metric, group: Iterable[str], window: str, **matchers: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import wrapt
@@ -82,8 +82,12 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         observer = Observer(config, emitter)
         self._observer = observer
         self._patched = []
+        from otel_ctx.instrumentation._chain import compact_targets
+
+        compact: Callable[[], list[Target]] = compact_targets
         for sdk, targets in (
             ("openai", openai_targets),
+            ("openai", compact),
             ("anthropic", anthropic_targets),
             ("google-genai", google_targets),
             ("litellm", litellm_targets),

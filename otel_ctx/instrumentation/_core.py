@@ -25,10 +25,11 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
-from otel_ctx.instrumentation import _ticket
+from otel_ctx.instrumentation import _chain, _ticket, _trims
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.telemetry.emitter import Emitter, log_failure
+from otel_ctx.telemetry.emitter import Emitter, log_failure, span_attributes
+from otel_ctx.telemetry.trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.engine.result import FitResult, Outcome
@@ -64,6 +65,8 @@ class FrameworkCall:
     """A chat-model call a framework (LangChain) announced; the SDK call made inside it claims it."""
 
     claimed: bool = False
+    #: Trims the framework made before this call (recorded on the round that claims it).
+    trims: list[Trim] = dataclasses.field(default_factory=list)
 
 
 #: Set by the LangChain handler while a chat model runs: the SDK wrapper's exact measure of the
@@ -172,6 +175,8 @@ class Observer:
         self.config = config
         self.emitter = emitter
         self.conversations = Conversations(config.max_conversations)
+        #: Responses conversations the server keeps: the lines of each observed chain.
+        self.chains = _chain.ChainStore(config.max_conversations)
         self._fitters: OrderedDict[str, ContextFitter] = OrderedDict()
         self._lock = threading.Lock()
         #: Flipped off by uninstrument() when another wrapper sits outside ours.
@@ -212,11 +217,15 @@ class Observer:
         if not self.active or OBSERVED_ABOVE.get():
             return None
         try:
+            trims: list[Trim] = []
             if not framework:
                 announced = FRAMEWORK_CALL.get()
                 if announced is not None:
                     announced.claimed = True
-            return self._start(kwargs, provider, start_time or time.time_ns(), parent)
+                    trims, announced.trims = announced.trims, []
+            round_ = self._start(kwargs, provider, start_time or time.time_ns(), parent)
+            round_.record_trims(trims)
+            return round_
         except Exception as exc:
             log_failure(f"observing a {provider} call", exc)
             return None
@@ -233,8 +242,19 @@ class Observer:
         policy = self.config.policy(task_type, model, _requested_output(body))
         fitter = self.fitter(model)
         result = _rebudget(fitter.measure_request(body, provider=provider), policy, task_type)
-        if info.conversation_id is not None:
-            round_number = self.conversations.next_round(info.conversation_id)
+        chain: _chain.ChainRound | None = None
+        # What the provider reads, options passed through extra_body included (context management).
+        extra = kwargs.get("extra_body")
+        view = {**body, **extra} if isinstance(extra, Mapping) else body
+        if provider == "openai-responses":
+            chain, result = _chain.begin(self.chains, view, result)
+        conversation_id = info.conversation_id
+        if conversation_id is not None:
+            round_number = self.conversations.next_round(conversation_id)
+        elif chain is not None and chain.continues:
+            # Round N of a stored chain is round N, with no otel_ctx.task around the call.
+            round_number = chain.round_number
+            conversation_id = chain.conversation_id
         else:
             round_number = _assistant_turns(body, provider) + 1
         current = trace.get_current_span(parent)
@@ -243,8 +263,12 @@ class Observer:
         )
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
         round_.booked = _ticket.book_round(result, model, span)
+        round_.chain = chain
+        round_.like_with_like = _chain.like_with_like(view, provider)
+        if provider == "anthropic":
+            round_.cuts = _trims.AnthropicCuts()
         try:
-            round_.begin(provider, info.conversation_id)
+            round_.begin(provider, conversation_id)
         except BaseException:
             span.end()
             raise
@@ -274,17 +298,39 @@ class Round:
         self.usage: Usage | None = None
         #: The task block's run and this call's round number in it (the zero-code ticket view).
         self.booked: tuple[Run, int] | None = None
+        self.chain: _chain.ChainRound | None = None
+        self.cuts: _trims.AnthropicCuts | None = None
+        #: The provider counts what the body shows: only then may its usage teach the calibration.
+        self.like_with_like = True
+        self._extra: dict[str, AttributeValue] = {}
+        self._deferred = False
         self._token: object | None = None
         self._done = False
         self._lock = threading.Lock()
 
     def begin(self, provider: str, conversation_id: str | None) -> None:
+        extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
+        if conversation_id is not None:
+            extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
+        self._extra = extra
+        if self.chain is not None and self.chain.pending:
+            # Part of the context is held by the server and was never seen here: the round's
+            # breakdown (and its metrics) waits for the usage that says how large it is.
+            self._deferred = True
+        else:
+            self._record()
+        # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def _record(self) -> None:
+        """The round's breakdown on its span, the provider call's span and the metrics."""
         span, result = self.span, self.result
         context = trace.set_span_in_context(span)
         if span.is_recording():
-            extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
-            if conversation_id is not None:
-                extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
+            extra = dict(self._extra)
+            extra[names.FIGURE_SOURCE] = (
+                self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
+            )
             self.observer.emitter.annotate(
                 span, result, self.round_number, names.MODE_OBSERVE, self.model, extra
             )
@@ -299,8 +345,38 @@ class Round:
             )
         em = self.observer.emitter
         em.record_metrics(result, self.round_number, self.model, self.observer.config.task_types, context)
-        # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
-        self._token = otel_context.attach(context)
+
+    def record_trims(self, trims: list[Trim]) -> None:
+        """Trims made before this call by someone else (a framework): events and counters."""
+        em = self.observer.emitter
+        if trims:
+            self._mark_compacted()
+        for trim in trims:
+            em.record_trim(
+                self.span,
+                trim,
+                task_type=self.result.task_type,
+                model=self.model,
+                known_task_types=self.observer.config.task_types,
+            )
+
+    @property
+    def reads_answers(self) -> bool:
+        """Whether the answer has more to say than its usage (a Responses chain, Anthropic edits)."""
+        return self.chain is not None or self.cuts is not None
+
+    def see(self, obj: Any) -> None:
+        """A response object or stream event, read for what the usage does not say. Never raises."""
+        chain, cuts = self.chain, self.cuts
+        if chain is None and cuts is None:
+            return
+        try:
+            if chain is not None:
+                chain.see(obj)
+            if cuts is not None:
+                cuts.see(obj)
+        except Exception as exc:
+            log_failure("reading a provider response", exc)
 
     def detach(self) -> None:
         """The SDK call returned: our span is no longer the current one (its stream may go on)."""
@@ -327,16 +403,77 @@ class Round:
             except Exception as exc:
                 log_failure("ending the round span", exc)
 
+    def _mark_compacted(self) -> None:
+        """Someone cut this call's context: the round says so (``gen_ai.conversation.compacted``
+        is not in the installed GenAI conventions, so the project's own flag carries it)."""
+        if self.span.is_recording():
+            self.span.set_attribute(names.COMPACTED, True)
+
+    def _provider_cuts(self, cuts: _trims.AnthropicCuts, reported: int | None) -> None:
+        em, task_types = self.observer.emitter, self.observer.config.task_types
+        trims = cuts.trims(self.result.breakdown.estimated, reported)
+        if trims:
+            self._mark_compacted()
+        for kind, before, after, items in trims:
+            trim = Trim(names.PERFORMER_PROVIDER, kind, before, after, items)
+            em.record_trim(
+                self.span,
+                trim,
+                task_type=self.result.task_type,
+                model=self.model,
+                known_task_types=task_types,
+            )
+        if cuts.overflow:
+            em.record_provider_overflow(
+                self.span, task_type=self.result.task_type, model=self.model, known_task_types=task_types
+            )
+
     def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
         span = self.span
         if error is not None and span.is_recording():
             span.set_status(Status(StatusCode.ERROR, type(error).__name__))
-        if usage is None or usage.input_tokens <= 0:
+        reported = usage.input_tokens if usage is not None and usage.input_tokens > 0 else None
+        chain = self.chain
+        if chain is not None:
+            self.result = _chain.settle(chain, self.result, reported, self.fitter, self.model)
+            if chain.response_id is not None and span.is_recording():
+                conversation = chain.conversation_id or chain.response_id
+                span.set_attribute(names.GEN_AI_CONVERSATION_ID, conversation)
+        if self._deferred:
+            self._deferred = False
+            self._record()
+        elif chain is not None and chain.figure_source == names.FIGURE_USAGE and span.is_recording():
+            # A server-held part grew past what the chain accounts for: the span's lines say so
+            # (attributes only: the round's events were added once, when it began).
+            lines = span_attributes(
+                self.result, round_number=self.round_number, model=self.model, mode=names.MODE_OBSERVE
+            )
+            span.set_attributes({**lines, **self._extra, names.FIGURE_SOURCE: names.FIGURE_USAGE})
+        if chain is not None and chain.trim is not None:
+            self._mark_compacted()
+            kind, before, after, items = chain.trim
+            self.observer.emitter.record_trim(
+                span,
+                Trim(names.PERFORMER_PROVIDER, kind, before, after, items),
+                task_type=self.result.task_type,
+                model=self.model,
+                known_task_types=self.observer.config.task_types,
+            )
+        cuts = self.cuts
+        if cuts is not None and cuts.any:
+            # The provider counted a context it edited: its usage says nothing of our estimate.
+            self.like_with_like = False
+            self._provider_cuts(cuts, reported)
+        if usage is None or reported is None:
             return
         self.usage = usage
         _ticket.book_usage(self.booked, usage)
         result = self.result
-        accuracy = self.fitter.observe_usage(result, usage.input_tokens)
+        if self.like_with_like:
+            accuracy = self.fitter.observe_usage(result, usage.input_tokens)
+        else:
+            # A partial view (server-held state, server-side edits) never moves the calibration.
+            accuracy = usage.input_tokens / max(1, result.breakdown.estimated)
         context = trace.set_span_in_context(span)
         self.observer.emitter.record_accuracy(
             accuracy,

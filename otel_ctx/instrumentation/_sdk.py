@@ -22,7 +22,7 @@ import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import wrapt
 
@@ -224,10 +224,15 @@ def _respond(round_: Round, response: Any, route: Route, sdk: Sdk, streamed: boo
         if isinstance(response, sdk.raw + sdk.async_raw):
             body = None if streamed else _read_body(response)
             if body is not None:  # with_raw_response of a plain call: the body is here already
+                if round_.reads_answers and isinstance(response, sdk.raw):
+                    # What the usage does not say (a chain's output, a provider's edits) is in the
+                    # parsed answer; the SDK caches it, so the agent's own parse() gets the same object.
+                    round_.see(cast(Any, response).parse())
                 round_.finish(_usage_in_body(body, route))
                 return response
             proxy = AsyncRawProxy if isinstance(response, sdk.async_raw) else RawProxy
             return proxy(response, Watch(round_, route.watcher), route, sdk, streamed)
+        round_.see(response)
         round_.finish(route.usage_of(_field(response, "usage")))
     except Exception as exc:
         log_failure("reading a provider response", exc)
@@ -243,6 +248,7 @@ def _parsed(watch: Watch, result: Any, route: Route, sdk: Sdk, streamed: bool) -
         if isinstance(result, sdk.async_streams):
             return AsyncStreamProxy(result, watch)
         if not streamed:
+            watch.round.see(result)
             watch.usage = route.usage_of(_field(result, "usage"))
             watch.done()
     except Exception as exc:

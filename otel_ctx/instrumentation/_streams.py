@@ -40,6 +40,7 @@ class Watch:
                 self.usage = found
         except Exception as exc:
             log_failure("reading a stream chunk's usage", exc)
+        self.round.see(chunk)
 
     def done(self, error: BaseException | None = None) -> None:
         self.round.finish(self.usage, error)

@@ -28,6 +28,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
 from otel_ctx.instrumentation._core import FRAMEWORK_CALL, FrameworkCall, Observer, Usage
+from otel_ctx.instrumentation._framework_trims import FrameworkTrims
 from otel_ctx.telemetry.emitter import log_failure
 
 _MAX_PENDING = 10_000
@@ -93,6 +94,7 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
         self._observer = observer
         self._pending: OrderedDict[UUID, _Pending] = OrderedDict()
         self._lock = threading.Lock()
+        self._trims = FrameworkTrims()
         self.enabled = True
 
     def _target(self) -> Observer | None:
@@ -103,6 +105,34 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
         from otel_ctx.instrumentation import active_observer
 
         return active_observer()
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A graph node starts: its place in the run, and a trimming hook's messages before."""
+        try:
+            if self._target() is None:
+                return
+            name = kwargs.get("name") or (serialized or {}).get("name")
+            self._trims.chain_start(run_id, parent_run_id, name, inputs)
+        except Exception as exc:
+            log_failure("observing a LangChain chain", exc)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A trimming hook returned: what it cut is a framework trim of the run's next model call."""
+        try:
+            observer = self._target()
+            if observer is None:
+                return
+            self._trims.chain_end(run_id, outputs, observer.fitter("unknown"))
+        except Exception as exc:
+            log_failure("observing a LangChain framework trim", exc)
 
     def on_chat_model_start(
         self,
@@ -119,6 +149,12 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
             if self._target() is None or not messages:
                 return
             call = FrameworkCall()
+            try:
+                observer = self._target()
+                fitter = observer.fitter("unknown") if observer is not None else None
+                call.trims = self._trims.model_start(parent_run_id, messages[0], fitter)
+            except Exception as exc:
+                log_failure("observing a LangChain framework trim", exc)
             pending = _Pending(
                 messages=messages[0],
                 params=kwargs.get("invocation_params") or {},
@@ -180,6 +216,7 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
         if round_ is None:
             return
         round_.detach()
+        round_.record_trims(pending.call.trims)
         try:
             usage = usage_of(response) if response is not None else None
         except Exception as exc:

@@ -41,6 +41,7 @@ from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import capture_content, exception_type, messages_json, record_exception
 from otel_ctx.telemetry.exporters import distributions_from_env
 from otel_ctx.telemetry.labels import LabelPolicy
+from otel_ctx.telemetry.trim import Trim
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
@@ -64,6 +65,7 @@ def component_values(b: Breakdown) -> tuple[int, ...]:
         b.tool_schema,
         b.system_prompt,
         b.skills,
+        b.server_held,
         b.estimated,
         b.budget,
         b.reserved_output,
@@ -97,6 +99,7 @@ def span_attributes(
     attrs[names.TOOL_SCHEMA_TOKENS] = b.tool_schema
     attrs[names.SYSTEM_PROMPT_TOKENS] = b.system_prompt
     attrs[names.SKILLS_TOKENS] = b.skills
+    attrs[names.SERVER_HELD_TOKENS] = b.server_held
     attrs[names.ESTIMATED_TOKENS] = b.estimated
     attrs[names.REMAINING_TOKENS] = b.remaining
     attrs[names.SYSTEM_PROMPT_IN_TRANSCRIPT] = b.system_prompt_in_transcript
@@ -312,6 +315,9 @@ class Emitter:
         # distributions are on: the switch may be flipped after the emitter exists.
         self._line_tokens = instruments.create(meter, names.LINE_TOKENS)
         self._round_utilization = instruments.create(meter, names.ROUND_UTILIZATION)
+        self._trimmed_tokens = instruments.create(meter, names.TRIMMED_TOKENS)
+        self._trims = instruments.create(meter, names.TRIMS)
+        self._provider_overflows = instruments.create(meter, names.PROVIDER_OVERFLOWS)
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -413,6 +419,20 @@ class Emitter:
                 # Histogram points recorded in this context carry the span as an exemplar.
                 ctx = trace.set_span_in_context(span)
             self.record_metrics(result, round_number, model_name, known_task_types, ctx)
+            if span is not None and result.dropped_messages and result.tokens_before:
+                # otel-ctx's own compaction (a fit), or the agent's trimmer (an observed one).
+                performer = names.PERFORMER_OTEL_CTX if mode == names.MODE_FIT else names.PERFORMER_AGENT
+                kind = "summary" if result.summary is not None else "drop"
+                trim = Trim(
+                    performer, kind, result.tokens_before, result.breakdown.estimated, result.dropped_messages
+                )
+                self.record_trim(
+                    span,
+                    trim,
+                    task_type=result.task_type,
+                    model=model_name,
+                    known_task_types=known_task_types,
+                )
         except Exception as exc:
             log_failure("emitting a round", exc)
         finally:
@@ -499,6 +519,44 @@ class Emitter:
         except Exception as exc:
             log_failure("recording the estimate accuracy", exc)
 
+    def record_trim(
+        self,
+        span: Span,
+        trim: Trim,
+        *,
+        task_type: str | None,
+        model: str,
+        known_task_types: Iterable[str] = (),
+    ) -> None:
+        """One trim, whoever performed it: an event on the round's span and the two counters.
+
+        Never raises: a trim is observed after the fact and must not disturb the call.
+        """
+        try:
+            if span.is_recording():
+                span.add_event(names.EVENT_TRIM, trim.attributes())
+            task = self.labels.task_label(task_type, known_task_types)
+            # Per task type and performer: who cuts the window is the question, and the model
+            # label would multiply these series by every model (the run span carries the model).
+            labels = {names.TASK_TYPE: task, names.TRIM_PERFORMER: trim.performer}
+            context = trace.set_span_in_context(span)
+            self._trims.add(1, labels, context)
+            self._trimmed_tokens.add(trim.removed, labels, context)
+        except Exception as exc:
+            log_failure("recording a trim", exc)
+
+    def record_provider_overflow(
+        self, span: Span, *, task_type: str | None, model: str, known_task_types: Iterable[str] = ()
+    ) -> None:
+        """The provider refused the request for the window: an event and the counter. Never raises."""
+        try:
+            if span.is_recording():
+                span.add_event(names.EVENT_PROVIDER_OVERFLOW)
+            task = self.labels.task_label(task_type, known_task_types)
+            self._provider_overflows.add(1, {names.TASK_TYPE: task}, trace.set_span_in_context(span))
+        except Exception as exc:
+            log_failure("recording a provider overflow", exc)
+
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
         fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
@@ -527,6 +585,11 @@ class Emitter:
                     {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
                     _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
+            self._provider_overflows.add(0, {names.TASK_TYPE: task}, _NO_SPAN)
+            for performer in names.PERFORMERS:  # the same for the first trim of each performer
+                zero = {names.TASK_TYPE: task, names.TRIM_PERFORMER: performer}
+                self._trims.add(0, zero, _NO_SPAN)
+                self._trimmed_tokens.add(0, zero, _NO_SPAN)
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
             self._seen_task_models.clear()

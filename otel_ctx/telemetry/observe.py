@@ -277,6 +277,14 @@ class _Watcher:
             if given is not None and isinstance(out, Sequence):
                 try:
                     result, trim_extra = _with_trim_report(result, given, out)
+                    if result.dropped_messages:
+                        whole = fitter.measure(
+                            as_chat_messages(given),
+                            tools=self.tools,
+                            system_prompt=self.system_prompt,
+                            task_type=task,
+                        )
+                        result = dataclasses.replace(result, tokens_before=whole.breakdown.estimated)
                 except Exception as exc:  # the round is still worth emitting without the comparison
                     log_failure("comparing a trimmer's input and output", exc)
         known = fitter.task_types if fitter is not None else ()

@@ -21,6 +21,46 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.util.types import AttributeValue
+
+from otel_ctx import names
+
+
+@dataclass(frozen=True, slots=True)
+class Trim:
+    """One cut of the context, in the vocabulary every performer shares.
+
+    ``performer`` is one of ``names.PERFORMERS`` (otel-ctx, the provider, the agent
+    framework, the agent's own trimmer) and ``kind`` one of ``names.TRIM_KINDS``, so the
+    counter's labels stay bounded whoever reports the trim. Token counts, never text.
+    """
+
+    performer: str
+    kind: str
+    tokens_before: int
+    tokens_after: int
+    items_removed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.performer not in names.PERFORMERS:
+            raise ValueError(f"performer must be one of {names.PERFORMERS}, got {self.performer!r}")
+        if self.kind not in names.TRIM_KINDS:
+            raise ValueError(f"kind must be one of {names.TRIM_KINDS}, got {self.kind!r}")
+
+    @property
+    def removed(self) -> int:
+        """Tokens the cut removed (never negative)."""
+        return max(0, self.tokens_before - self.tokens_after)
+
+    def attributes(self) -> dict[str, AttributeValue]:
+        return {
+            names.TRIM_PERFORMER: self.performer,
+            names.TRIM_KIND: self.kind,
+            names.TRIM_TOKENS_BEFORE: self.tokens_before,
+            names.TRIM_TOKENS_AFTER: self.tokens_after,
+            names.TRIM_ITEMS_REMOVED: self.items_removed,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class TrimReport:

@@ -1,0 +1,348 @@
+"""Context the provider holds: Responses calls that continue a stored conversation.
+
+A Responses request with ``previous_response_id`` or ``conversation`` sends only its new
+items; the model sees them after everything the server stored for the chain. Measuring
+the request body alone would report a small fraction of the window (and teach the
+calibration a wrong factor), so each observed response leaves the breakdown lines of its
+chain here (token counts by role, never text), keyed by response id and conversation id,
+and the next call of the chain is measured as those lines plus its new items.
+
+What this process never saw (a chain begun in another process, items added through the
+Conversations API) is one line of its own, ``server_held``, filled from the provider's
+reported input tokens once the response arrives, never spread over the other lines.
+
+Instructions and tools are not carried over by the server (each request sends its own),
+so a chain carries transcript lines only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+
+from otel_ctx import names
+from otel_ctx.engine.tokens import REPLY_PRIMING
+from otel_ctx.instrumentation._context import current_task
+from otel_ctx.telemetry.emitter import log_failure
+from otel_ctx.telemetry.trim import Trim
+
+if TYPE_CHECKING:
+    from otel_ctx.engine.result import FitResult
+    from otel_ctx.fitting import ContextFitter
+    from otel_ctx.instrumentation._core import Observer
+
+#: A reported input this much above what the chain accounts for is context the server
+#: holds that this process did not see (items added elsewhere); below it, counting error.
+_UNSEEN_TOLERANCE = 0.10
+#: A reported input this much below the estimate, on a request that lets the server cut,
+#: is the server's truncation or compaction.
+_SHRINK_TOLERANCE = 0.10
+_RESPONSES_DONE = frozenset({"response.completed", "response.incomplete"})
+
+
+@dataclass(frozen=True, slots=True)
+class ChainState:
+    """The context the server holds after one response, as this process knows it."""
+
+    by_role: Mapping[str, int]
+    #: Tokens held that this process never saw (known from usage).
+    server_held: int
+    round: int
+    conversation_id: str
+    #: The server changed the stored context in a way not measurable here (compaction):
+    #: the next round's server-held line is filled from its usage again.
+    unknown: bool = False
+    #: The held context's tokens before the server compacted it (0: not compacted): the
+    #: compaction is recorded on the next round, whose usage says what it left.
+    compacted_from: int = 0
+
+
+class ChainStore:
+    """Bounded: the least recently used chain is forgotten first (its next call then counts as unseen)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max(1, max_entries)
+        self._states: OrderedDict[str, ChainState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> ChainState | None:
+        with self._lock:
+            state = self._states.get(key)
+            if state is not None:
+                self._states.move_to_end(key)
+            return state
+
+    def put(self, keys: tuple[str, ...], state: ChainState) -> None:
+        with self._lock:
+            for key in keys:
+                self._states.pop(key, None)
+                self._states[key] = state
+            while len(self._states) > self.max_entries:
+                self._states.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+def _conversation_param(body: Mapping[str, Any]) -> str | None:
+    conv = body.get("conversation")
+    if isinstance(conv, str) and conv:
+        return conv
+    if isinstance(conv, Mapping):
+        found = conv.get("id")
+        return found if isinstance(found, str) and found else None
+    found = getattr(conv, "id", None)
+    return found if isinstance(found, str) and found else None
+
+
+def lets_server_cut(body: Mapping[str, Any]) -> bool:
+    """The request allows the server to drop or compact context (so usage may count less)."""
+    return body.get("truncation") == "auto" or bool(body.get("context_management"))
+
+
+def like_with_like(body: Mapping[str, Any], provider: str) -> bool:
+    """True when the provider counts the context the request body shows, so its usage may
+    teach the calibration: no stored state continued, no server-side edit or truncation allowed."""
+    if provider == "openai-responses" and (
+        body.get("previous_response_id") or _conversation_param(body) is not None
+    ):
+        return False
+    return not lets_server_cut(body)
+
+
+def _add(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for role, tokens in b.items():
+        out[role] = out.get(role, 0) + tokens
+    return out
+
+
+def _without_priming(by_role: Mapping[str, int]) -> dict[str, int]:
+    """A request's lines as they stay in the stored context: the reply priming is per request."""
+    out = dict(by_role)
+    out["assistant"] = max(0, out.get("assistant", 0) - REPLY_PRIMING)
+    return out
+
+
+def _with_lines(result: FitResult, by_role: Mapping[str, int], server_held: int) -> FitResult:
+    """``result`` with the chain's lines added: the breakdown still closes."""
+    b = result.breakdown
+    roles = {r: b.transcript_by_role.get(r, 0) for r in names.ROLES}
+    for role, tokens in by_role.items():
+        roles[role] = roles.get(role, 0) + tokens
+    added = sum(by_role.values()) + server_held - b.server_held
+    estimated = b.estimated + added
+    breakdown = dataclasses.replace(
+        b,
+        transcript=sum(roles.values()),
+        transcript_by_role=roles,
+        server_held=server_held,
+        estimated=estimated,
+        remaining=b.budget - estimated,
+    )
+    outcome = result.outcome
+    if outcome != names.OUTCOME_COMPACTED:
+        outcome = names.OUTCOME_FIT if estimated <= b.budget else names.OUTCOME_OVERFLOW
+    return dataclasses.replace(result, breakdown=breakdown, outcome=outcome)
+
+
+@dataclass(slots=True)
+class ChainRound:
+    """One Responses call and what it continues."""
+
+    store: ChainStore
+    request: Mapping[str, int]  # the new items' transcript lines, as measured
+    request_estimated: int  # the request body alone
+    base: ChainState | None
+    previous_id: str | None
+    conversation: str | None
+    keep: bool  # the server stores this response (``store`` not False)
+    cut_allowed: bool
+    round_number: int
+    #: Whether the breakdown still waits for the provider's usage (part of the context unseen).
+    pending: bool = False
+    response_id: str | None = None
+    output: Any = None
+    figure_source: str = names.FIGURE_REQUEST
+    trim: tuple[str, int, int, int] | None = None  # (kind, before, after, items removed)
+
+    @property
+    def continues(self) -> bool:
+        return self.previous_id is not None or self.conversation is not None
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation param, else the chain's first response id (known once it answered)."""
+        if self.conversation is not None:
+            return self.conversation
+        if self.base is not None:
+            return self.base.conversation_id
+        return self.previous_id
+
+    def see(self, obj: Any) -> None:
+        """A response object or stream event: keep the finished response's id and output."""
+        if getattr(obj, "type", None) in _RESPONSES_DONE:
+            obj = getattr(obj, "response", None)
+        rid = getattr(obj, "id", None)
+        output = getattr(obj, "output", None)
+        if isinstance(rid, str) and isinstance(output, list):
+            self.response_id = rid
+            self.output = output
+
+
+def begin(store: ChainStore, body: Mapping[str, Any], result: FitResult) -> tuple[ChainRound, FitResult]:
+    """The chain round of a Responses request, and its breakdown over the whole held context."""
+    previous = body.get("previous_response_id")
+    previous_id = previous if isinstance(previous, str) and previous else None
+    conversation = _conversation_param(body)
+    base = None
+    if previous_id is not None:
+        base = store.get(previous_id)
+    if base is None and conversation is not None:
+        base = store.get(conversation)
+    chain = ChainRound(
+        store=store,
+        request=_without_priming(result.breakdown.transcript_by_role),
+        request_estimated=result.breakdown.estimated,
+        base=base,
+        previous_id=previous_id,
+        conversation=conversation,
+        keep=body.get("store") is not False,
+        cut_allowed=lets_server_cut(body),
+        round_number=(base.round + 1) if base is not None else (2 if previous_id is not None else 1),
+    )
+    if not chain.continues:
+        return chain, result
+    if base is None or base.unknown:
+        chain.pending = True
+        chain.figure_source = names.FIGURE_USAGE
+        if base is None:
+            return chain, result
+    else:
+        chain.figure_source = names.FIGURE_USAGE if base.server_held else names.FIGURE_CHAIN
+    return chain, _with_lines(result, base.by_role, base.server_held)
+
+
+def _output_lines(fitter: ContextFitter, model: str, output: list[Any]) -> tuple[dict[str, int], bool]:
+    """The transcript lines the response's output adds to the stored context, and whether the
+    server compacted (a compaction item replaces what came before)."""
+    compacted = any(getattr(item, "type", None) == "compaction" for item in output)
+    kept = [item for item in output if getattr(item, "type", None) != "compaction"]
+    if not kept:
+        return {}, compacted
+    measured = fitter.measure_request({"model": model, "input": kept}, provider="openai-responses")
+    return _without_priming(measured.breakdown.transcript_by_role), compacted
+
+
+def settle(
+    chain: ChainRound, result: FitResult, reported_input: int | None, fitter: ContextFitter, model: str
+) -> FitResult:
+    """The answer arrived: fill the server-held line from usage, note a server-side cut, and
+    store the chain as it stands after this response. Returns the round's final result."""
+    b = result.breakdown
+    seen = b.estimated - b.server_held
+    if reported_input is not None and reported_input > 0 and chain.continues:
+        excess = reported_input - seen
+        if chain.pending or excess > _UNSEEN_TOLERANCE * max(1, seen):
+            result = _with_lines(result, {}, max(0, excess))
+            chain.figure_source = names.FIGURE_USAGE
+        elif chain.cut_allowed and reported_input < (1 - _SHRINK_TOLERANCE) * b.estimated:
+            chain.trim = ("truncation", b.estimated, reported_input, 0)
+    elif (
+        reported_input is not None
+        and chain.cut_allowed
+        and reported_input < (1 - _SHRINK_TOLERANCE) * b.estimated
+    ):
+        chain.trim = ("truncation", b.estimated, reported_input, 0)
+    if chain.base is not None and chain.base.compacted_from and reported_input:
+        held_after = max(0, result.breakdown.estimated - chain.request_estimated)
+        chain.trim = ("compaction", chain.base.compacted_from, held_after, 0)
+    if (not chain.keep and chain.conversation is None) or chain.response_id is None:
+        return result
+    output_lines, compacted = _output_lines(fitter, model, chain.output or [])
+    base_lines = chain.base.by_role if chain.base is not None else {}
+    held_lines = _add(base_lines, chain.request)
+    held_before = sum(_add(held_lines, output_lines).values()) + result.breakdown.server_held
+    if compacted:
+        held_lines = {}
+    state = ChainState(
+        by_role=_add(held_lines, output_lines),
+        server_held=0 if compacted else result.breakdown.server_held,
+        round=chain.round_number,
+        conversation_id=chain.conversation_id or chain.response_id,
+        unknown=compacted,
+        compacted_from=held_before if compacted else 0,
+    )
+    keys = tuple(k for k in (chain.response_id if chain.keep else None, chain.conversation) if k)
+    chain.store.put(keys, state)
+    return result
+
+
+# --- responses.compact: the provider compacts a context on demand ---------------------------
+
+
+def record_compact(observer: Observer, kwargs: Mapping[str, Any], response: Any) -> None:
+    """A ``responses.compact`` answer: a provider compaction from what it billed to what it
+    returned (the kept user messages and one compaction item). Never raises."""
+    try:
+        usage = getattr(response, "usage", None)
+        before = getattr(usage, "input_tokens", None)
+        output = getattr(response, "output", None)
+        if not isinstance(before, int) or before <= 0 or not isinstance(output, list):
+            return
+        model = str(kwargs.get("model") or "unknown")
+        fitter = observer.fitter(model)
+        after = fitter.measure_request({"model": model, "input": output}, provider="openai-responses")
+        task = current_task().task_type or observer.config.default_task_type
+        trim = Trim(names.PERFORMER_PROVIDER, "compaction", before, after.breakdown.estimated, 0)
+        observer.emitter.record_trim(
+            trace.get_current_span(),
+            trim,
+            task_type=task,
+            model=model,
+            known_task_types=observer.config.task_types,
+        )
+    except Exception as exc:
+        log_failure("recording a responses.compact call", exc)
+
+
+def _compact_wrapper(observer: Observer) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        response = wrapped(*args, **kwargs)
+        if observer.active:
+            record_compact(observer, kwargs, response)
+        return response
+
+    return wrapper
+
+
+def _async_compact_wrapper(observer: Observer) -> Callable[..., Any]:
+    async def wrapper(
+        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        response = await wrapped(*args, **kwargs)
+        if observer.active:
+            record_compact(observer, kwargs, response)
+        return response
+
+    return wrapper
+
+
+def compact_targets() -> list[tuple[str, str, Callable[[Observer], Callable[..., Any]]]]:
+    """``responses.compact`` (sync and async), where the installed SDK has it."""
+    from openai.resources import responses
+
+    found: list[tuple[str, str, Callable[[Observer], Callable[..., Any]]]] = []
+    if hasattr(responses.Responses, "compact"):
+        found.append(("openai.resources.responses", "Responses.compact", _compact_wrapper))
+    if hasattr(responses.AsyncResponses, "compact"):
+        found.append(("openai.resources.responses", "AsyncResponses.compact", _async_compact_wrapper))
+    return found

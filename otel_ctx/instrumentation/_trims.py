@@ -1,0 +1,110 @@
+"""What the provider cut from a request on its side, read off the response.
+
+Anthropic's context management edits the context on the server: ``clear_tool_uses_*``
+and ``clear_thinking_*`` edits come back in ``context_management.applied_edits`` with
+the tokens they cleared, a ``compact_*`` edit as a ``compaction`` content block (and a
+``compaction`` entry in ``usage.iterations``), and a request too large for the window
+ends with ``stop_reason: "model_context_window_exceeded"``. The request body shows none
+of this, so the round's estimate covers more than the provider counted: each cut is
+recorded as a trim by the provider, and the usage of such a call never teaches the
+calibration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_ctx import names
+
+OVERFLOW_STOP = "model_context_window_exceeded"
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclass(slots=True)
+class AnthropicCuts:
+    """Accumulates, over a response or its stream events, what the server cut."""
+
+    #: (cleared input tokens, items cleared) per applied edit.
+    edits: list[tuple[int, int]] = field(default_factory=list)
+    compacted: bool = False
+    #: Input tokens of the last sampling iteration (the context after compaction), if reported.
+    last_iteration_input: int | None = None
+    overflow: bool = False
+
+    def see(self, obj: Any) -> None:
+        kind = _get(obj, "type")
+        if kind == "message_start":
+            obj, kind = _get(obj, "message"), "message"
+        if kind == "message":
+            self._message(obj)
+        elif kind == "content_block_start":
+            block = _get(obj, "content_block")
+            if _get(block, "type") == "compaction":
+                self.compacted = True
+        elif kind == "message_delta":
+            if _get(_get(obj, "delta"), "stop_reason") == OVERFLOW_STOP:
+                self.overflow = True
+            self._managed(_get(obj, "context_management"))
+            self._iterations(_get(obj, "usage"))
+
+    def _message(self, message: Any) -> None:
+        if _get(message, "stop_reason") == OVERFLOW_STOP:
+            self.overflow = True
+        for block in _get(message, "content") or ():
+            if _get(block, "type") == "compaction":
+                self.compacted = True
+        self._managed(_get(message, "context_management"))
+        self._iterations(_get(message, "usage"))
+
+    def _managed(self, managed: Any) -> None:
+        edits = _get(managed, "applied_edits") if managed is not None else None
+        if not edits:
+            return
+        self.edits = []  # a stream may repeat them; the last report is the whole list
+        for edit in edits:
+            items = _int(_get(edit, "cleared_tool_uses")) or _int(_get(edit, "cleared_thinking_turns"))
+            self.edits.append((_int(_get(edit, "cleared_input_tokens")), items))
+
+    def _iterations(self, usage: Any) -> None:
+        iterations = _get(usage, "iterations") if usage is not None else None
+        if not iterations:
+            return
+        for entry in iterations:
+            if _get(entry, "type") == "compaction":
+                self.compacted = True
+            elif _get(entry, "type") == "message":
+                self.last_iteration_input = _int(_get(entry, "input_tokens"))
+
+    @property
+    def any(self) -> bool:
+        return bool(self.edits) or self.compacted or self.overflow
+
+    def trims(self, estimated: int, reported: int | None) -> list[tuple[str, int, int, int]]:
+        """``(kind, tokens before, tokens after, items removed)`` of each cut, once each.
+
+        An edit's tokens are the provider's own (the reported input is what was left);
+        a compaction goes from the request as sent to what the last iteration counted.
+        """
+        out: list[tuple[str, int, int, int]] = []
+        after = reported if reported is not None else None
+        cleared_total = sum(c for c, _ in self.edits)
+        before = (after + cleared_total) if after is not None else estimated
+        for cleared, items in self.edits:
+            out.append(("edit", before, before - cleared, items))
+            before -= cleared
+        if self.compacted:
+            left = self.last_iteration_input if self.last_iteration_input is not None else reported
+            out.append(("compaction", estimated, left if left is not None else 0, 0))
+        return out
+
+
+PERFORMER = names.PERFORMER_PROVIDER
