@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from instrument_support import RESPONSES_TOOLS, Instrumented, anthropic_client, instrumented, openai_client
 
 import otel_ctx.instrumentation as oi
+from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx import names as n
-from otel_ctx.engine import BudgetPolicy, ContextFitter
 from otel_ctx.instrumentation import _chain
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
