@@ -12,7 +12,7 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -377,6 +377,31 @@ class Round:
                 cuts.see(obj)
         except Exception as exc:
             log_failure("reading a provider response", exc)
+
+    def call(self, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Make the provider call this round observes. A failure ends the round with it and goes on
+        to the agent unchanged; either way our span stops being the current one when it returns."""
+        try:
+            response = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            self.detach()
+            self.finish(None, exc)
+            raise
+        self.detach()
+        return response
+
+    async def acall(
+        self, wrapped: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """:meth:`call` for an async provider call."""
+        try:
+            response = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            self.detach()
+            self.finish(None, exc)
+            raise
+        self.detach()
+        return response
 
     def detach(self) -> None:
         """The SDK call returned: our span is no longer the current one (its stream may go on)."""

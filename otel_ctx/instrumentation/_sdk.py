@@ -355,13 +355,7 @@ def sync_request(observer: Observer, sdk: Sdk) -> WrapperFn:
         round_ = observer.start(found[1], found[0].provider) if found is not None else None
         if found is None or round_ is None:
             return wrapped(*args, **kwargs)
-        try:
-            response = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            round_.detach()
-            round_.finish(None, exc)
-            raise
-        round_.detach()
+        response = round_.call(wrapped, args, kwargs)
         return _respond(round_, response, found[0], sdk, kwargs.get("stream") is True)
 
     return wrapper
@@ -375,13 +369,7 @@ def async_request(observer: Observer, sdk: Sdk) -> WrapperFn:
         round_ = observer.start(found[1], found[0].provider) if found is not None else None
         if found is None or round_ is None:
             return await wrapped(*args, **kwargs)
-        try:
-            response = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            round_.detach()
-            round_.finish(None, exc)
-            raise
-        round_.detach()
+        response = await round_.acall(wrapped, args, kwargs)
         return _respond(round_, response, found[0], sdk, kwargs.get("stream") is True)
 
     return wrapper

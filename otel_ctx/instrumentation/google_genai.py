@@ -85,13 +85,7 @@ def sync_generate(observer: Observer) -> WrapperFn:
         round_ = observer.start(_measured(kwargs), PROVIDER)
         if round_ is None:
             return wrapped(*args, **kwargs)
-        try:
-            response = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            round_.detach()
-            round_.finish(None, exc)
-            raise
-        round_.detach()
+        response = round_.call(wrapped, args, kwargs)
         _finish(round_, response)
         return response
 
@@ -105,13 +99,7 @@ def async_generate(observer: Observer) -> WrapperFn:
         round_ = observer.start(_measured(kwargs), PROVIDER)
         if round_ is None:
             return await wrapped(*args, **kwargs)
-        try:
-            response = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            round_.detach()
-            round_.finish(None, exc)
-            raise
-        round_.detach()
+        response = await round_.acall(wrapped, args, kwargs)
         _finish(round_, response)
         return response
 
@@ -151,13 +139,7 @@ def sync_stream(observer: Observer) -> WrapperFn:
         round_ = observer.start(_measured(kwargs), PROVIDER)
         if round_ is None:
             return wrapped(*args, **kwargs)
-        try:
-            chunks = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            round_.detach()
-            round_.finish(None, exc)
-            raise
-        round_.detach()
+        chunks = round_.call(wrapped, args, kwargs)
         return _watched(round_, chunks)
 
     return wrapper
@@ -190,13 +172,7 @@ def async_stream(observer: Observer) -> WrapperFn:
         round_ = observer.start(_measured(kwargs), PROVIDER)
         if round_ is None:
             return await wrapped(*args, **kwargs)
-        try:
-            chunks = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            round_.detach()
-            round_.finish(None, exc)
-            raise
-        round_.detach()
+        chunks = await round_.acall(wrapped, args, kwargs)
         return _awatched(round_, chunks)
 
     return wrapper

@@ -150,14 +150,9 @@ def sync_call(
                 return wrapped(*args, **kwargs)
             token = OBSERVED_ABOVE.set(True)
             try:
-                response = wrapped(*args, **kwargs)
-            except BaseException as exc:
-                round_.detach()
-                round_.finish(None, exc)
-                raise
+                response = round_.call(wrapped, args, kwargs)
             finally:
                 OBSERVED_ABOVE.reset(token)
-            round_.detach()
             return _respond(round_, response, extract, watcher, streams(), StreamProxy)
 
         return wrapper
@@ -180,14 +175,9 @@ def async_call(
                 return await wrapped(*args, **kwargs)
             token = OBSERVED_ABOVE.set(True)
             try:
-                response = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                round_.detach()
-                round_.finish(None, exc)
-                raise
+                response = await round_.acall(wrapped, args, kwargs)
             finally:
                 OBSERVED_ABOVE.reset(token)
-            round_.detach()
             return _respond(round_, response, extract, watcher, streams(), AsyncStreamProxy)
 
         return wrapper
