@@ -1,4 +1,4 @@
-"""Beside opentelemetry-instrumentation-openai-v2: one trace per round, budget and chat spans tied."""
+"""Beside opentelemetry-instrumentation-openai-v2: budget and chat spans tied, the task block one trace."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from otel_ctx import names as n
 
 
 @pytest.mark.parametrize("otel_ctx_first", [True, False], ids=["otel-ctx-first", "otel-ctx-last"])
-def test_one_trace_per_round_with_the_budget_and_chat_spans_tied(
+def test_the_budget_and_chat_spans_tied_in_the_task_blocks_trace(
     fake_provider: FakeProvider, otel_ctx_first: bool
 ) -> None:
     cap = Instrumented()
@@ -44,10 +44,15 @@ def test_one_trace_per_round_with_the_budget_and_chat_spans_tied(
     chats = [s for s in cap.spans() if s.name.startswith("chat")]
     assert len(rounds) == len(chats) == 4
     assert [r.attributes[n.ROUND] for r in rounds] == [1, 2, 3, 4]  # type: ignore[index]
-    traces = {r.context.trace_id for r in rounds}
-    assert len(traces) == 4  # one trace per round
+    # The task block is one run of the ticket view: its rounds and their chat spans are one trace,
+    # under the run span.
+    (run,) = cap.spans(n.SPAN_RUN)
+    assert {s.context.trace_id for s in (*rounds, *chats)} == {run.context.trace_id}
+    assert all(c.parent is not None and c.parent.span_id == run.context.span_id for c in chats)
     for budget in rounds:
-        (chat,) = [c for c in chats if c.context.trace_id == budget.context.trace_id]
+        (chat,) = [
+            c for c in chats if budget.parent is not None and c.context.span_id == budget.parent.span_id
+        ]
         # otel-ctx watches the SDK's request layer, below the SDK method the contrib wraps: in
         # either order of instrumentation the round runs inside the chat span and annotates it.
         assert budget.parent is not None and budget.parent.span_id == chat.context.span_id

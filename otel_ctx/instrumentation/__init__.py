@@ -14,6 +14,7 @@ never changed.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -39,7 +40,7 @@ from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, 
 from otel_ctx.instrumentation.google_genai import google_targets
 from otel_ctx.instrumentation.litellm import litellm_targets
 from otel_ctx.models import ENV_MODELS, ModelTable
-from otel_ctx.telemetry.emitter import Emitter, default_emitter
+from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 
 logger = logging.getLogger("otel_ctx.instrumentation")
 
@@ -90,7 +91,6 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             ("openai", compact),
             ("anthropic", anthropic_targets),
             ("google-genai", google_targets),
-            ("litellm", litellm_targets),
         ):
             try:
                 found = targets()
@@ -99,6 +99,7 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 continue
             for module, name, factory in found:
                 self._wrap(module, name, factory(observer))
+        self._when_imported("litellm", litellm_targets, observer)
         if config.langchain:
             try:
                 from otel_ctx.instrumentation.langchain import attach_globally
@@ -106,6 +107,28 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 logger.debug("otel-ctx: langchain-core is not installed; no callback handler attached")
             else:
                 attach_globally(observer)
+
+    def _when_imported(self, package: str, targets: Callable[[], list[Target]], observer: Observer) -> None:
+        """Wrap ``package`` when the agent imports it (now, if it already has).
+
+        Importing it ourselves would run its import-time work in every instrumented process,
+        used or not: LiteLLM's fetches a price map over the network (and retries when there is
+        none) on import. Once uninstrumented, the hook does nothing.
+        """
+
+        def hook(_module: Any) -> None:
+            if self._observer is not observer or not observer.active:
+                return
+            try:
+                for module, name, factory in targets():
+                    self._wrap(module, name, factory(observer))
+            except Exception as exc:  # an SDK release we cannot wrap: the agent goes on unobserved
+                log_failure(f"instrumenting {package}", exc)
+
+        if importlib.util.find_spec(package) is None:
+            logger.debug("otel-ctx: %s is not installed; not instrumented", package)
+            return
+        wrapt.register_post_import_hook(hook, package)
 
     def _wrap(self, module: str, name: str, wrapper: WrapperFn) -> None:
         # "Class.method", or a module-level function's bare name (LiteLLM's entry points).
