@@ -475,7 +475,7 @@ def _trim_panels() -> list[p.PanelBuilder]:
         .description(
             "Tokens cut from the context per fitted or observed request, by who cut them: `otel_ctx` "
             "(its own compaction), `provider` (server-side edits, compaction and truncation, read off "
-            "the response), `framework` (LangChain middleware, LangGraph hooks, Agents SDK sessions) "
+            "the response), `framework` (LangChain middleware and LangGraph hooks) "
             "or `agent` (the agent's own trimmer, seen through observed()). A provider or framework "
             "line that grows means the window is fuller than the requests the agent builds show."
         )

@@ -500,10 +500,10 @@ class Run:
     # --- rounds observed elsewhere (the zero-code path) ---------------------------------
 
     def use_model(self, model: str) -> None:
-        """Price and label the run by ``model`` when it was not known at the start.
+        """Price the run by ``model`` and name it on the run span when it was not known at the start.
 
         A task block of the zero-code path opens its run before its first SDK call names a
-        model; the first call's model then prices the books and labels the per-run metrics.
+        model; the first call's model then prices the books (the per-run metrics carry no model).
         """
         if self.rounds == 0 and model != self.model:
             self.model = model
