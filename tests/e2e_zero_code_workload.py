@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     handle = configure(
         exporter="otlp", service_name=args.service, endpoint=args.otlp, export_interval_millis=1000
     )
-    otel_ctx.instrument(policies={TASK: TaskPolicy(context_length=WINDOW)}, langchain=False)
+    # The calls reserve 200 tokens for the answer (max_completion_tokens): the policy says so too.
+    policy = TaskPolicy(context_length=WINDOW, reserved_output=200)
+    otel_ctx.instrument(policies={TASK: policy}, langchain=False)
     fake = FakeProvider().start()
     client = openai.OpenAI(base_url=fake.openai_url, api_key="test-key", max_retries=0)
     runs = []
