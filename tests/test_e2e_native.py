@@ -339,15 +339,16 @@ def test_every_panel_query_answers_on_the_native_path(stack: NativeStack) -> Non
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_the_native_recording_rules_and_every_alert_evaluate(stack: NativeStack) -> None:
-    # Histograms nobody reads through a recording rule are not recorded.
-    recorded = {r["record"] for r in alerts.recording_rules()} & alerts.NATIVE_RECORDS
+    # Histograms nobody reads through a recording rule are not recorded. The stack loads the rules
+    # of the fast settings (their windows are in the rules' names).
+    fast = alerts.AlertSettings.fast(WINDOW)
+    recorded = {r["record"] for r in alerts.recording_rules(fast)} & alerts.native_records(fast)
     assert recorded
 
     when = _after_the_first_rates(stack)
     missing = {r for r in recorded if not stack.query(f'{r}{{job="{SERVICE}"}}', when)}
     assert not missing, "native recording rules without a rate"
     support.assert_shipped_alerts_evaluate(lambda expr: stack.query(expr, when))
-    fast = alerts.AlertSettings.fast(WINDOW)
     for name, signal in alerts.signals(fast).items():
         assert stack.query(signal, when), f"{name}: no value on the native path"
 

@@ -448,6 +448,8 @@ def test_the_round_panels_come_back_in_round_order_as_grafana_sorts_them(stack: 
     for _, title, expr in support.panel_queries():
         if round_label not in expr or "by round" not in title.lower():
             continue
+        if support.needs_distributions(expr):
+            continue  # native histograms only: empty on this scrape path (test_e2e_native has them)
         rounds = sorted({s["metric"][round_label] for s in stack.query(support.substitute(expr))})
         assert len(rounds) >= 10, (title, rounds)  # the workload's long tickets run past round 10
         assert rounds == sorted(rounds, key=lambda r: int(r.rstrip("+"))), (title, rounds)
