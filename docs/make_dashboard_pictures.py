@@ -4,7 +4,9 @@ Needs ``prometheus`` on PATH. The script starts a real Prometheus on a free 127.
 the shipped recording rules and alerts (``dashboards/alerts.yml``), feeds it ``otel-ctx demo
 --forever`` for a couple of minutes, then evaluates every panel's own PromQL over the run
 (``query_range``; the dashboard variables set to "All") and draws one SVG per dashboard, laid out
-on the dashboard's own grid: ``docs/pictures/dashboard-<uid>.svg``.
+on the dashboard's own grid: ``docs/pictures/dashboard-<uid>.svg``. The whole run takes about
+three minutes. ``--save FILE`` keeps the query results; ``--redraw FILE`` draws from them again
+without Prometheus (for work on the drawing alone).
 
 The pictures are drawn here, by hand, from the query results: they are not Grafana screenshots,
 and every picture says so. ``tests/test_dashboard_pictures.py`` checks that every dashboard has
