@@ -94,7 +94,6 @@ def _setup_output() -> None:
         from typer import rich_utils
 
         rich_utils.COLOR_SYSTEM = None
-    logging.getLogger("otel_ctx").addFilter(EncodingFallbackFilter())
 
 
 def _is_parser_error(exc: BaseException) -> bool:
@@ -122,6 +121,18 @@ def _parser_error(exc: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: parse, run, and turn user errors into one line and an exit code."""
+    # The CLI states an encoding fallback in its own output; the library's warning would repeat
+    # it. Only while the command runs: a program that calls main() keeps the library's warnings.
+    quiet = EncodingFallbackFilter()
+    library = logging.getLogger("otel_ctx")
+    library.addFilter(quiet)
+    try:
+        _main(argv)
+    finally:
+        library.removeFilter(quiet)
+
+
+def _main(argv: Sequence[str] | None) -> None:
     _setup_output()
     args = expand_optional_values(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
