@@ -109,6 +109,10 @@ class ChatReader:
         self.tool_turns: BoundedCache[Turn] = BoundedCache(
             max_entries=8_192, max_chars=counter.cache.max_chars, group=group
         )
+        # The transcript read last round, up to the first message the fast paths did not take:
+        # the next round compares its prefix with that copy in one C-level list comparison and
+        # reads on from there, so the history already seen costs no Python work per message.
+        self._memo: _Prefix | None = None
 
     # -- content -------------------------------------------------------------------------
 
@@ -201,7 +205,26 @@ class ChatReader:
         pending: dict[str, bool] = {}
         pending_at = -1
         declared: dict[str, int] = {}
-        for i, raw in enumerate(messages):
+        # The memo is kept only for a list read under a known cut (none, or the policy's cap).
+        cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
+        memoize = cap_key is not None and messages.__class__ is list
+        start = 0
+        memo = self._memo
+        if memoize and memo is not None and memo.cap_key == cap_key:
+            start = _common(memo.snapshot, messages)
+            if start:
+                turns = memo.turns[:start]
+                if start == len(memo.snapshot):
+                    declared = dict(memo.declared)
+                else:
+                    declared = {c: at for c, at in memo.declared.items() if at < start}
+                pending, pending_at = _pending_after(turns)
+        problems = len(ctx.problems)
+        copies: list[Message] = []
+        boundary = -1  # the first message the memo cannot cover; -1 while every one can
+        for i in range(start, len(messages)):
+            raw = messages[i]
+            fast = False
             # The hot path of every round: a plain message seen before is one cache lookup.
             if raw.__class__ is dict and len(raw) == 2:
                 role = raw.get("role")
@@ -226,10 +249,13 @@ class ChatReader:
                             self._unanswered(pending, pending_at, i, ctx)
                             pending = {}
                         turns.append(hit)
+                        if memoize and boundary < 0:
+                            boundary = _extend(copies, raw, i, ctx, problems)
                         continue
             known = self._known_call_turn(raw, i, cap, pending, declared) if raw.__class__ is dict else None
             if known is not None:
                 turn = known
+                fast = True
             else:
                 m = as_mapping(raw)
                 here = f"{where}[{i}]"
@@ -248,6 +274,15 @@ class ChatReader:
                     pending = {c: False for c in turn.calls if not c.startswith(_LEGACY)}
                     pending_at = i
             turns.append(turn)
+            if memoize and boundary < 0:
+                boundary = _extend(copies, raw, i, ctx, problems) if fast else i
+        if memoize:
+            end = len(turns) if boundary < 0 else boundary
+            if end > start:
+                snapshot = memo.snapshot[:start] + copies if start and memo is not None else copies
+                if boundary >= 0:
+                    declared = {c: at for c, at in declared.items() if at < end}
+                self._memo = _Prefix(snapshot, turns[:end], declared, cap_key)
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
         return turns, list(range(len(turns)))
@@ -466,6 +501,68 @@ class ChatReader:
 
 #: A key that is not there (``content`` may be absent, ``None`` or a string: three readings).
 _ABSENT: Any = object()
+
+
+class _Prefix:
+    """A transcript prefix read with the fast paths only: a private copy of its messages and their turns."""
+
+    __slots__ = ("cap_key", "declared", "snapshot", "turns")
+
+    def __init__(
+        self, snapshot: list[Message], turns: list[Turn], declared: dict[str, int], cap_key: Any
+    ) -> None:
+        self.snapshot = snapshot
+        self.turns = turns
+        self.declared = dict(declared)  # call id -> the message of the prefix that made it
+        self.cap_key = cap_key
+
+
+#: How far back from its end a memo is searched for the last message it shares with a round.
+_MEMO_BACKTRACK = 8
+
+
+def _common(snapshot: list[Message], messages: Sequence[Any]) -> int:
+    """How many leading messages of ``messages`` equal the memo's copy (0 when not found cheaply).
+
+    The copy is on the left and holds no container of the caller's, so every message is
+    compared field by field: a message changed in place differs and is read again. The end is
+    found first (a transcript that moved on, or a retried round with another last call, differs
+    only there), then the whole prefix is compared in one C-level list comparison.
+    """
+    n = min(len(snapshot), len(messages))
+    k = n
+    while k > 0 and n - k < _MEMO_BACKTRACK and snapshot[k - 1] != messages[k - 1]:
+        k -= 1
+    if k == 0 or n - k >= _MEMO_BACKTRACK:
+        return 0
+    if k == len(snapshot):
+        return k if snapshot == messages[:k] else 0
+    return k if snapshot[:k] == messages[:k] else 0
+
+
+def _pending_after(turns: list[Turn]) -> tuple[dict[str, bool], int]:
+    """The calls still open after ``turns`` (all read by the fast paths): id -> answered, and where."""
+    j = len(turns) - 1
+    while j >= 0 and turns[j].role == "tool":
+        j -= 1
+    if j < 0:
+        return {}, -1
+    pending = {c: False for c in turns[j].calls if not c.startswith(_LEGACY)}
+    for t in turns[j + 1 :]:
+        pending[t.answers[0]] = True
+    return pending, j
+
+
+def _extend(copies: list[Message], raw: dict[str, Any], i: int, ctx: ReadContext, problems: int) -> int:
+    """Add a fast-read message to the memo's copy: -1, or ``i`` when the memo must stop before it."""
+    if len(ctx.problems) != problems:
+        return i  # a problem was said reading it: the next round reads it again and says it again
+    calls = raw.get("tool_calls")
+    if calls is None:
+        copies.append(dict(raw))  # every value a string
+    else:
+        copies.append({**raw, "tool_calls": [{**c, "function": dict(c["function"])} for c in calls]})
+    return -1
 
 
 def _all_text(content: Sequence[Any]) -> bool:

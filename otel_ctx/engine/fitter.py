@@ -217,7 +217,7 @@ class Fitter:
     ) -> FitResult:
         """Fit a bare transcript in ``adapter``'s dialect to ``task_type``'s budget."""
         policy = self.policy_for(task_type)
-        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
+        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy), cap_key=policy.tool_result_cap)
         reading = adapter.read_items(messages, tools, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, pinned, squeeze=True
@@ -242,7 +242,7 @@ class Fitter:
     ) -> FitResult:
         """Fit a whole request body read by ``adapter``; ``result.request`` is the fitted body."""
         policy = self.policy_for(task_type)
-        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
+        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy), cap_key=policy.tool_result_cap)
         reading = adapter.to_model(body, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, None, snippets, skills, pinned, squeeze=True
