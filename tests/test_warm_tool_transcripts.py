@@ -216,11 +216,12 @@ _edit = st.one_of(
     st.tuples(st.just("mutate"), st.integers(0, 40)),
     st.tuples(st.just("drop"), st.integers(0, 40)),
     st.tuples(st.just("append_message"), _message),
+    st.tuples(st.just("append_named"), _message),  # a shape only the full read takes
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(edits=st.lists(_edit, min_size=1, max_size=8), strict=st.booleans())
+@settings(max_examples=300, deadline=None)
+@given(edits=st.lists(_edit, min_size=1, max_size=10), strict=st.booleans())
 def test_rounds_of_a_changing_transcript_say_what_a_fresh_read_says(
     edits: list[tuple[str, Any]], strict: bool
 ) -> None:
@@ -244,4 +245,6 @@ def test_rounds_of_a_changing_transcript_say_what_a_fresh_read_says(
             del messages[arg % len(messages)]
         elif kind == "append_message":
             messages.append(json.loads(json.dumps(arg)))
+        elif kind == "append_named":
+            messages.append({**json.loads(json.dumps(arg)), "name": "agent"})
         assert outcome(warm, messages, strict) == outcome(fitter(), full_read(messages), strict)

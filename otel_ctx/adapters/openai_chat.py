@@ -16,6 +16,9 @@ provider would reject the request anyway); observe-only paths record the problem
 
 from __future__ import annotations
 
+import itertools
+import sys
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,14 +35,14 @@ from otel_ctx.adapters.base import (
     to_json,
 )
 from otel_ctx.adapters.langchain_tools import is_langchain_tool, tool_dicts
-from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
     TranscriptRuleError,
     shown,
 )
-from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
+from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn, units
 from otel_ctx.engine.tokens import (
     IMAGE_TOKENS_HIGH,
     IMAGE_TOKENS_LOW,
@@ -78,10 +81,12 @@ _MAX_DEPTH = 64
 class _State:
     """Where the transcript sits in the body, and the items the fit rewrote."""
 
-    __slots__ = ("replaced",)
+    __slots__ = ("known_units", "replaced")
 
     def __init__(self) -> None:
         self.replaced: dict[int, Any] = {}
+        #: The units of the turns' leading run the reader split already (see RequestModel).
+        self.known_units: list[tuple[int, int]] = []
 
 
 class ChatReader:
@@ -112,7 +117,9 @@ class ChatReader:
         # The transcript read last round, up to the first message the fast paths did not take:
         # the next round compares its prefix with that copy in one C-level list comparison and
         # reads on from there, so the history already seen costs no Python work per message.
-        self._memo: _Prefix | None = None
+        # Charged to the process cache budget with the turn caches, and evicted with them.
+        self._memo: BoundedCache[_Prefix] = BoundedCache(max_entries=1, max_chars=1 << 62, group=group)
+        self._memo_key = ""
 
     # -- content -------------------------------------------------------------------------
 
@@ -209,19 +216,20 @@ class ChatReader:
         cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
         memoize = cap_key is not None and messages.__class__ is list
         start = 0
-        memo = self._memo
+        memo = self._memo.get(self._memo_key)
         if memoize and memo is not None and memo.cap_key == cap_key:
             start = _common(memo.snapshot, messages)
             if start:
                 turns = memo.turns[:start]
-                if start == len(memo.snapshot):
-                    declared = dict(memo.declared)
-                else:
-                    declared = {c: at for c, at in memo.declared.items() if at < start}
+                calls = memo.declared  # in the order made, so by message
+                declared = dict(
+                    calls if start == len(memo.snapshot) else calls[: bisect_left(calls, start, key=_at)]
+                )
                 pending, pending_at = _pending_after(turns)
         problems = len(ctx.problems)
         copies: list[Message] = []
         boundary = -1  # the first message the memo cannot cover; -1 while every one can
+        declared_end: dict[str, int] = {}  # the calls made before it
         for i in range(start, len(messages)):
             raw = messages[i]
             fast = False
@@ -251,6 +259,8 @@ class ChatReader:
                         turns.append(hit)
                         if memoize and boundary < 0:
                             boundary = _extend(copies, raw, i, ctx, problems)
+                            if boundary >= 0:
+                                declared_end = dict(declared)
                         continue
             known = self._known_call_turn(raw, i, cap, pending, declared) if raw.__class__ is dict else None
             if known is not None:
@@ -261,6 +271,8 @@ class ChatReader:
                 here = f"{where}[{i}]"
                 if m is None:
                     raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
+                if memoize and boundary < 0:  # the full read may make a call again: keep them now
+                    declared_end = dict(declared)
                 turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
                 if replaced is not None:
                     state.replaced[i] = replaced
@@ -275,14 +287,34 @@ class ChatReader:
                     pending_at = i
             turns.append(turn)
             if memoize and boundary < 0:
-                boundary = _extend(copies, raw, i, ctx, problems) if fast else i
+                if not fast:
+                    boundary = i
+                elif (boundary := _extend(copies, raw, i, ctx, problems)) >= 0:
+                    declared_end = {c: at for c, at in declared.items() if at < i}
         if memoize:
+            # A unit ending where the memo ends may go on in this round: it is split again.
+            prior = (
+                memo.units[: bisect_left(memo.units, start, key=_at)] if start and memo is not None else []
+            )
+            state.known_units = prior
             end = len(turns) if boundary < 0 else boundary
             if end > start:
                 snapshot = memo.snapshot[:start] + copies if start and memo is not None else copies
                 if boundary >= 0:
-                    declared = {c: at for c, at in declared.items() if at < end}
-                self._memo = _Prefix(snapshot, turns[:end], declared, cap_key)
+                    declared = declared_end
+                held = memo.held[:start] if start and memo is not None else []
+                total = held[-1] if held else 0
+                for copy in copies:
+                    total += _held_bytes(copy)
+                    held.append(total)
+                if total <= self.counter.cache.max_chars:
+                    split = units(turns[:end], prior)
+                    # Every unit is known when the memo covers every turn; else all but the last.
+                    state.known_units = split if end == len(turns) else split[:-1]
+                    self._memo_key = str(next(_memo_keys))
+                    self._memo.put(
+                        self._memo_key, _Prefix(snapshot, turns[:end], declared, cap_key, held, split)
+                    )
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
         return turns, list(range(len(turns)))
@@ -503,18 +535,51 @@ class ChatReader:
 _ABSENT: Any = object()
 
 
-class _Prefix:
+class _Prefix(Held):
     """A transcript prefix read with the fast paths only: a private copy of its messages and their turns."""
 
-    __slots__ = ("cap_key", "declared", "snapshot", "turns")
+    __slots__ = ("cap_key", "declared", "held", "snapshot", "turns", "units")
 
     def __init__(
-        self, snapshot: list[Message], turns: list[Turn], declared: dict[str, int], cap_key: Any
+        self,
+        snapshot: list[Message],
+        turns: list[Turn],
+        declared: dict[str, int],
+        cap_key: Any,
+        held: list[int],
+        units: list[tuple[int, int]],
     ) -> None:
+        super().__init__(held[-1] + sys.getsizeof(snapshot) + sys.getsizeof(turns) if held else 0)
         self.snapshot = snapshot
         self.turns = turns
-        self.declared = dict(declared)  # call id -> the message of the prefix that made it
+        #: (call id, the message of the prefix that made it), in the order made.
+        self.declared = list(declared.items())
         self.cap_key = cap_key
+        #: Bytes the copy of messages ``[0, k]`` keeps alive, for every k (charged to the cache budget).
+        self.held = held
+        #: The units of ``turns`` (the last one may go on past them).
+        self.units = units
+
+
+_memo_keys = itertools.count()
+
+
+def _at(pair: tuple[Any, int]) -> int:
+    """The message a made call belongs to, or where a unit ends: the sort key of the memo's lists."""
+    return pair[1]
+
+
+def _held_bytes(copy: Message) -> int:
+    """Bytes a message's copy keeps alive: its dicts and lists and the texts in them."""
+    size = sys.getsizeof(copy) + sum(sys.getsizeof(v) for v in copy.values() if v.__class__ is str)
+    calls = copy.get("tool_calls")
+    if calls is not None:
+        size += sys.getsizeof(calls)
+        for c in calls:
+            fn = c["function"]
+            size += sys.getsizeof(c) + sys.getsizeof(c["id"]) + sys.getsizeof(fn)
+            size += sys.getsizeof(fn["name"]) + sys.getsizeof(fn["arguments"])
+    return size + 64  # the turn's share of the list and the prefix
 
 
 #: How far back from its end a memo is searched for the last message it shares with a round.
@@ -691,6 +756,7 @@ class OpenAIChatAdapter(Adapter):
             priming=REPLY_PRIMING,
             system_in_turns=bool(turns) and turns[0].role == "system",
             capped=len(state.replaced),
+            known_units=state.known_units,
         )
         return Reading(model=model, body=None, items=messages, state=state)
 

@@ -337,7 +337,11 @@ class Fitter:
         else:
             total = model.total
             plan = Plan(
-                units(model.turns), [], [], total, OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW
+                units(model.turns, model.known_units),
+                [],
+                [],
+                total,
+                OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW,
             )
 
         summary: Any = None

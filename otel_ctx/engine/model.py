@@ -136,6 +136,9 @@ class RequestModel:
     blocks: tuple[Block, ...] = ()
     system_in_turns: bool = False
     capped: int = 0
+    #: The units of a leading run of ``turns`` already split (by the reader, from an earlier
+    #: round): :func:`units` goes on from the last one instead of walking the whole transcript.
+    known_units: Sequence[tuple[int, int]] = ()
 
     @property
     def fixed(self) -> int:
@@ -170,16 +173,19 @@ class RequestModel:
         return sum(t.cost for t in self.turns) + self.priming + self.fixed
 
 
-def units(turns: Sequence[Turn]) -> list[tuple[int, int]]:
+def units(turns: Sequence[Turn], known: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """Split the turns into units that are dropped whole: ``[start, end)`` turn ranges.
+
+    ``known`` are the first units of ``turns``, split before (each one closed by what follows
+    it in ``turns``, so it is the same unit here); the split goes on after the last of them.
 
     A turn that opens tool calls forms one unit with the turns after it that answer
     them (dropping one without the other would orphan a result or leave a call
     unanswered); every other turn is a unit of its own.
     """
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, int]] = list(known)
     n = len(turns)
-    i = 0
+    i = out[-1][1] if out else 0
     while i < n:
         j = i + 1
         calls = turns[i].calls
