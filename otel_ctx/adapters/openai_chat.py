@@ -42,7 +42,18 @@ from otel_ctx.engine.errors import (
     TranscriptRuleError,
     shown,
 )
-from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn, units
+from otel_ctx.engine.model import (
+    NO_SUMS,
+    Block,
+    Component,
+    Line,
+    Part,
+    RequestModel,
+    Sums,
+    Turn,
+    add_sums,
+    units,
+)
 from otel_ctx.engine.tokens import (
     IMAGE_TOKENS_HIGH,
     IMAGE_TOKENS_LOW,
@@ -81,12 +92,14 @@ _MAX_DEPTH = 64
 class _State:
     """Where the transcript sits in the body, and the items the fit rewrote."""
 
-    __slots__ = ("known_units", "replaced")
+    __slots__ = ("known_sums", "known_units", "replaced")
 
     def __init__(self) -> None:
         self.replaced: dict[int, Any] = {}
         #: The units of the turns' leading run the reader split already (see RequestModel).
         self.known_units: list[tuple[int, int]] = []
+        #: The raw tokens of the turns' leading run, added up already (see RequestModel).
+        self.known_sums: tuple[int, Sums] = (0, NO_SUMS)
 
 
 class ChatReader:
@@ -297,6 +310,8 @@ class ChatReader:
                 memo.units[: bisect_left(memo.units, start, key=_at)] if start and memo is not None else []
             )
             state.known_units = prior
+            if start and memo is not None:
+                state.known_sums = (start, memo.sums[start])
             end = len(turns) if boundary < 0 else boundary
             if end > start:
                 snapshot = memo.snapshot[:start] + copies if start and memo is not None else copies
@@ -309,11 +324,17 @@ class ChatReader:
                     held.append(total)
                 if total <= self.counter.cache.max_chars:
                     split = units(turns[:end], prior)
+                    sums = memo.sums[: start + 1] if start and memo is not None else [NO_SUMS]
+                    acc = sums[-1]
+                    for t in turns[start:end]:
+                        acc = add_sums(acc, t)
+                        sums.append(acc)
+                    state.known_sums = (end, acc)
                     # Every unit is known when the memo covers every turn; else all but the last.
                     state.known_units = split if end == len(turns) else split[:-1]
                     self._memo_key = str(next(_memo_keys))
                     self._memo.put(
-                        self._memo_key, _Prefix(snapshot, turns[:end], declared, cap_key, held, split)
+                        self._memo_key, _Prefix(snapshot, turns[:end], declared, cap_key, held, split, sums)
                     )
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
@@ -538,7 +559,7 @@ _ABSENT: Any = object()
 class _Prefix(Held):
     """A transcript prefix read with the fast paths only: a private copy of its messages and their turns."""
 
-    __slots__ = ("cap_key", "declared", "held", "snapshot", "turns", "units")
+    __slots__ = ("cap_key", "declared", "held", "snapshot", "sums", "turns", "units")
 
     def __init__(
         self,
@@ -548,6 +569,7 @@ class _Prefix(Held):
         cap_key: Any,
         held: list[int],
         units: list[tuple[int, int]],
+        sums: list[Sums],
     ) -> None:
         super().__init__(held[-1] + sys.getsizeof(snapshot) + sys.getsizeof(turns) if held else 0)
         self.snapshot = snapshot
@@ -559,6 +581,8 @@ class _Prefix(Held):
         self.held = held
         #: The units of ``turns`` (the last one may go on past them).
         self.units = units
+        #: ``sums[k]``: the raw tokens of ``turns[:k]`` added up.
+        self.sums = sums
 
 
 _memo_keys = itertools.count()
@@ -757,6 +781,7 @@ class OpenAIChatAdapter(Adapter):
             system_in_turns=bool(turns) and turns[0].role == "system",
             capped=len(state.replaced),
             known_units=state.known_units,
+            known_sums=state.known_sums,
         )
         return Reading(model=model, body=None, items=messages, state=state)
 

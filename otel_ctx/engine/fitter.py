@@ -442,7 +442,12 @@ class Fitter:
         model = reading.model
         turns = model.turns
         raw_lines: dict[Line, int] = dict.fromkeys(LINES, 0)
-        for k in kept:
+        known, (_, sums) = model.known_sums
+        if known and len(kept) == len(turns):  # nothing dropped: the history's lines were added up
+            raw_lines = dict(zip(LINES, sums, strict=True))
+        else:
+            known = 0
+        for k in kept[known:] if known else kept:
             t = turns[k]
             if t.mixed:
                 for line, tokens in t.lines():
