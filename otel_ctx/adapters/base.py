@@ -85,7 +85,10 @@ def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) ->
     """The caller's own items of the kept turns, in order; an item the fit rewrote (a capped tool
     result) in its new form. Every other object goes back as it came, untouched."""
     items = reading.items
-    kept = reading.model.item_indexes(fitted.turns)
+    model = reading.model
+    if not replaced and model.one_to_one and len(fitted.turns) == len(items):
+        return list(items)  # every item kept, none rewritten
+    kept = model.item_indexes(fitted.turns)
     return [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
 
 
