@@ -1,9 +1,11 @@
 """Tool-calling transcripts on the warm path: read once, served from the cache, never stale.
 
 An assistant message that makes tool calls and a tool result are kept by their content
-like plain messages, so the next round of a long tool-calling run reads each of them with
-one lookup. The cached read must say exactly what the full read says, for good
-transcripts and broken ones, and a message changed in place must be read again.
+like plain messages, and the history read last round is kept whole (a private copy of its
+messages and their turns), so the next round of a long tool-calling run compares that
+history in one go and reads only its new messages. The cached read must say exactly what
+the full read says, for good transcripts and broken ones, whatever changed between rounds,
+and a message changed in place must be read again.
 """
 
 from __future__ import annotations
