@@ -1,9 +1,11 @@
 """Tool-calling transcripts on the warm path: read once, served from the cache, never stale.
 
 An assistant message that makes tool calls and a tool result are kept by their content
-like plain messages, so the next round of a long tool-calling run reads each of them with
-one lookup. The cached read must say exactly what the full read says, for good
-transcripts and broken ones, and a message changed in place must be read again.
+like plain messages, and the history read last round is kept whole (a private copy of its
+messages and their turns), so the next round of a long tool-calling run compares that
+history in one go and reads only its new messages. The cached read must say exactly what
+the full read says, for good transcripts and broken ones, whatever changed between rounds,
+and a message changed in place must be read again.
 """
 
 from __future__ import annotations
@@ -118,3 +120,133 @@ def test_a_warm_round_reads_no_history_message_again() -> None:
     finally:
         counter.text = original  # type: ignore[method-assign]
     assert looked_up == []
+
+
+def _pair(k: int) -> list[dict[str, Any]]:
+    cid = f"call_{k}"
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call(cid, args=json.dumps({"k": k}))]},
+        {"role": "tool", "tool_call_id": cid, "content": f"order {k}: shipped"},
+    ]
+
+
+def _history(pairs: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Where are my orders?"}]
+    for k in range(pairs):
+        history += _pair(k)
+    return history
+
+
+def _reads_per_message(f: ContextFitter) -> list[str]:
+    """Wrap the reader's per-message paths of ``f``: the list names each message read one by one."""
+    from otel_ctx.adapters.openai_chat import OpenAIChatAdapter
+
+    reader = OpenAIChatAdapter.reader(f.counter)
+    seen: list[str] = []
+    known, message = reader._known_call_turn, reader._message
+
+    def known_call_turn(m: Any, *args: Any) -> Any:
+        seen.append(str(m.get("role")))
+        return known(m, *args)
+
+    def full(m: Any, *args: Any) -> Any:
+        seen.append("full")
+        return message(m, *args)
+
+    reader._known_call_turn = known_call_turn  # type: ignore[method-assign]
+    reader._message = full  # type: ignore[method-assign]
+    return seen
+
+
+def test_the_history_read_before_is_not_read_message_by_message() -> None:
+    """A warm round reads only its new messages: the history is served as one prefix."""
+    history = _history(60)
+    f = fitter()
+    f.fit([*history, *_pair(100)])
+    seen = _reads_per_message(f)
+    grown = [*history, *_pair(100), *_pair(101)]
+    assert f.fit(grown).breakdown == fitter().fit(full_read(grown)).breakdown
+    assert seen == ["assistant", "tool"]  # the two new messages, none of the 121 before them
+    seen.clear()
+    retried = [*history, *_pair(102)]  # the same history, another last call
+    assert f.fit(retried).breakdown == fitter().fit(full_read(retried)).breakdown
+    assert seen == ["assistant", "tool"]
+
+
+def test_a_history_message_changed_in_place_is_read_again() -> None:
+    """A message deep in the history changed in place (a nested field) is read again, not served stale."""
+    history = _history(40)
+    f = fitter()
+    f.fit(history)
+    history[21]["tool_calls"][0]["function"]["arguments"] = json.dumps({"k": 10, "note": "urgent " * 30})
+    history[40]["content"] = "order 19: returned to sender at the depot, " * 3
+    seen = _reads_per_message(f)
+    got = f.fit(history)
+    assert got.breakdown == fitter().fit(full_read(history)).breakdown
+    assert got.breakdown.transcript > fitter().fit(_history(40)).breakdown.transcript
+    assert len(seen) == len(history) - 1  # every tool message read again (the user's plain one is cached)
+    seen.clear()
+    assert f.fit(history).breakdown == got.breakdown
+    assert seen == []
+
+
+def test_a_memo_under_one_cap_is_not_served_under_another() -> None:
+    """The same history fitted for a task type with another tool-result cap is cut by that cap."""
+    long_result = "shipped from the depot at dawn and reached the hub by noon. " * 5
+    history = [
+        {"role": "user", "content": "Where is it?"},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_1")]},
+        {"role": "tool", "tool_call_id": "call_1", "content": long_result},
+    ]
+    policies = {
+        "wide": BudgetPolicy(context_length=1_000_000, reserved_output=1_000),
+        "narrow": BudgetPolicy(context_length=1_000_000, reserved_output=1_000, tool_result_cap=60),
+    }
+    f = ContextFitter(policies, model="gpt-4o")
+    wide = f.fit(history, task_type="wide")
+    narrow = f.fit(history, task_type="narrow")
+    assert (
+        narrow.breakdown == ContextFitter(policies, model="gpt-4o").fit(history, task_type="narrow").breakdown
+    )
+    assert narrow.breakdown.transcript < wide.breakdown.transcript
+    assert f.fit(history, task_type="wide").breakdown == wide.breakdown
+
+
+_edit = st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 5)),
+    st.tuples(st.just("retry"), st.integers(0, 5)),
+    st.tuples(st.just("mutate"), st.integers(0, 40)),
+    st.tuples(st.just("drop"), st.integers(0, 40)),
+    st.tuples(st.just("append_message"), _message),
+    st.tuples(st.just("append_named"), _message),  # a shape only the full read takes
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(edits=st.lists(_edit, min_size=1, max_size=10), strict=st.booleans())
+def test_rounds_of_a_changing_transcript_say_what_a_fresh_read_says(
+    edits: list[tuple[str, Any]], strict: bool
+) -> None:
+    """Grown, retried, changed in place, cut or broken: every round reads as a first read would."""
+    messages = _history(4)
+    warm = fitter()
+    outcome(warm, messages, strict)
+    fresh_ids = iter(range(1_000, 2_000))
+    for kind, arg in edits:
+        if kind == "append":
+            messages += _pair(next(fresh_ids))[: 1 + arg % 2]
+        elif kind == "retry" and len(messages) > 2:
+            messages[-2:] = _pair(next(fresh_ids))
+        elif kind == "mutate" and messages:
+            m = messages[arg % len(messages)]
+            if "tool_calls" in m:
+                m["tool_calls"][0]["function"]["arguments"] = json.dumps({"changed": arg})
+            else:
+                m["content"] = f"changed {arg} " * (arg % 7 + 1)
+        elif kind == "drop" and messages:
+            del messages[arg % len(messages)]
+        elif kind == "append_message":
+            messages.append(json.loads(json.dumps(arg)))
+        elif kind == "append_named":
+            messages.append({**json.loads(json.dumps(arg)), "name": "agent"})
+        assert outcome(warm, messages, strict) == outcome(fitter(), full_read(messages), strict)

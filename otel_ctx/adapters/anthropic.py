@@ -26,7 +26,10 @@ can be given to the fitter instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import sys
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.adapters.base import (
@@ -38,8 +41,10 @@ from otel_ctx.adapters.base import (
     as_mapping,
     kept_items,
     pdf_pages,
+    private_copy,
     to_json,
 )
+from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -378,7 +383,7 @@ class AnthropicAdapter(Adapter):
             ctx.problem(TranscriptRuleError("messages", "needs at least one message"))
         # Read every message, then group runs into exchanges and check the pairing rules
         # on the combined turns (consecutive same-role messages are one turn to the API).
-        read = [reader.message(raw, i) for i, raw in enumerate(messages)]
+        read = _read_messages(reader, messages, ctx)
         turns: list[Turn] = []
         starts: list[int] = []
         if read and read[0][0] != "user":
@@ -573,3 +578,88 @@ def _orphan(index: int, call_id: str, seen: Mapping[str, int]) -> TranscriptRule
 
 
 ADAPTER = AnthropicAdapter()
+
+
+Read = tuple[str, list[Part], list[str], list[str], list[str]]
+
+
+class _Prefix(Held):
+    """Messages read last round with no problem and nothing cut: a private copy, what each read to."""
+
+    __slots__ = ("cap_key", "read", "seen", "snapshot")
+
+    def __init__(
+        self, snapshot: list[Any], read: list[Read], seen: list[tuple[str, int]], cap_key: Any, held: int
+    ) -> None:
+        super().__init__(held)
+        self.snapshot = snapshot
+        self.read = read
+        #: (tool_use id, the message that made it), in the order made.
+        self.seen = seen
+        self.cap_key = cap_key
+
+
+_memo_keys = itertools.count()
+
+
+def _at(pair: tuple[str, int]) -> int:
+    return pair[1]
+
+
+def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -> list[Read]:
+    """Every message read; the leading run read last round (compared in one go) is not read again.
+
+    A message is taken from the memo only when the whole run up to it equals the private copy
+    kept of it, so a message changed in place, or anything before it, is read again.
+    """
+    cap = ctx.cap
+    cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
+    if cap_key is None or messages.__class__ is not list:
+        return [reader.message(raw, i) for i, raw in enumerate(messages)]
+    counter = reader.counter
+    slot = counter.dialect_state.get("anthropic-memo")
+    if slot is None:
+        cache: BoundedCache[_Prefix] = BoundedCache(
+            max_entries=1, max_chars=1 << 62, group=counter.cache.group
+        )
+        slot = counter.dialect_state.setdefault("anthropic-memo", [cache, ""])
+    cache, key = slot
+    memo = cache.get(key)
+    start = 0
+    read: list[Read] = []
+    if memo is not None and memo.cap_key == cap_key:
+        snapshot = memo.snapshot
+        n = min(len(snapshot), len(messages))
+        k = n
+        while k > 0 and n - k < 8 and snapshot[k - 1] != messages[k - 1]:
+            k -= 1
+        if k and n - k < 8 and (snapshot if k == len(snapshot) else snapshot[:k]) == messages[:k]:
+            start = k
+            read = memo.read[:k]
+            seen = memo.seen
+            reader.seen_ids = dict(seen if k == len(snapshot) else seen[: bisect_left(seen, k, key=_at)])
+    copies: list[Any] = []
+    held = 0
+    boundary = -1
+    problems = len(ctx.problems)
+    replaced = reader.state.replaced
+    for i in range(start, len(messages)):
+        raw = messages[i]
+        read.append(reader.message(raw, i))
+        if boundary < 0:
+            copy = private_copy(raw) if len(ctx.problems) == problems and i not in replaced else None
+            if copy is None:
+                boundary = i
+            else:
+                copies.append(copy)
+                held += sys.getsizeof(copy) + len(repr(copy))
+    end = len(messages) if boundary < 0 else boundary
+    if end > start and held <= counter.cache.max_chars:
+        snapshot = (memo.snapshot[:start] if start and memo is not None else []) + copies
+        # An id is kept where first made (never moved later), so those made before the end are exact.
+        seen_items = [(c, at) for c, at in reader.seen_ids.items() if at < end]
+        key = str(next(_memo_keys))
+        slot[1] = key
+        held += sys.getsizeof(snapshot) + 64 * len(snapshot)
+        cache.put(key, _Prefix(snapshot, read[:end], seen_items, cap_key, held))
+    return read

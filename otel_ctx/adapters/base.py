@@ -85,7 +85,10 @@ def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) ->
     """The caller's own items of the kept turns, in order; an item the fit rewrote (a capped tool
     result) in its new form. Every other object goes back as it came, untouched."""
     items = reading.items
-    kept = reading.model.item_indexes(fitted.turns)
+    model = reading.model
+    if not replaced and model.one_to_one and len(fitted.turns) == len(items):
+        return list(items)  # every item kept, none rewritten
+    kept = model.item_indexes(fitted.turns)
     return [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
 
 
@@ -100,3 +103,88 @@ def pdf_pages(data: str | bytes) -> int:
     else:
         raw = bytes(data)
     return max(1, len(_PAGE.findall(raw)))
+
+
+class _NotPlain(Exception):
+    """A value holds something other than JSON's own types: no private copy of it is made."""
+
+
+class _Int(int):
+    """An int of a private copy: equal to an int only, never to ``True`` or ``1.0`` (counted otherwise)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is int and int.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = int.__hash__
+
+
+class _Float(float):
+    """A float of a private copy: equal to a float only."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is float and float.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = float.__hash__
+
+
+class _Bool:
+    """A bool of a private copy: equal to that bool only, never to 1 or 0."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return other is self.value
+
+    def __ne__(self, other: object) -> bool:
+        return other is not self.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _copy(value: Any) -> Any:
+    cls = value.__class__
+    if cls is str or value is None:
+        return value
+    if cls is dict:
+        out = {}
+        for k, v in value.items():
+            if k.__class__ is not str:
+                raise _NotPlain
+            out[k] = _copy(v)
+        return out
+    if cls is list:
+        return [_copy(v) for v in value]
+    if cls is int:
+        return _Int(value)
+    if cls is float:
+        return _Float(value)
+    if cls is bool:
+        return _Bool(value)
+    raise _NotPlain
+
+
+def private_copy(value: Any) -> Any | None:
+    """A copy of a JSON value that shares no container with it, for comparing it later with ``==``.
+
+    The copy is compared on the left: each field is compared with what the caller holds then,
+    numbers only with numbers of their own type (``1``, ``1.0`` and ``True`` are counted
+    differently). ``None`` when the value holds anything else (an SDK object, a tuple), or is
+    nested too deeply: such a value is read again every round.
+    """
+    try:
+        return _copy(value)
+    except (_NotPlain, RecursionError):
+        return None

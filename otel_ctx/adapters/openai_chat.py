@@ -16,6 +16,9 @@ provider would reject the request anyway); observe-only paths record the problem
 
 from __future__ import annotations
 
+import itertools
+import sys
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,14 +35,25 @@ from otel_ctx.adapters.base import (
     to_json,
 )
 from otel_ctx.adapters.langchain_tools import is_langchain_tool, tool_dicts
-from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
     TranscriptRuleError,
     shown,
 )
-from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
+from otel_ctx.engine.model import (
+    NO_SUMS,
+    Block,
+    Component,
+    Line,
+    Part,
+    RequestModel,
+    Sums,
+    Turn,
+    add_sums,
+    units,
+)
 from otel_ctx.engine.tokens import (
     IMAGE_TOKENS_HIGH,
     IMAGE_TOKENS_LOW,
@@ -78,10 +92,14 @@ _MAX_DEPTH = 64
 class _State:
     """Where the transcript sits in the body, and the items the fit rewrote."""
 
-    __slots__ = ("replaced",)
+    __slots__ = ("known_sums", "known_units", "replaced")
 
     def __init__(self) -> None:
         self.replaced: dict[int, Any] = {}
+        #: The units of the turns' leading run the reader split already (see RequestModel).
+        self.known_units: list[tuple[int, int]] = []
+        #: The raw tokens of the turns' leading run, added up already (see RequestModel).
+        self.known_sums: tuple[int, Sums] = (0, NO_SUMS)
 
 
 class ChatReader:
@@ -109,6 +127,12 @@ class ChatReader:
         self.tool_turns: BoundedCache[Turn] = BoundedCache(
             max_entries=8_192, max_chars=counter.cache.max_chars, group=group
         )
+        # The transcript read last round, up to the first message the fast paths did not take:
+        # the next round compares its prefix with that copy in one C-level list comparison and
+        # reads on from there, so the history already seen costs no Python work per message.
+        # Charged to the process cache budget with the turn caches, and evicted with them.
+        self._memo: BoundedCache[_Prefix] = BoundedCache(max_entries=1, max_chars=1 << 62, group=group)
+        self._memo_key = ""
 
     # -- content -------------------------------------------------------------------------
 
@@ -201,7 +225,27 @@ class ChatReader:
         pending: dict[str, bool] = {}
         pending_at = -1
         declared: dict[str, int] = {}
-        for i, raw in enumerate(messages):
+        # The memo is kept only for a list read under a known cut (none, or the policy's cap).
+        cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
+        memoize = cap_key is not None and messages.__class__ is list
+        start = 0
+        memo = self._memo.get(self._memo_key)
+        if memoize and memo is not None and memo.cap_key == cap_key:
+            start = _common(memo.snapshot, messages)
+            if start:
+                turns = memo.turns[:start]
+                calls = memo.declared  # in the order made, so by message
+                declared = dict(
+                    calls if start == len(memo.snapshot) else calls[: bisect_left(calls, start, key=_at)]
+                )
+                pending, pending_at = _pending_after(turns)
+        problems = len(ctx.problems)
+        copies: list[Message] = []
+        boundary = -1  # the first message the memo cannot cover; -1 while every one can
+        declared_end: dict[str, int] = {}  # the calls made before it
+        for i in range(start, len(messages)):
+            raw = messages[i]
+            fast = False
             # The hot path of every round: a plain message seen before is one cache lookup.
             if raw.__class__ is dict and len(raw) == 2:
                 role = raw.get("role")
@@ -226,15 +270,22 @@ class ChatReader:
                             self._unanswered(pending, pending_at, i, ctx)
                             pending = {}
                         turns.append(hit)
+                        if memoize and boundary < 0:
+                            boundary = _extend(copies, raw, i, ctx, problems)
+                            if boundary >= 0:
+                                declared_end = dict(declared)
                         continue
             known = self._known_call_turn(raw, i, cap, pending, declared) if raw.__class__ is dict else None
             if known is not None:
                 turn = known
+                fast = True
             else:
                 m = as_mapping(raw)
                 here = f"{where}[{i}]"
                 if m is None:
                     raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
+                if memoize and boundary < 0:  # the full read may make a call again: keep them now
+                    declared_end = dict(declared)
                 turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
                 if replaced is not None:
                     state.replaced[i] = replaced
@@ -248,6 +299,43 @@ class ChatReader:
                     pending = {c: False for c in turn.calls if not c.startswith(_LEGACY)}
                     pending_at = i
             turns.append(turn)
+            if memoize and boundary < 0:
+                if not fast:
+                    boundary = i
+                elif (boundary := _extend(copies, raw, i, ctx, problems)) >= 0:
+                    declared_end = {c: at for c, at in declared.items() if at < i}
+        if memoize:
+            # A unit ending where the memo ends may go on in this round: it is split again.
+            prior = (
+                memo.units[: bisect_left(memo.units, start, key=_at)] if start and memo is not None else []
+            )
+            state.known_units = prior
+            if start and memo is not None:
+                state.known_sums = (start, memo.sums[start])
+            end = len(turns) if boundary < 0 else boundary
+            if end > start:
+                snapshot = memo.snapshot[:start] + copies if start and memo is not None else copies
+                if boundary >= 0:
+                    declared = declared_end
+                held = memo.held[:start] if start and memo is not None else []
+                total = held[-1] if held else 0
+                for copy in copies:
+                    total += _held_bytes(copy)
+                    held.append(total)
+                if total <= self.counter.cache.max_chars:
+                    split = units(turns[:end], prior)
+                    sums = memo.sums[: start + 1] if start and memo is not None else [NO_SUMS]
+                    acc = sums[-1]
+                    for t in turns[start:end]:
+                        acc = add_sums(acc, t)
+                        sums.append(acc)
+                    state.known_sums = (end, acc)
+                    # Every unit is known when the memo covers every turn; else all but the last.
+                    state.known_units = split if end == len(turns) else split[:-1]
+                    self._memo_key = str(next(_memo_keys))
+                    self._memo.put(
+                        self._memo_key, _Prefix(snapshot, turns[:end], declared, cap_key, held, split, sums)
+                    )
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
         return turns, list(range(len(turns)))
@@ -468,6 +556,104 @@ class ChatReader:
 _ABSENT: Any = object()
 
 
+class _Prefix(Held):
+    """A transcript prefix read with the fast paths only: a private copy of its messages and their turns."""
+
+    __slots__ = ("cap_key", "declared", "held", "snapshot", "sums", "turns", "units")
+
+    def __init__(
+        self,
+        snapshot: list[Message],
+        turns: list[Turn],
+        declared: dict[str, int],
+        cap_key: Any,
+        held: list[int],
+        units: list[tuple[int, int]],
+        sums: list[Sums],
+    ) -> None:
+        super().__init__(held[-1] + sys.getsizeof(snapshot) + sys.getsizeof(turns) if held else 0)
+        self.snapshot = snapshot
+        self.turns = turns
+        #: (call id, the message of the prefix that made it), in the order made.
+        self.declared = list(declared.items())
+        self.cap_key = cap_key
+        #: Bytes the copy of messages ``[0, k]`` keeps alive, for every k (charged to the cache budget).
+        self.held = held
+        #: The units of ``turns`` (the last one may go on past them).
+        self.units = units
+        #: ``sums[k]``: the raw tokens of ``turns[:k]`` added up.
+        self.sums = sums
+
+
+_memo_keys = itertools.count()
+
+
+def _at(pair: tuple[Any, int]) -> int:
+    """The message a made call belongs to, or where a unit ends: the sort key of the memo's lists."""
+    return pair[1]
+
+
+def _held_bytes(copy: Message) -> int:
+    """Bytes a message's copy keeps alive: its dicts and lists and the texts in them."""
+    size = sys.getsizeof(copy) + sum(sys.getsizeof(v) for v in copy.values() if v.__class__ is str)
+    calls = copy.get("tool_calls")
+    if calls is not None:
+        size += sys.getsizeof(calls)
+        for c in calls:
+            fn = c["function"]
+            size += sys.getsizeof(c) + sys.getsizeof(c["id"]) + sys.getsizeof(fn)
+            size += sys.getsizeof(fn["name"]) + sys.getsizeof(fn["arguments"])
+    return size + 64  # the turn's share of the list and the prefix
+
+
+#: How far back from its end a memo is searched for the last message it shares with a round.
+_MEMO_BACKTRACK = 8
+
+
+def _common(snapshot: list[Message], messages: Sequence[Any]) -> int:
+    """How many leading messages of ``messages`` equal the memo's copy (0 when not found cheaply).
+
+    The copy is on the left and holds no container of the caller's, so every message is
+    compared field by field: a message changed in place differs and is read again. The end is
+    found first (a transcript that moved on, or a retried round with another last call, differs
+    only there), then the whole prefix is compared in one C-level list comparison.
+    """
+    n = min(len(snapshot), len(messages))
+    k = n
+    while k > 0 and n - k < _MEMO_BACKTRACK and snapshot[k - 1] != messages[k - 1]:
+        k -= 1
+    if k == 0 or n - k >= _MEMO_BACKTRACK:
+        return 0
+    if k == len(snapshot):
+        return k if snapshot == messages[:k] else 0
+    return k if snapshot[:k] == messages[:k] else 0
+
+
+def _pending_after(turns: list[Turn]) -> tuple[dict[str, bool], int]:
+    """The calls still open after ``turns`` (all read by the fast paths): id -> answered, and where."""
+    j = len(turns) - 1
+    while j >= 0 and turns[j].role == "tool":
+        j -= 1
+    if j < 0:
+        return {}, -1
+    pending = {c: False for c in turns[j].calls if not c.startswith(_LEGACY)}
+    for t in turns[j + 1 :]:
+        pending[t.answers[0]] = True
+    return pending, j
+
+
+def _extend(copies: list[Message], raw: dict[str, Any], i: int, ctx: ReadContext, problems: int) -> int:
+    """Add a fast-read message to the memo's copy: -1, or ``i`` when the memo must stop before it."""
+    if len(ctx.problems) != problems:
+        return i  # a problem was said reading it: the next round reads it again and says it again
+    calls = raw.get("tool_calls")
+    if calls is None:
+        copies.append(dict(raw))  # every value a string
+    else:
+        copies.append({**raw, "tool_calls": [{**c, "function": dict(c["function"])} for c in calls]})
+    return -1
+
+
 def _all_text(content: Sequence[Any]) -> bool:
     return all(
         isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
@@ -594,6 +780,8 @@ class OpenAIChatAdapter(Adapter):
             priming=REPLY_PRIMING,
             system_in_turns=bool(turns) and turns[0].role == "system",
             capped=len(state.replaced),
+            known_units=state.known_units,
+            known_sums=state.known_sums,
         )
         return Reading(model=model, body=None, items=messages, state=state)
 

@@ -34,6 +34,9 @@ class ReadContext:
     counter: TokenCounter
     cap: CapText | None = None
     strict: bool = True
+    #: What ``cap`` cuts at (the policy's ``tool_result_cap``): a read served from a memo of an
+    #: earlier round's read must have been cut the same way.
+    cap_key: int | None = None
     problems: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:

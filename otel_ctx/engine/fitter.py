@@ -217,7 +217,7 @@ class Fitter:
     ) -> FitResult:
         """Fit a bare transcript in ``adapter``'s dialect to ``task_type``'s budget."""
         policy = self.policy_for(task_type)
-        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
+        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy), cap_key=policy.tool_result_cap)
         reading = adapter.read_items(messages, tools, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, system_prompt, snippets, skills, pinned, squeeze=True
@@ -242,7 +242,7 @@ class Fitter:
     ) -> FitResult:
         """Fit a whole request body read by ``adapter``; ``result.request`` is the fitted body."""
         policy = self.policy_for(task_type)
-        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy))
+        ctx = dialect.ReadContext(self.counter, cap=self._cap_for(policy), cap_key=policy.tool_result_cap)
         reading = adapter.to_model(body, ctx)
         return self._decide(
             adapter, reading, ctx, policy, task_type, None, snippets, skills, pinned, squeeze=True
@@ -337,7 +337,11 @@ class Fitter:
         else:
             total = model.total
             plan = Plan(
-                units(model.turns), [], [], total, OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW
+                units(model.turns, model.known_units),
+                [],
+                [],
+                total,
+                OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW,
             )
 
         summary: Any = None
@@ -438,7 +442,12 @@ class Fitter:
         model = reading.model
         turns = model.turns
         raw_lines: dict[Line, int] = dict.fromkeys(LINES, 0)
-        for k in kept:
+        known, (_, sums) = model.known_sums
+        if known and len(kept) == len(turns):  # nothing dropped: the history's lines were added up
+            raw_lines = dict(zip(LINES, sums, strict=True))
+        else:
+            known = 0
+        for k in kept[known:] if known else kept:
             t = turns[k]
             if t.mixed:
                 for line, tokens in t.lines():

@@ -136,6 +136,11 @@ class RequestModel:
     blocks: tuple[Block, ...] = ()
     system_in_turns: bool = False
     capped: int = 0
+    #: The units of a leading run of ``turns`` already split (by the reader, from an earlier
+    #: round): :func:`units` goes on from the last one instead of walking the whole transcript.
+    known_units: Sequence[tuple[int, int]] = ()
+    #: ``(k, sums)``: the raw tokens of ``turns[:k]`` added up before (see :func:`add_sums`).
+    known_sums: tuple[int, Sums] = (0, (0, (0, 0, 0, 0)))
 
     @property
     def fixed(self) -> int:
@@ -167,19 +172,43 @@ class RequestModel:
     @property
     def total(self) -> int:
         """Raw (uncalibrated) tokens of the request as read."""
-        return sum(t.cost for t in self.turns) + self.priming + self.fixed
+        k, (cost, _) = self.known_sums
+        turns = self.turns
+        rest = sum(t.cost for t in turns[k:]) if k else sum(t.cost for t in turns)
+        return cost + rest + self.priming + self.fixed
 
 
-def units(turns: Sequence[Turn]) -> list[tuple[int, int]]:
+#: Raw tokens of a run of turns: their costs added up, and the same per line (in ``LINES`` order).
+Sums = tuple[int, tuple[int, int, int, int]]
+NO_SUMS: Sums = (0, (0, 0, 0, 0))
+LINE_INDEX: dict[str, int] = {line: k for k, line in enumerate(LINES)}
+
+
+def add_sums(acc: Sums, turn: Turn) -> Sums:
+    """``acc`` with ``turn`` added."""
+    cost, lines = acc
+    out = list(lines)
+    if turn.mixed:
+        for line, tokens in turn.lines():
+            out[LINE_INDEX[line]] += tokens
+    else:
+        out[LINE_INDEX[turn.role]] += turn.cost
+    return cost + turn.cost, (out[0], out[1], out[2], out[3])
+
+
+def units(turns: Sequence[Turn], known: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """Split the turns into units that are dropped whole: ``[start, end)`` turn ranges.
+
+    ``known`` are the first units of ``turns``, split before (each one closed by what follows
+    it in ``turns``, so it is the same unit here); the split goes on after the last of them.
 
     A turn that opens tool calls forms one unit with the turns after it that answer
     them (dropping one without the other would orphan a result or leave a call
     unanswered); every other turn is a unit of its own.
     """
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, int]] = list(known)
     n = len(turns)
-    i = 0
+    i = out[-1][1] if out else 0
     while i < n:
         j = i + 1
         calls = turns[i].calls
