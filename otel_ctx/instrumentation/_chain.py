@@ -305,7 +305,6 @@ def record_compact(observer: Observer, kwargs: Mapping[str, Any], response: Any)
             trace.get_current_span(),
             trim,
             task_type=task,
-            model=model,
             known_task_types=observer.config.task_types,
         )
     except Exception as exc:

@@ -356,7 +356,6 @@ class Round:
                 self.span,
                 trim,
                 task_type=self.result.task_type,
-                model=self.model,
                 known_task_types=self.observer.config.task_types,
             )
 
@@ -445,12 +444,11 @@ class Round:
                 self.span,
                 trim,
                 task_type=self.result.task_type,
-                model=self.model,
                 known_task_types=task_types,
             )
         if cuts.overflow:
             em.record_provider_overflow(
-                self.span, task_type=self.result.task_type, model=self.model, known_task_types=task_types
+                self.span, task_type=self.result.task_type, known_task_types=task_types
             )
 
     def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
@@ -481,7 +479,6 @@ class Round:
                 span,
                 Trim(names.PERFORMER_PROVIDER, kind, before, after, items),
                 task_type=self.result.task_type,
-                model=self.model,
                 known_task_types=self.observer.config.task_types,
             )
         cuts = self.cuts

@@ -430,7 +430,6 @@ class Emitter:
                     span,
                     trim,
                     task_type=result.task_type,
-                    model=model_name,
                     known_task_types=known_task_types,
                 )
         except Exception as exc:
@@ -525,7 +524,6 @@ class Emitter:
         trim: Trim,
         *,
         task_type: str | None,
-        model: str,
         known_task_types: Iterable[str] = (),
     ) -> None:
         """One trim, whoever performed it: an event on the round's span and the two counters.
@@ -546,7 +544,7 @@ class Emitter:
             log_failure("recording a trim", exc)
 
     def record_provider_overflow(
-        self, span: Span, *, task_type: str | None, model: str, known_task_types: Iterable[str] = ()
+        self, span: Span, *, task_type: str | None, known_task_types: Iterable[str] = ()
     ) -> None:
         """The provider refused the request for the window: an event and the counter. Never raises."""
         try:
