@@ -41,7 +41,7 @@ from otel_ctx.adapters.base import (
     as_mapping,
     kept_items,
     pdf_pages,
-    private_copy,
+    sized_private_copy,
     to_json,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
@@ -647,12 +647,12 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
         raw = messages[i]
         read.append(reader.message(raw, i))
         if boundary < 0:
-            copy = private_copy(raw) if len(ctx.problems) == problems and i not in replaced else None
-            if copy is None:
+            found = sized_private_copy(raw) if len(ctx.problems) == problems and i not in replaced else None
+            if found is None:
                 boundary = i
             else:
-                copies.append(copy)
-                held += sys.getsizeof(copy) + len(repr(copy))
+                copies.append(found[0])
+                held += found[1]
     end = len(messages) if boundary < 0 else boundary
     if end > start and held <= counter.cache.max_chars:
         snapshot = (memo.snapshot[:start] if start and memo is not None else []) + copies

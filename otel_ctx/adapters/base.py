@@ -38,6 +38,8 @@ __all__ = [
     "as_mapping",
     "kept_items",
     "pdf_pages",
+    "private_copy",
+    "sized_private_copy",
     "to_json",
 ]
 
@@ -154,19 +156,31 @@ class _Bool:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _copy(value: Any) -> Any:
+#: Bytes a container, a number or an ASCII string costs besides its characters (CPython, 64-bit).
+_OBJECT_BYTES = 56
+
+
+def _copy(value: Any, size: list[int]) -> Any:
     cls = value.__class__
-    if cls is str or value is None:
+    if cls is str:
+        size[0] += len(value) + _OBJECT_BYTES
         return value
+    if value is None:
+        return value
+    size[0] += _OBJECT_BYTES
     if cls is dict:
         out = {}
         for k, v in value.items():
             if k.__class__ is not str:
                 raise _NotPlain
-            out[k] = _copy(v)
+            if v.__class__ is str:  # most fields (role, type, text): no call for them
+                size[0] += len(v) + _OBJECT_BYTES
+                out[k] = v
+            else:
+                out[k] = _copy(v, size)
         return out
     if cls is list:
-        return [_copy(v) for v in value]
+        return [_copy(v, size) for v in value]
     if cls is int:
         return _Int(value)
     if cls is float:
@@ -184,7 +198,15 @@ def private_copy(value: Any) -> Any | None:
     differently). ``None`` when the value holds anything else (an SDK object, a tuple), or is
     nested too deeply: such a value is read again every round.
     """
+    found = sized_private_copy(value)
+    return found[0] if found is not None else None
+
+
+def sized_private_copy(value: Any) -> tuple[Any, int] | None:
+    """:func:`private_copy` and about how many bytes it holds, counted while it is made (the memo
+    is charged to the process cache budget; measuring the copy afterwards would walk it again)."""
+    size = [0]
     try:
-        return _copy(value)
+        return _copy(value, size), size[0]
     except (_NotPlain, RecursionError):
         return None

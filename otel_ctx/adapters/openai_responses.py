@@ -30,7 +30,7 @@ from otel_ctx.adapters.base import (
     Reading,
     as_mapping,
     kept_items,
-    private_copy,
+    sized_private_copy,
     to_json,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
@@ -549,16 +549,16 @@ class _ItemMemo:
         read = self.reader.item(item, where, i)
         if self.boundary < 0:
             self.reads.append(read)
-            held = (
-                private_copy(raw)
+            found = (
+                sized_private_copy(raw)
                 if len(ctx.problems) == problems and i not in self.reader.state.replaced
                 else None
             )
-            if held is None:
+            if found is None:
                 self.boundary = i
             else:
-                self.copies.append(held)
-                self.held += sys.getsizeof(held) + len(repr(held))
+                self.copies.append(found[0])
+                self.held += found[1]
         return read
 
     def keep(self) -> None:
