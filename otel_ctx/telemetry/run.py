@@ -434,11 +434,14 @@ class Run:
         span = self._span
         if span is None or not span.is_recording():
             return
-        span.set_attribute(names.RUN_SPENT_TOKENS, self.ledger.spent_tokens)
+        attrs: dict[str, AttributeValue] = {
+            names.RUN_SPENT_TOKENS: self.ledger.spent_tokens,
+            names.COST_SOURCE: self.ledger.cost_source,
+        }
         cost = self.ledger.cost
         if cost is not None:
-            span.set_attribute(names.COST_USD, cost)
-        span.set_attribute(names.COST_SOURCE, self.ledger.cost_source)
+            attrs[names.COST_USD] = cost
+        span.set_attributes(attrs)  # one lock and one validation pass, every round
 
     # --- the ticket's books ------------------------------------------------------------
 
