@@ -152,14 +152,21 @@ class ContextFitter(Fitter):
         )
 
     def measure_request(
-        self, body: Any, *, provider: str | None = None, task_type: str | None = None
+        self,
+        body: Any,
+        *,
+        provider: str | None = None,
+        task_type: str | None = None,
+        policy: BudgetPolicy | None = None,
     ) -> FitResult:
         """The breakdown of a whole request body as given: nothing capped or dropped.
 
         Observe-only: a transcript the provider would reject is recorded on
         ``result.problems``, not raised; ``result.request`` is the body itself.
+        ``policy`` measures against that budget instead of the task type's (the
+        instrumentor measures each call against its own model window and output reserve).
         """
-        return self.measure_body(_body_adapter(body, provider), body, task_type=task_type)
+        return self.measure_body(_body_adapter(body, provider), body, task_type=task_type, policy=policy)
 
 
 def _body_adapter(body: Any, provider: str | None) -> Adapter:

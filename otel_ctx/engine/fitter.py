@@ -248,9 +248,22 @@ class Fitter:
             adapter, reading, ctx, policy, task_type, None, snippets, skills, pinned, squeeze=True
         )
 
-    def measure_body(self, adapter: Adapter, body: Any, *, task_type: str | None = None) -> FitResult:
-        """The breakdown of a whole request body read by ``adapter``, as given (observe-only)."""
-        policy = self.policy_for(task_type)
+    def measure_body(
+        self,
+        adapter: Adapter,
+        body: Any,
+        *,
+        task_type: str | None = None,
+        policy: BudgetPolicy | None = None,
+    ) -> FitResult:
+        """The breakdown of a whole request body read by ``adapter``, as given (observe-only).
+
+        ``policy`` measures against a budget of the caller's (an observed call's own window
+        and output reserve) instead of the task type's: the result is built once, with the
+        right lines, rather than rebuilt afterwards.
+        """
+        if policy is None:
+            policy = self.policy_for(task_type)
         ctx = dialect.ReadContext(self.counter, strict=False)
         reading = adapter.to_model(body, ctx)
         return self._decide(adapter, reading, ctx, policy, task_type, None, None, None, None, squeeze=False)
