@@ -78,10 +78,12 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _sink() -> Iterator[int]:
+def local_server(module: str) -> Iterator[int]:
+    """Run ``python -m module PORT`` in its own process on 127.0.0.1; yields the port once it is
+    ready and stops it (by closing its stdin) afterwards."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.otlp_sink", str(port), "--max-seconds", "300"],
+        [sys.executable, "-m", module, str(port), "--max-seconds", "300"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -89,7 +91,7 @@ def _sink() -> Iterator[int]:
     try:
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != "ready":
-            raise RuntimeError("the OTLP sink did not start")
+            raise RuntimeError(f"{module} did not start")
         yield port
     finally:
         if proc.stdin is not None:
@@ -152,7 +154,8 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
             f"≤ {WARM_TARGET:g}×",
             cost / warm <= WARM_TARGET,
             f"telemetry {fmt_seconds(cost)}, warm 100-message fit {fmt_seconds(warm)}: a span with "
-            f"{n_attributes} attributes, 2 measurements (utilization, fits), the running totals",
+            f"{n_attributes} attributes, the run's figures and the trim event, 2 measurements "
+            "(utilization, fits), the running totals",
         ),
         Figure(
             SECTION,
@@ -169,15 +172,16 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
             f"{cost / hand:.2f}×",
             f"≤ {BY_HAND_TARGET}×",
             cost / hand <= BY_HAND_TARGET,
-            f"by hand {fmt_seconds(hand)}: 1 span with {n_attributes} attributes, "
-            "1 histogram point, 1 counter add, the token lines added up in a dict",
+            f"by hand {fmt_seconds(hand)}: 1 span with {n_attributes + 5} attributes and the trim "
+            "event, 1 histogram point, 1 counter add, the token lines added up in a dict, the run "
+            "span's running totals",
         ),
     ]
 
     # --- collector down vs up -------------------------------------------------------
     notes: list[str] = []
     down_port = _free_port()  # bound and released: nothing listens there
-    with _sink() as up_port:
+    with local_server("bench.otlp_sink") as up_port:
         handles = {
             "down": create_providers(
                 ExportSettings(
@@ -332,8 +336,15 @@ def _recorded_series(scraped: dict[str, int]) -> int:
 
 
 def _by_hand(tp: TracerProvider, mp: MeterProvider, result: object) -> Thunk:
-    """One span with the same attributes and the same metric records, written directly on the SDK."""
+    """The same span, event and records as a run's round, written directly on the SDK.
+
+    What a careful developer would write to get the same data: the round span with the
+    breakdown and the run's figures, the trim event of a compacting round, the utilization
+    point and the fits count (both with the span as exemplar), the token lines added up for a
+    counter read at collection, and the run span's running totals.
+    """
     from otel_ctx.engine.result import FitResult
+    from otel_ctx.telemetry.trim import Trim
 
     assert isinstance(result, FitResult)
     tracer = tp.get_tracer("bench.by_hand")
@@ -343,20 +354,42 @@ def _by_hand(tp: TracerProvider, mp: MeterProvider, result: object) -> Thunk:
     )
     fits = meter.create_counter("bench.fits")
     attrs = span_attributes(result, round_number=1, model="gpt-4o")
+    attrs.update(
+        {
+            names.RUN_SPENT_TOKENS: 1,
+            names.RUN_NEXT_TOKENS: 1,
+            names.RUN_CEILING_CROSSED: False,
+            names.COST_SOURCE: "estimate",
+            names.COST_USD: 0.01,
+        }
+    )
+    trim = Trim(
+        names.PERFORMER_OTEL_CTX,
+        "drop",
+        result.tokens_before,
+        result.breakdown.estimated,
+        result.dropped_messages,
+    ).attributes()
     task_model = {names.TASK_TYPE: "default", names.GEN_AI_REQUEST_MODEL: "gpt-4o"}
     outcome = {**task_model, names.OUTCOME: result.outcome}
     totals: dict[str, int] = dict.fromkeys(names.COMPONENTS, 0)
     values = component_values(result.breakdown)
     utilization = result.breakdown.utilization
+    run_span = tracer.start_span(names.SPAN_RUN)
+    spent = [0]
 
     def go() -> None:
         span = tracer.start_span(names.SPAN_FIT)
         span.set_attributes(attrs)
+        if result.dropped_messages:
+            span.add_event(names.EVENT_TRIM, trim)
         ctx = trace.set_span_in_context(span)
         util.record(utilization, task_model, ctx)
         fits.add(1, outcome, ctx)
-        for component, v in zip(names.COMPONENTS, values):
+        for component, v in zip(names.COMPONENTS, values, strict=True):
             totals[component] += v
+        spent[0] += result.breakdown.estimated
+        run_span.set_attributes({names.RUN_SPENT_TOKENS: spent[0], names.COST_SOURCE: "estimate"})
         span.end()
 
     return go

@@ -39,11 +39,20 @@ class Timing:
         return (q[2] - q[0]) / self.median if self.median else 0.0
 
 
-def interleaved(cases: Mapping[str, Prepare], *, trials: int, repeat: int = 1) -> dict[str, Timing]:
-    """Median seconds per call of each case; ``repeat`` calls per timed sample (each prepared)."""
+def interleaved(
+    cases: Mapping[str, Prepare],
+    *,
+    trials: int,
+    repeat: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, Timing]:
+    """Median seconds per call of each case; ``repeat`` calls per timed sample (each prepared).
+
+    ``clock`` is wall time by default; ``time.thread_time`` counts only this thread's CPU, for a
+    case that waits on another process (a server) whose own noise is not what is measured.
+    """
     names = list(cases)
     samples: dict[str, list[float]] = {n: [] for n in names}
-    clock = time.perf_counter
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()

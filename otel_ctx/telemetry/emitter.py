@@ -159,6 +159,9 @@ class _Totals:
         self.round_tokens: dict[tuple[str, str], list[int]] = {}
         self.dropped: dict[tuple[str, str], int] = {}
         self.capped: dict[tuple[str, str], int] = {}
+        #: (task, performer) -> [trims, tokens removed]: behind context_budget.trims and
+        #: context_budget.trimmed_tokens.
+        self.trims: dict[tuple[str, str], list[int]] = {}
         self._attrs: dict[tuple[str, ...], dict[str, str]] = {}
 
     def add(
@@ -188,6 +191,21 @@ class _Totals:
             self.dropped[attrs.task_model] = self.dropped.get(attrs.task_model, 0) + dropped
             self.capped[attrs.task_model] = self.capped.get(attrs.task_model, 0) + capped
 
+    def add_trim(self, task: str, performer: str, removed: int) -> None:
+        """One trim of ``removed`` tokens by ``performer``."""
+        with self.lock:
+            row = self.trims.get((task, performer))
+            if row is None:
+                row = self.trims[(task, performer)] = [0, 0]
+            row[0] += 1
+            row[1] += removed
+
+    def start_trims(self, task: str) -> None:
+        """Every performer's trims of a new task type start at 0, so the first trim counts in rate()."""
+        with self.lock:
+            for performer in names.PERFORMERS:
+                self.trims.setdefault((task, performer), [0, 0])
+
     def clear(self) -> None:
         """Forget every total (a counter reset, which rate() handles): the bound on label sets."""
         with self.lock:
@@ -195,6 +213,7 @@ class _Totals:
             self.round_tokens.clear()
             self.dropped.clear()
             self.capped.clear()
+            self.trims.clear()
             self._attrs.clear()
 
     def _attributes(self, key: tuple[str, ...], labels: tuple[str, ...]) -> dict[str, str]:
@@ -228,6 +247,18 @@ class _Totals:
             rows = list(which.items())
         labels = (names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
         return [metrics.Observation(total, self._attributes((kind, *key), labels)) for key, total in rows]
+
+    def _observe_trims(self, column: int) -> list[metrics.Observation]:
+        with self.lock:
+            rows = [(k, v[column]) for k, v in self.trims.items()]
+        labels = (names.TASK_TYPE, names.TRIM_PERFORMER)
+        return [metrics.Observation(total, self._attributes(("trim", *key), labels)) for key, total in rows]
+
+    def observe_trims(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_trims(0)
+
+    def observe_trimmed_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_trims(1)
 
     def observe_dropped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
         return self._observe_task_model(self.dropped, "dropped")
@@ -315,8 +346,6 @@ class Emitter:
         # distributions are on: the switch may be flipped after the emitter exists.
         self._line_tokens = instruments.create(meter, names.LINE_TOKENS)
         self._round_utilization = instruments.create(meter, names.ROUND_UTILIZATION)
-        self._trimmed_tokens = instruments.create(meter, names.TRIMMED_TOKENS)
-        self._trims = instruments.create(meter, names.TRIMS)
         self._provider_overflows = instruments.create(meter, names.PROVIDER_OVERFLOWS)
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
@@ -338,6 +367,8 @@ class Emitter:
                 (names.ROUND_TOKENS, totals.observe_round_tokens),
                 (names.DROPPED_TURNS_METRIC, totals.observe_dropped),
                 (names.CAPPED_TOOL_RESULTS_METRIC, totals.observe_capped),
+                (names.TRIMS, totals.observe_trims),
+                (names.TRIMMED_TOKENS, totals.observe_trimmed_tokens),
             ):
                 instruments.create(meter, metric, callbacks=[callback])
             with contextlib.suppress(TypeError):
@@ -540,10 +571,9 @@ class Emitter:
             task = self.labels.task_label(task_type, known_task_types)
             # Per task type and performer: who cuts the window is the question, and the model
             # label would multiply these series by every model (the run span carries the model).
-            labels = {names.TASK_TYPE: task, names.TRIM_PERFORMER: trim.performer}
-            context = trace.set_span_in_context(span)
-            self._trims.add(1, labels, context)
-            self._trimmed_tokens.add(trim.removed, labels, context)
+            # Running totals, read when the SDK collects: the event on the span is the trim's
+            # trace; two measurements per trimming round would cost it a third of its telemetry.
+            self._totals.add_trim(task, trim.performer, trim.removed)
         except Exception as exc:
             log_failure("recording a trim", exc)
 
@@ -588,10 +618,7 @@ class Emitter:
                     _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
             self._provider_overflows.add(0, {names.TASK_TYPE: task}, _NO_SPAN)
-            for performer in names.PERFORMERS:  # the same for the first trim of each performer
-                zero = {names.TASK_TYPE: task, names.TRIM_PERFORMER: performer}
-                self._trims.add(0, zero, _NO_SPAN)
-                self._trimmed_tokens.add(0, zero, _NO_SPAN)
+            self._totals.start_trims(task)  # the same for the first trim of each performer
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
             self._seen_task_models.clear()

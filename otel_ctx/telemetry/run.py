@@ -365,11 +365,13 @@ class Run:
 
     def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
         number = self.next_round()
+        # The run's figures join the round's breakdown: one set of span attributes per round.
+        extra: dict[str, AttributeValue] = dict(self.span_extra)
 
         def checked() -> FitResult:
             result = call()
-            # Inside the call the round span is current: the check lands on it before it ends.
-            self._check_round(number, result, trace.get_current_span())
+            # Inside the call the round span is current: the ceiling event lands on it before it ends.
+            self._check_round(number, result, trace.get_current_span(), attributes_out=extra)
             return result
 
         result = self.emitter.instrument(
@@ -379,13 +381,24 @@ class Run:
             model=self.model,
             known_task_types=self.fitter.task_types,
             parent=self.parent_context(),
-            extra=self.span_extra,
+            extra=extra,
         )
         self.last_result = result
         return result
 
-    def _check_round(self, number: int, result: FitResult, span: Span | None) -> CeilingCheck:
-        """Count the round in the ledger, check the ceiling, and put both on the round span."""
+    def _check_round(
+        self,
+        number: int,
+        result: FitResult,
+        span: Span | None,
+        *,
+        attributes_out: dict[str, AttributeValue] | None = None,
+    ) -> CeilingCheck:
+        """Count the round in the ledger, check the ceiling, and put both on the round span.
+
+        With ``attributes_out`` the round's run attributes are added there instead, for the
+        caller to set with the round's other attributes (one pass of the SDK's checks).
+        """
         b = result.breakdown
         overflow = result.outcome == names.OUTCOME_OVERFLOW
         had_stop = self.ledger.stop
@@ -396,7 +409,7 @@ class Run:
         self._remember_round(result, number)
         crossed = check.crossed and not overflow
         try:
-            if span is not None and span.is_recording():
+            if attributes_out is not None or (span is not None and span.is_recording()):
                 attrs: dict[str, AttributeValue] = {
                     names.RUN_SPENT_TOKENS: check.spent,
                     names.RUN_NEXT_TOKENS: check.next_tokens,
@@ -408,8 +421,11 @@ class Run:
                 spend = self.ledger.round_spend(number)
                 if spend is not None and spend.cost is not None and spend.source == "estimate":
                     attrs[names.COST_USD] = spend.cost
-                span.set_attributes(attrs)
-                if crossed:
+                if attributes_out is not None:
+                    attributes_out.update(attrs)
+                elif span is not None:
+                    span.set_attributes(attrs)
+                if crossed and span is not None and span.is_recording():
                     span.add_event(
                         names.EVENT_RUN_CEILING,
                         {
@@ -488,7 +504,8 @@ class Run:
         except Exception as exc:
             log_failure("starting the round span", exc)
         number = self.next_round()
-        self._check_round(number, result, span)
+        extra: dict[str, AttributeValue] = dict(self.span_extra)
+        self._check_round(number, result, span, attributes_out=extra)
         self.emitter.emit(
             result,
             span=span,
@@ -496,7 +513,7 @@ class Run:
             mode=mode,
             model=self.model,
             known_task_types=self.fitter.task_types,
-            extra=self.span_extra,
+            extra=extra,
         )
         self.last_result = result
 
