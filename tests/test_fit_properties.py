@@ -185,3 +185,34 @@ def test_appending_a_message_adds_exactly_its_own_cost(msgs: list[dict[str, Any]
     new = {"role": "user", "content": extra}
     # A request costs its messages plus one reply priming (3 tokens), whatever came before.
     assert fitter.count([*msgs, new]) - total == fitter.count([new]) - 3
+
+
+@given(conversations(), st.integers(300, 4_000), st.integers(0, 250), st.integers(0, 50))
+def test_measuring_against_a_given_policy_closes_its_lines_and_keeps_the_count(
+    msgs: list[dict[str, Any]], context_length: int, reserved: int, margin: int
+) -> None:
+    """A measure against a call's own policy (the instrumentor's) changes the budget lines only:
+    the same counts, limit − reserve − margin = budget, remaining = budget − estimate, and the
+    outcome is "fit" exactly when the estimate is within that budget."""
+    own = BudgetPolicy(context_length=context_length, reserved_output=reserved, safety_margin=margin)
+    fitter = ContextFitter(BudgetPolicy(context_length=1 << 40, reserved_output=0), model="gpt-4o")
+    body = {"model": "gpt-4o", "messages": msgs}
+    before = copy.deepcopy(body)
+    plain = fitter.measure_request(body, provider="openai")
+    measured = fitter.measure_request(body, provider="openai", task_type="returns", policy=own)
+    assert body == before
+    b, p = measured.breakdown, plain.breakdown
+    assert (b.transcript, b.tool_schema, b.system_prompt, b.skills, b.estimated) == (
+        p.transcript,
+        p.tool_schema,
+        p.system_prompt,
+        p.skills,
+        p.estimated,
+    )
+    assert b.transcript + b.tool_schema + b.system_prompt + b.skills + b.server_held == b.estimated
+    assert (b.context_length, b.reserved_output, b.safety_margin) == (context_length, reserved, margin)
+    assert b.context_length - b.reserved_output - b.safety_margin == b.budget == own.budget
+    assert b.remaining == b.budget - b.estimated
+    assert measured.outcome == ("fit" if b.estimated <= b.budget else "overflow")
+    assert measured.task_type == "returns"
+    assert measured.dropped_messages == 0
