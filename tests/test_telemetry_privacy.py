@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from typing import Any
 
 import pytest
@@ -177,3 +178,23 @@ def test_content_appears_only_when_opted_in(monkeypatch: pytest.MonkeyPatch) -> 
     data = cap.reader.get_metrics_data()
     assert data is not None and CANARY not in data.to_json()
     cap.close()
+
+
+def test_the_capture_switch_follows_the_environment_of_a_running_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read on every round, however it is changed: set, unset, patched for a block."""
+    from unittest import mock
+
+    from otel_ctx.telemetry.content import capture_content
+
+    monkeypatch.delenv(n.ENV_CAPTURE_CONTENT, raising=False)
+    assert capture_content() is False
+    monkeypatch.setenv(n.ENV_CAPTURE_CONTENT, " True ")
+    assert capture_content() is True
+    monkeypatch.setenv(n.ENV_CAPTURE_CONTENT, "no")
+    assert capture_content() is False
+    monkeypatch.delenv(n.ENV_CAPTURE_CONTENT)
+    with mock.patch.dict(os.environ, {n.ENV_CAPTURE_CONTENT: "1"}):
+        assert capture_content() is True
+    assert capture_content() is False
