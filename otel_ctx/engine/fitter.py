@@ -357,8 +357,8 @@ class Fitter:
                     break
                 plan = more
 
-        kept = plan.kept_turns() if plan.dropped else list(range(len(model.turns)))
-        dropped_items = model.item_indexes(plan.dropped_turns()) if plan.dropped else []
+        kept: Sequence[int] = plan.kept_turns() if plan.dropped else range(len(model.turns))
+        dropped_items: Sequence[int] = model.item_indexes(plan.dropped_turns()) if plan.dropped else ()
         summary_at = 0
         if summary is not None:
             first = dropped_items[0] if dropped_items else model.items
@@ -427,7 +427,7 @@ class Fitter:
         policy: BudgetPolicy,
         task_type: str | None,
         cal: Calibration,
-        kept: list[int],
+        kept: Sequence[int],
         plan: Plan,
         items: list[Any],
         body: Any,
@@ -435,7 +435,7 @@ class Fitter:
         sources: tuple[SourceInfo, ...],
         summary: Any,
         summary_turn: Turn | None,
-        dropped_items: list[int],
+        dropped_items: Sequence[int],
         problems: tuple[str, ...],
         exact: bool,
     ) -> FitResult:
