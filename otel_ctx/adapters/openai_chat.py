@@ -17,9 +17,9 @@ provider would reject the request anyway); observe-only paths record the problem
 from __future__ import annotations
 
 import itertools
-import sys
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from sys import getsizeof
 from typing import Any
 
 from otel_ctx.adapters.base import (
@@ -314,7 +314,7 @@ class ChatReader:
             state.known_units = memo.units[:] if end == len(turns) else memo.units[:-1]
             state.known_sums = (end, memo.sums[end])
             if end and memo.held[-1] <= self.counter.cache.max_chars:
-                memo.held_bytes = memo.held[-1] + sys.getsizeof(memo.snapshot) + sys.getsizeof(memo.turns)
+                memo.held_bytes = memo.held[-1] + getsizeof(memo.snapshot) + getsizeof(memo.turns)
                 self._memo_key = str(next(_memo_keys))
                 self._memo.put(self._memo_key, memo)
         if pending:
@@ -606,15 +606,18 @@ def _at(pair: tuple[Any, int]) -> int:
 
 def _held_bytes(copy: Message) -> int:
     """Bytes a message's copy keeps alive: its dicts and lists and the texts in them."""
-    size = sys.getsizeof(copy) + sum(sys.getsizeof(v) for v in copy.values() if v.__class__ is str)
+    size = getsizeof(copy) + 64  # and the turn's share of the list and the prefix
+    for v in copy.values():
+        if v.__class__ is str:
+            size += getsizeof(v)
     calls = copy.get("tool_calls")
     if calls is not None:
-        size += sys.getsizeof(calls)
+        size += getsizeof(calls)
         for c in calls:
             fn = c["function"]
-            size += sys.getsizeof(c) + sys.getsizeof(c["id"]) + sys.getsizeof(fn)
-            size += sys.getsizeof(fn["name"]) + sys.getsizeof(fn["arguments"])
-    return size + 64  # the turn's share of the list and the prefix
+            size += getsizeof(c) + getsizeof(c["id"]) + getsizeof(fn)
+            size += getsizeof(fn["name"]) + getsizeof(fn["arguments"])
+    return size
 
 
 #: How far back from its end a memo is searched for the last message it shares with a round.
