@@ -17,7 +17,6 @@ provider would reject the request anyway); observe-only paths record the problem
 from __future__ import annotations
 
 import itertools
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from sys import getsizeof
 from typing import Any
@@ -275,7 +274,8 @@ class ChatReader:
                             )
                             cache.put(content, hit)
                         if pending:
-                            self._unanswered(pending, pending_at, i, ctx)
+                            if False in pending.values():
+                                self._unanswered(pending, pending_at, i, ctx)
                             pending = {}
                         turns.append(hit)
                         if memoize and boundary < 0:
@@ -294,7 +294,7 @@ class ChatReader:
                 if replaced is not None:
                     state.replaced[i] = replaced
             if turn.role != "tool":
-                if pending:
+                if pending and False in pending.values():
                     self._unanswered(pending, pending_at, i, ctx)
                 pending = {}
                 if turn.calls:
@@ -568,7 +568,9 @@ class _Prefix(Held):
         del self.held[n:]
         del self.sums[n + 1 :]
         # A unit ending at the cut may go on in the next round: it is split again.
-        del self.units[bisect_left(self.units, n, key=_at) :]
+        units = self.units
+        while units and units[-1][1] >= n:
+            units.pop()
         _forget_calls(self.declared, n)
 
     def grow(self, turns: list[Turn], start: int, end: int, copies: list[Message]) -> None:
@@ -597,11 +599,6 @@ def _forget_calls(declared: dict[str, int], n: int) -> None:
 
 
 _memo_keys = itertools.count()
-
-
-def _at(pair: tuple[Any, int]) -> int:
-    """The message a made call belongs to, or where a unit ends: the sort key of the memo's lists."""
-    return pair[1]
 
 
 def _held_bytes(copy: Message) -> int:
