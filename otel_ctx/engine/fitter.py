@@ -294,6 +294,8 @@ class Fitter:
         skills: SourcesLike,
     ) -> tuple[tuple[Block, ...], tuple[SourceInfo, ...], bool]:
         """Add the caller's system prompt, snippets and skills to the model as blocks."""
+        if system_prompt is None and snippets is None and skills is None:
+            return (), (), False  # the common round: nothing to add
         snippet_sources = as_sources(snippets, "snippets")
         skill_sources = as_sources(skills, "skills")
         if system_prompt is not None and not isinstance(system_prompt, str):
