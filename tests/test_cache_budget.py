@@ -124,3 +124,16 @@ def test_the_charged_total_is_what_the_caches_hold(sizes: list[tuple[int, int]],
     for c in caches:
         c.clear()
     assert budget.bytes == 0
+
+
+def test_a_value_taken_out_gives_its_bytes_back_until_it_is_put_again() -> None:
+    budget = CacheBudget(MIB)
+    cache = BoundedCache[str](max_entries=4, max_chars=10_000, budget=budget)
+    cache.put("memo", "x" * 500)
+    charged = budget.bytes
+    assert charged == cache.bytes > 500
+    assert cache.take("memo") == "x" * 500
+    assert (budget.bytes, cache.bytes, cache.chars, len(cache)) == (0, 0, 0, 0)
+    assert cache.take("memo") is None  # taken once: another taker finds nothing
+    cache.put("memo", "x" * 500)
+    assert budget.bytes == charged

@@ -10,10 +10,15 @@ and a message changed in place must be read again.
 
 from __future__ import annotations
 
+import copy
 import json
+import sys
+import threading
+from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -210,6 +215,72 @@ def test_a_memo_under_one_cap_is_not_served_under_another() -> None:
     )
     assert narrow.breakdown.transcript < wide.breakdown.transcript
     assert f.fit(history, task_type="wide").breakdown == wide.breakdown
+
+
+def test_a_retried_round_may_make_the_call_it_replaces_again() -> None:
+    """The memo forgets the calls of the messages a round no longer has: the same id is no duplicate."""
+    history = _history(10)
+    f = fitter()
+    f.fit([*history, *_pair(50)])
+    retried = [*history, *_pair(50)]  # the last call made again (same id), new objects
+    retried[-2]["tool_calls"][0]["function"]["arguments"] = json.dumps({"k": 50, "note": "again " * 10})
+    retried[-1]["content"] = "order 50: shipped twice, " * 4
+    got = f.fit(retried)
+    assert got.breakdown == fitter().fit(full_read(retried)).breakdown
+    assert f.fit([*history, *_pair(50), *_pair(51)]).breakdown == (
+        fitter().fit(full_read([*history, *_pair(50), *_pair(51)])).breakdown
+    )
+
+
+def test_rounds_leave_the_callers_messages_as_they_were() -> None:
+    """Memo copies are the fitter's own: cutting and growing them never touches a caller's message."""
+    messages = _history(8)
+    f = fitter()
+    for k in range(100, 104):
+        messages[-2:] = _pair(k)  # retried
+        messages += _pair(k + 50)  # grown
+        messages[3]["tool_calls"][0]["function"]["arguments"] = json.dumps({"k": k})  # changed in place
+        before = copy.deepcopy(messages)
+        got = f.fit(messages)
+        assert messages == before
+        assert got.breakdown == fitter().fit(full_read(messages)).breakdown
+        assert got.messages == before and all(a is b for a, b in zip(got.messages, messages, strict=True))
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """Threads switch every microsecond, so rounds on one fitter interleave mid-read."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("fast_switching")
+def test_threads_sharing_a_fitter_each_read_their_own_transcript() -> None:
+    """Rounds of different transcripts on one fitter, from several threads, read as a fresh read does."""
+    transcripts = [[*_history(n), *_pair(500 + n)] for n in (5, 20, 40)]
+    want = [fitter().fit(full_read(t)).breakdown for t in transcripts]
+    f = fitter()
+    wrong: list[object] = []
+
+    def work(which: int) -> None:
+        for r in range(150):
+            k = (which + r) % len(transcripts)
+            try:
+                if f.fit(transcripts[k]).breakdown != want[k]:
+                    wrong.append(k)
+            except Exception as exc:  # a read that tripped over another thread's
+                wrong.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
 
 
 _edit = st.one_of(

@@ -215,7 +215,7 @@ def _owner_of(groups: list[list[dict[str, Any]]], flat_index: int) -> int:
     raise IndexError(flat_index)
 
 
-def _regroup(starts: list[int], owner: list[int]) -> list[int]:
+def _regroup(starts: Sequence[int], owner: list[int]) -> list[int]:
     out: list[int] = []
     for s in starts:
         i = owner[s]

@@ -17,9 +17,8 @@ provider would reject the request anyway); observe-only paths record the problem
 from __future__ import annotations
 
 import itertools
-import sys
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from sys import getsizeof
 from typing import Any
 
 from otel_ctx.adapters.base import (
@@ -52,7 +51,7 @@ from otel_ctx.engine.model import (
     Sums,
     Turn,
     add_sums,
-    units,
+    split_units,
 )
 from otel_ctx.engine.tokens import (
     IMAGE_TOKENS_HIGH,
@@ -211,7 +210,7 @@ class ChatReader:
         ctx: ReadContext,
         state: _State,
         where: str = "messages",
-    ) -> tuple[list[Turn], list[int]]:
+    ) -> tuple[list[Turn], range]:
         """One turn per message, with the API's transcript rules checked."""
         if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
             raise InvalidRequestError(
@@ -229,20 +228,28 @@ class ChatReader:
         cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
         memoize = cap_key is not None and messages.__class__ is list
         start = 0
-        memo = self._memo.get(self._memo_key)
-        if memoize and memo is not None and memo.cap_key == cap_key:
-            start = _common(memo.snapshot, messages)
-            if start:
-                turns = memo.turns[:start]
-                calls = memo.declared  # in the order made, so by message
-                declared = dict(
-                    calls if start == len(memo.snapshot) else calls[: bisect_left(calls, start, key=_at)]
-                )
-                pending, pending_at = _pending_after(turns)
+        memo: _Prefix | None = None
+        if memoize:
+            # The memo is taken out of the cache for this round: it is cut back to the messages
+            # this round shares with it and grown by the new ones in place, so the history costs
+            # one comparison and nothing per message. Another thread meanwhile finds no memo and
+            # reads in full (the same answer); a round that raises drops it (the next reads in full).
+            key = self._memo_key
+            memo = self._memo.take(key)
+            if memo is not None:
+                if memo.cap_key == cap_key:
+                    start = _common(memo.snapshot, messages)
+                if start:
+                    memo.cut(start)
+                    turns = memo.turns[:]
+                    declared = memo.declared
+                    pending, pending_at = _pending_after(turns)
+                else:  # another transcript (or another cut): the memo is left as it was
+                    self._memo.put(key, memo)
+                    memo = None
         problems = len(ctx.problems)
         copies: list[Message] = []
         boundary = -1  # the first message the memo cannot cover; -1 while every one can
-        declared_end: dict[str, int] = {}  # the calls made before it
         for i in range(start, len(messages)):
             raw = messages[i]
             fast = False
@@ -267,13 +274,12 @@ class ChatReader:
                             )
                             cache.put(content, hit)
                         if pending:
-                            self._unanswered(pending, pending_at, i, ctx)
+                            if False in pending.values():
+                                self._unanswered(pending, pending_at, i, ctx)
                             pending = {}
                         turns.append(hit)
                         if memoize and boundary < 0:
                             boundary = _extend(copies, raw, i, ctx, problems)
-                            if boundary >= 0:
-                                declared_end = dict(declared)
                         continue
             known = self._known_call_turn(raw, i, cap, pending, declared) if raw.__class__ is dict else None
             if known is not None:
@@ -284,13 +290,11 @@ class ChatReader:
                 here = f"{where}[{i}]"
                 if m is None:
                     raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
-                if memoize and boundary < 0:  # the full read may make a call again: keep them now
-                    declared_end = dict(declared)
                 turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
                 if replaced is not None:
                     state.replaced[i] = replaced
             if turn.role != "tool":
-                if pending:
+                if pending and False in pending.values():
                     self._unanswered(pending, pending_at, i, ctx)
                 pending = {}
                 if turn.calls:
@@ -300,45 +304,22 @@ class ChatReader:
                     pending_at = i
             turns.append(turn)
             if memoize and boundary < 0:
-                if not fast:
-                    boundary = i
-                elif (boundary := _extend(copies, raw, i, ctx, problems)) >= 0:
-                    declared_end = {c: at for c, at in declared.items() if at < i}
+                boundary = _extend(copies, raw, i, ctx, problems) if fast else i
         if memoize:
-            # A unit ending where the memo ends may go on in this round: it is split again.
-            prior = (
-                memo.units[: bisect_left(memo.units, start, key=_at)] if start and memo is not None else []
-            )
-            state.known_units = prior
-            if start and memo is not None:
-                state.known_sums = (start, memo.sums[start])
             end = len(turns) if boundary < 0 else boundary
-            if end > start:
-                snapshot = memo.snapshot[:start] + copies if start and memo is not None else copies
-                if boundary >= 0:
-                    declared = declared_end
-                held = memo.held[:start] if start and memo is not None else []
-                total = held[-1] if held else 0
-                for copy in copies:
-                    total += _held_bytes(copy)
-                    held.append(total)
-                if total <= self.counter.cache.max_chars:
-                    split = units(turns[:end], prior)
-                    sums = memo.sums[: start + 1] if start and memo is not None else [NO_SUMS]
-                    acc = sums[-1]
-                    for t in turns[start:end]:
-                        acc = add_sums(acc, t)
-                        sums.append(acc)
-                    state.known_sums = (end, acc)
-                    # Every unit is known when the memo covers every turn; else all but the last.
-                    state.known_units = split if end == len(turns) else split[:-1]
-                    self._memo_key = str(next(_memo_keys))
-                    self._memo.put(
-                        self._memo_key, _Prefix(snapshot, turns[:end], declared, cap_key, held, split, sums)
-                    )
+            if memo is None:
+                memo = _Prefix(declared, cap_key)
+            memo.grow(turns, start, end, copies)
+            # Units and sums the fit goes on from (copies: the memo changes them next round).
+            state.known_units = memo.units[:] if end == len(turns) else memo.units[:-1]
+            state.known_sums = (end, memo.sums[end])
+            if end and memo.held[-1] <= self.counter.cache.max_chars:
+                memo.held_bytes = memo.held[-1] + getsizeof(memo.snapshot) + getsizeof(memo.turns)
+                self._memo_key = str(next(_memo_keys))
+                self._memo.put(self._memo_key, memo)
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
-        return turns, list(range(len(turns)))
+        return turns, range(len(turns))
 
     def _known_call_turn(
         self, m: dict[str, Any], i: int, cap: Any, pending: dict[str, bool], declared: dict[str, int]
@@ -557,53 +538,83 @@ _ABSENT: Any = object()
 
 
 class _Prefix(Held):
-    """A transcript prefix read with the fast paths only: a private copy of its messages and their turns."""
+    """A transcript prefix read with the fast paths only: a private copy of its messages and their turns.
+
+    Kept from one round to the next and changed in place (cut back to what the next round
+    shares with it, then grown by that round's new messages), so a round does work for its
+    new messages only, however long the history.
+    """
 
     __slots__ = ("cap_key", "declared", "held", "snapshot", "sums", "turns", "units")
 
-    def __init__(
-        self,
-        snapshot: list[Message],
-        turns: list[Turn],
-        declared: dict[str, int],
-        cap_key: Any,
-        held: list[int],
-        units: list[tuple[int, int]],
-        sums: list[Sums],
-    ) -> None:
-        super().__init__(held[-1] + sys.getsizeof(snapshot) + sys.getsizeof(turns) if held else 0)
-        self.snapshot = snapshot
-        self.turns = turns
-        #: (call id, the message of the prefix that made it), in the order made.
-        self.declared = list(declared.items())
+    def __init__(self, declared: dict[str, int], cap_key: Any) -> None:
+        super().__init__(0)
+        self.snapshot: list[Message] = []
+        self.turns: list[Turn] = []
+        #: Call id -> the message of the prefix that made it, in the order made (so by message).
+        self.declared = declared
         self.cap_key = cap_key
         #: Bytes the copy of messages ``[0, k]`` keeps alive, for every k (charged to the cache budget).
-        self.held = held
+        self.held: list[int] = []
         #: The units of ``turns`` (the last one may go on past them).
-        self.units = units
+        self.units: list[tuple[int, int]] = []
         #: ``sums[k]``: the raw tokens of ``turns[:k]`` added up.
-        self.sums = sums
+        self.sums: list[Sums] = [NO_SUMS]
+
+    def cut(self, n: int) -> None:
+        """Keep the first ``n`` messages only (those the next round shares)."""
+        del self.snapshot[n:]
+        del self.turns[n:]
+        del self.held[n:]
+        del self.sums[n + 1 :]
+        # A unit ending at the cut may go on in the next round: it is split again.
+        units = self.units
+        while units and units[-1][1] >= n:
+            units.pop()
+        _forget_calls(self.declared, n)
+
+    def grow(self, turns: list[Turn], start: int, end: int, copies: list[Message]) -> None:
+        """Add ``turns[start:end]``, read this round, and ``copies`` of their messages."""
+        _forget_calls(self.declared, end)  # calls of messages past the end are read again
+        new = turns[start:end]
+        self.turns += new
+        self.snapshot += copies
+        held = self.held
+        total = held[-1] if held else 0
+        for copy in copies:
+            total += _held_bytes(copy)
+            held.append(total)
+        sums = self.sums
+        acc = sums[-1]
+        for t in new:
+            acc = add_sums(acc, t)
+            sums.append(acc)
+        split_units(self.turns, self.units)
+
+
+def _forget_calls(declared: dict[str, int], n: int) -> None:
+    """Drop the calls made by message ``n`` or later (the last ones made)."""
+    while declared and next(reversed(declared.values())) >= n:
+        declared.popitem()
 
 
 _memo_keys = itertools.count()
 
 
-def _at(pair: tuple[Any, int]) -> int:
-    """The message a made call belongs to, or where a unit ends: the sort key of the memo's lists."""
-    return pair[1]
-
-
 def _held_bytes(copy: Message) -> int:
     """Bytes a message's copy keeps alive: its dicts and lists and the texts in them."""
-    size = sys.getsizeof(copy) + sum(sys.getsizeof(v) for v in copy.values() if v.__class__ is str)
+    size = getsizeof(copy) + 64  # and the turn's share of the list and the prefix
+    for v in copy.values():
+        if v.__class__ is str:
+            size += getsizeof(v)
     calls = copy.get("tool_calls")
     if calls is not None:
-        size += sys.getsizeof(calls)
+        size += getsizeof(calls)
         for c in calls:
             fn = c["function"]
-            size += sys.getsizeof(c) + sys.getsizeof(c["id"]) + sys.getsizeof(fn)
-            size += sys.getsizeof(fn["name"]) + sys.getsizeof(fn["arguments"])
-    return size + 64  # the turn's share of the list and the prefix
+            size += getsizeof(c) + getsizeof(c["id"]) + getsizeof(fn)
+            size += getsizeof(fn["name"]) + getsizeof(fn["arguments"])
+    return size
 
 
 #: How far back from its end a memo is searched for the last message it shares with a round.

@@ -252,6 +252,22 @@ class BoundedCache(Generic[V]):
             self._bytes += entry - released
         self._budget.charge(entry - released, self.group)
 
+    def take(self, text: str) -> V | None:
+        """Remove ``text``'s value and return it (``None`` when absent), its bytes given back.
+
+        For a value its holder changes in place and puts back: while it is out of the cache
+        no other thread can find it, and the budget is charged its new size when it is put.
+        """
+        with self._lock:
+            value = self._counts.pop(text, None)
+            if value is None:
+                return None
+            self._chars -= len(text)
+            freed = _entry_bytes(text, value)
+            self._bytes -= freed
+        self._budget.released(freed)
+        return value
+
     def _shed(self, nbytes: int) -> tuple[int, int]:
         """Evict oldest entries until ``nbytes`` are freed or the cache is empty; (freed, entries)."""
         freed = entries = 0

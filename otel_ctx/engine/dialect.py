@@ -69,7 +69,7 @@ class Reading:
 class Fitted:
     """What the fit decided, for the adapter to write back in its dialect."""
 
-    turns: list[int]
+    turns: Sequence[int]
     #: A summary of the dropped turns, already in the dialect, and the kept-turn position it goes at.
     summary: Any = None
     summary_at: int = 0

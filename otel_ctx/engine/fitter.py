@@ -307,6 +307,8 @@ class Fitter:
         skills: SourcesLike,
     ) -> tuple[tuple[Block, ...], tuple[SourceInfo, ...], bool]:
         """Add the caller's system prompt, snippets and skills to the model as blocks."""
+        if system_prompt is None and snippets is None and skills is None:
+            return (), (), False  # the common round: nothing to add
         snippet_sources = as_sources(snippets, "snippets")
         skill_sources = as_sources(skills, "skills")
         if system_prompt is not None and not isinstance(system_prompt, str):
@@ -370,8 +372,8 @@ class Fitter:
                     break
                 plan = more
 
-        kept = plan.kept_turns() if plan.dropped else list(range(len(model.turns)))
-        dropped_items = model.item_indexes(plan.dropped_turns()) if plan.dropped else []
+        kept: Sequence[int] = plan.kept_turns() if plan.dropped else range(len(model.turns))
+        dropped_items: Sequence[int] = model.item_indexes(plan.dropped_turns()) if plan.dropped else ()
         summary_at = 0
         if summary is not None:
             first = dropped_items[0] if dropped_items else model.items
@@ -440,7 +442,7 @@ class Fitter:
         policy: BudgetPolicy,
         task_type: str | None,
         cal: Calibration,
-        kept: list[int],
+        kept: Sequence[int],
         plan: Plan,
         items: list[Any],
         body: Any,
@@ -448,18 +450,18 @@ class Fitter:
         sources: tuple[SourceInfo, ...],
         summary: Any,
         summary_turn: Turn | None,
-        dropped_items: list[int],
+        dropped_items: Sequence[int],
         problems: tuple[str, ...],
         exact: bool,
     ) -> FitResult:
         model = reading.model
         turns = model.turns
-        raw_lines: dict[Line, int] = dict.fromkeys(LINES, 0)
         known, (_, sums) = model.known_sums
         if known and len(kept) == len(turns):  # nothing dropped: the history's lines were added up
-            raw_lines = dict(zip(LINES, sums, strict=True))
+            raw_lines: dict[Line, int] = dict(zip(LINES, sums, strict=True))
         else:
             known = 0
+            raw_lines = dict.fromkeys(LINES, 0)
         for k in kept[known:] if known else kept:
             t = turns[k]
             if t.mixed:
@@ -472,13 +474,22 @@ class Fitter:
             for line, tokens in summary_turn.lines():
                 raw_lines[line] += tokens
         raw_transcript = sum(raw_lines.values())
-        raw_total = raw_transcript + model.fixed
+        blocks = model.blocks
+        raw_total = raw_transcript + model.fixed if blocks else raw_transcript + model.tool_schema
         estimated = cal.up(raw_total)
-        by_role: dict[str, int] = {r: cal.down(v) for r, v in raw_lines.items()}
-        transcript = sum(by_role.values())
-        system_prompt = cal.down(model.block_tokens("system_prompt"))
-        skills = cal.down(model.block_tokens("skills"))
-        has_prompt_block = any(b.kind == "system_prompt" for b in model.blocks)
+        if cal.scaled == UNCALIBRATED.scaled:  # every line as counted: no scaling to do
+            by_role: dict[str, int] = dict(raw_lines.items())
+            transcript = raw_transcript
+        else:
+            by_role = {r: cal.down(v) for r, v in raw_lines.items()}
+            transcript = sum(by_role.values())
+        if blocks:
+            system_prompt = cal.down(model.block_tokens("system_prompt"))
+            skills = cal.down(model.block_tokens("skills"))
+            has_prompt_block = any(b.kind == "system_prompt" for b in blocks)
+        else:
+            system_prompt = skills = 0
+            has_prompt_block = False
         # The calibrated lines are floored, so a few tokens are left over. They belong to the
         # tool schema when there is one (its marginal cost is a remainder anyway); a request
         # without tools gets them on its largest line, so an empty line reads 0 every round.
@@ -492,23 +503,24 @@ class Fitter:
                 system_prompt += remainder
             else:
                 skills += remainder
+        budget = policy.budget
         breakdown = Breakdown(
             context_length=policy.context_length,
             request_limit=policy.request_limit,
             reserved_output=policy.reserved_output,
             safety_margin=policy.safety_margin,
-            budget=policy.budget,
+            budget=budget,
             transcript=transcript,
             # The remainder: the marginal cost of the schema block, so the lines close.
             tool_schema=estimated - transcript - system_prompt - skills,
             system_prompt=system_prompt,
             skills=skills,
             estimated=estimated,
-            remaining=policy.budget - estimated,
+            remaining=budget - estimated,
             transcript_by_role=by_role,
             system_prompt_in_transcript=not has_prompt_block and model.system_in_turns,
             sources=sources,
-            data_class=strictest(s.data_class for s in sources),
+            data_class=strictest(s.data_class for s in sources) if sources else None,
         )
         n_units = len(plan.units)
         leading_system = 0
@@ -518,7 +530,7 @@ class Fitter:
             leading_system += 1
         kept_units = n_units - len(plan.dropped) - min(leading_system, n_units)
         block_item = getattr(adapter, "block_message", None)
-        prefix: tuple[Message, ...] = tuple(block_item(b) for b in added) if block_item else ()
+        prefix: tuple[Message, ...] = tuple(block_item(b) for b in added) if block_item and added else ()
         return FitResult(
             messages=items,
             outcome=plan.outcome,

@@ -129,7 +129,7 @@ class RequestModel:
 
     turns: list[Turn]
     #: ``starts[k]`` is the index of the first caller item of turn ``k``; it runs to the next start.
-    starts: list[int]
+    starts: Sequence[int]
     items: int
     tool_schema: int = 0
     priming: int = 0
@@ -154,7 +154,7 @@ class RequestModel:
         """True when every turn is exactly one item (Chat Completions): turn k is item k."""
         return self.items == len(self.turns)
 
-    def item_indexes(self, turns: list[int]) -> list[int]:
+    def item_indexes(self, turns: Sequence[int]) -> Sequence[int]:
         """The caller's item indexes of ``turns`` (in order)."""
         if self.one_to_one:
             return turns
@@ -207,6 +207,12 @@ def units(turns: Sequence[Turn], known: Sequence[tuple[int, int]] = ()) -> list[
     unanswered); every other turn is a unit of its own.
     """
     out: list[tuple[int, int]] = list(known)
+    split_units(turns, out)
+    return out
+
+
+def split_units(turns: Sequence[Turn], out: list[tuple[int, int]]) -> None:
+    """:func:`units`, in place: ``out`` holds the first units of ``turns`` and gets the rest."""
     n = len(turns)
     i = out[-1][1] if out else 0
     while i < n:
@@ -223,4 +229,3 @@ def units(turns: Sequence[Turn], known: Sequence[tuple[int, int]] = ()) -> list[
                 j += 1
         out.append((i, j))
         i = j
-    return out
