@@ -170,6 +170,7 @@ class Config:
     langchain: bool = True
     _cache: dict[tuple[str, str, int | None], BudgetPolicy] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _task_types: tuple[str, ...] = field(default=(), repr=False)
 
     @classmethod
     def from_env(
@@ -210,11 +211,14 @@ class Config:
         for task, given in self.policies.items():
             if isinstance(given, TaskPolicy):
                 _check_room(task, given, self.reserved_output)
+        # Read by every observed call's records: made once, like the resolved budgets below
+        # (the settings of an instrumentation do not change while it runs).
+        self._task_types = tuple(t for t in self.policies if t != DEFAULT_TASK_TYPE)
 
     @property
     def task_types(self) -> tuple[str, ...]:
         """Task types with a policy of their own: the metric labels are bounded to these."""
-        return tuple(t for t in self.policies if t != DEFAULT_TASK_TYPE)
+        return self._task_types
 
     def policy(self, task_type: str, model: str, requested_output: int | None) -> BudgetPolicy:
         """The budget of one request: the task's policy, the model's window, the request's output limit.
