@@ -11,11 +11,11 @@ stdin or after ``--max-seconds``.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from bench import child
 
 _ANSWER = json.dumps(
     {
@@ -53,21 +53,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("port", type=int)
-    parser.add_argument("--max-seconds", type=float, default=600.0)
-    args = parser.parse_args()
+    args = child.arguments()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("ready", flush=True)
-    done = threading.Event()
-
-    def wait_for_parent() -> None:
-        sys.stdin.read()  # EOF: the benchmark closed our stdin (or died)
-        done.set()
-
-    threading.Thread(target=wait_for_parent, daemon=True).start()
-    done.wait(args.max_seconds)
+    child.serve_until_parent_closes(args.max_seconds)
     server.shutdown()
 
 

@@ -8,15 +8,14 @@ and exits when its parent closes stdin or after ``--max-seconds``.
 
 from __future__ import annotations
 
-import argparse
-import sys
-import threading
 from concurrent import futures
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from bench import child
 
 
 class _Traces(trace_service_pb2_grpc.TraceServiceServicer):
@@ -30,24 +29,13 @@ class _Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("port", type=int)
-    parser.add_argument("--max-seconds", type=float, default=600.0)
-    args = parser.parse_args()
+    args = child.arguments()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_Traces(), server)  # type: ignore[no-untyped-call]
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(_Metrics(), server)  # type: ignore[no-untyped-call]
     server.add_insecure_port(f"127.0.0.1:{args.port}")
     server.start()
-    print("ready", flush=True)
-    done = threading.Event()
-
-    def wait_for_parent() -> None:
-        sys.stdin.read()  # EOF: the benchmark closed our stdin (or died)
-        done.set()
-
-    threading.Thread(target=wait_for_parent, daemon=True).start()
-    done.wait(args.max_seconds)
+    child.serve_until_parent_closes(args.max_seconds)
     server.stop(grace=0.5)
 
 

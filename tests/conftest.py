@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Property tests: a thorough profile for CI, a quick one by default on a laptop.
@@ -11,3 +14,15 @@ settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", 
 
 # The ``fake_provider`` fixture (a fake OpenAI/Anthropic server on 127.0.0.1) for every test module.
 pytest_plugins = ("fake_provider",)
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """Threads switch every microsecond, so rounds (or an unlocked read-modify-write) on one
+    fitter interleave mid-read."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)

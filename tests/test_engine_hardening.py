@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,17 +27,6 @@ from otel_ctx import (
     TooDeeplyNestedError,
 )
 from otel_ctx.engine.cache import BoundedCache
-
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    """Threads switch every microsecond, so an unlocked read-modify-write interleaves."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 @pytest.mark.usefixtures("fast_switching")

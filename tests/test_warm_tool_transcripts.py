@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 import threading
-from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Any
 
@@ -245,17 +243,6 @@ def test_rounds_leave_the_callers_messages_as_they_were() -> None:
         assert messages == before
         assert got.breakdown == fitter().fit(full_read(messages)).breakdown
         assert got.messages == before and all(a is b for a, b in zip(got.messages, messages, strict=True))
-
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    """Threads switch every microsecond, so rounds on one fitter interleave mid-read."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 @pytest.mark.usefixtures("fast_switching")
