@@ -422,11 +422,20 @@ def test_a_stream_closed_early_or_a_helper_left_early_ends_its_round(
 # --- warnings ---------------------------------------------------------------------------------------
 
 
+def _deprecated_model() -> str:
+    """A model the installed SDK warns about: its own list changes as models reach end of life."""
+    from anthropic._data import DEPRECATED_MODELS
+
+    assert DEPRECATED_MODELS, "the installed anthropic SDK lists no deprecated model to warn about"
+    return sorted(DEPRECATED_MODELS)[0]
+
+
 def _deprecated_call(ac: anthropic.Anthropic) -> tuple[list[warnings.WarningMessage], int]:
+    model = _deprecated_model()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
-        ac.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=ANTHROPIC_MESSAGES)
+        ac.messages.create(model=model, max_tokens=5, messages=ANTHROPIC_MESSAGES)
     return [w for w in seen if issubclass(w.category, DeprecationWarning)], line
 
 
