@@ -10,8 +10,8 @@ Two rules shape the code:
   caller: :meth:`Emitter.instrument` lets the fit's own exceptions through and
   swallows (and logs) only its own;
 * a round must stay cheap: two measurements per round (the utilization histogram and the
-  fits counter, both carrying the round's span as an exemplar); the breakdown lines and
-  turn counts are running totals the SDK reads when it collects; attribute dicts are built
+  fits counter, both carrying the round's span as an exemplar); the breakdown lines, the
+  turn counts and the trims are running totals the SDK reads when it collects; attribute dicts are built
   once per label combination, and span attributes only when the span records. With native
   histograms on (``distributions``), each line of the round is one more measurement, on
   ``context_budget.line_tokens``, and the utilization one more, by round.
