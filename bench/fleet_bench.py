@@ -96,18 +96,33 @@ def _tool_pair(k: int) -> list[dict[str, Any]]:
     ]
 
 
-def _warm_round(size: int, trials: int, fresh: Iterator[int]) -> tuple[float, float]:
-    """Median seconds of a warm round of ``size`` tool-call messages, and of the raw encode of its new two."""
-    fitter = ContextFitter(BudgetPolicy(context_length=1_000_000, reserved_output=1_000), model="gpt-4o")
-    encode = fitter.counter.encoding.encode_ordinary
+def tool_history(size: int) -> list[dict[str, Any]]:
+    """An agent's transcript of ``size`` messages: a question, then tool calls and their results.
+
+    Call ids are ``call_0`` … below ``size``, so pairs made with ``_tool_pair(k)`` for ``k >= size``
+    are new calls.
+    """
     history: list[dict[str, Any]] = [{"role": "user", "content": "Where are my orders?"}]
     if size % 2 == 0:  # whole call-and-result pairs only: pad with one plain reply
         history.append({"role": "assistant", "content": "Let me look them up."})
     k = 0
-    while len(history) < size - 2:
+    while len(history) < size:
         history += _tool_pair(k)
         k += 1
-    fitter.fit([*history, *_tool_pair(k)])
+    return history
+
+
+def tool_pairs(start: int) -> Iterator[list[dict[str, Any]]]:
+    """New call-and-result pairs, with call ids from ``start`` on."""
+    return (_tool_pair(k) for k in itertools.count(start))
+
+
+def _warm_round(size: int, trials: int, fresh: Iterator[int]) -> tuple[float, float]:
+    """Median seconds of a warm round of ``size`` tool-call messages, and of the raw encode of its new two."""
+    fitter = ContextFitter(BudgetPolicy(context_length=1_000_000, reserved_output=1_000), model="gpt-4o")
+    encode = fitter.counter.encoding.encode_ordinary
+    history = tool_history(size - 2)
+    fitter.fit([*history, *_tool_pair(len(history))])
 
     def warm() -> Thunk:
         messages = [*history, *_tool_pair(next(fresh))]

@@ -10,9 +10,10 @@ the body, the measure, the round's span and metric records, the usage and calibr
 * a conversation's later round (the history already counted, two new messages of ~340
   tokens) at 200 vs 100 messages of history: target ≤ 1.3× (the cost follows the new
   messages, not the history; recounting the history would double it);
-* an agent's round (100 messages of history, 2 new) wrapped, against the warm
-  ``fit_request`` of the same request: target ≤ 1× (observing a round costs no more than
-  fitting it); the same request sent again shows the fixed cost alone (context);
+* an agent's round wrapped, against the warm ``fit_request`` of the same request, on 100
+  messages of text + 2 new and on 300 messages of tool calls and results + a new call and
+  its result: target ≤ 1× (observing a round costs no more than fitting it); the same request
+  sent again shows the fixed cost alone (context);
 * the real openai client against a Chat Completions server in another process on
   127.0.0.1, observed and not, paired: the added CPU end to end (context: the SDK's own
   work on the request varies by milliseconds from call to call).
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +35,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 import otel_ctx.instrumentation as oi
-from bench import inputs
+from bench import fleet_bench, inputs
 from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.telemetry_bench import _Discard, local_server
@@ -71,6 +72,8 @@ class InstrumentBenchResult:
 WARM_TARGET = 1.0
 #: History and new messages of an agent's round (the warm fit's workload: 100 + 2 messages).
 ROUND_HISTORY = 100
+#: Messages of an agent's tool-calling transcript before its round.
+TOOL_HISTORY = 300
 #: Trials of the loopback figure (each call costs the SDK tens of milliseconds).
 LOOPBACK_TRIALS = 60
 
@@ -170,17 +173,16 @@ def _measure(trials: int, repeat: int) -> InstrumentBenchResult:
 
 
 def _round_cases(
-    call: Callable[[list[dict[str, Any]]], Thunk], seed: int
+    call: Callable[[list[dict[str, Any]]], Thunk],
+    history: list[dict[str, Any]],
+    observed: Iterator[list[dict[str, Any]]],
+    fitted: Iterator[list[dict[str, Any]]],
 ) -> tuple[Callable[[], Thunk], Callable[[], Thunk]]:
-    """An agent's next round, observed and fitted: the history seen already, 2 new messages each.
+    """An agent's next round, observed and fitted: the history seen already, new messages each.
 
     Both sides count the new messages (the observer to measure them, the fitter to fit them),
     so the ratio is what observing a round costs against what fitting it costs.
     """
-    history = inputs.conversation(seed=seed, n=ROUND_HISTORY)
-    count = 4_000
-    observed = iter(inputs.new_pairs(count, seed=seed + 1))
-    fitted = iter(inputs.new_pairs(count, seed=seed + 2))
     call(history)()
     fitter = new_fitter()
     fitter.fit_request({"model": inputs.MODEL, "messages": history}, provider="openai")
@@ -195,24 +197,50 @@ def _round_cases(
     return observe, fit
 
 
+def _text_rounds(
+    call: Callable[[list[dict[str, Any]]], Thunk], seed: int
+) -> tuple[Callable[[], Thunk], Callable[[], Thunk]]:
+    """Rounds of ROUND_HISTORY messages of ~340-token text, 2 new messages each."""
+    history = inputs.conversation(seed=seed, n=ROUND_HISTORY)
+    observed = iter(inputs.new_pairs(4_000, seed=seed + 1))
+    fitted = iter(inputs.new_pairs(4_000, seed=seed + 2))
+    return _round_cases(call, history, observed, fitted)
+
+
 def _warm(call: Callable[[list[dict[str, Any]]], Thunk], trials: int, repeat: int) -> list[Figure]:
     """The wrapped call of a round against the warm fit of the same request; and the same request
     sent again (nothing new to count), which shows the fixed cost of a round's telemetry."""
-    observe, fit = _round_cases(call, seed=21)
-    r = interleaved({"wrapped": observe, "fit": fit}, trials=trials, repeat=repeat)
-    wrapped, fitted = r["wrapped"].median, r["fit"].median
-    figures = [
-        Figure(
-            SECTION,
+    tools = fleet_bench.tool_history(TOOL_HISTORY)
+    workloads = {
+        f"{ROUND_HISTORY} messages of history + 2 of ~{inputs.TOKENS_PER_MESSAGE} tokens": (
             "wrapped call of a round (+2 messages) ÷ warm fit of the same request",
-            f"{wrapped / fitted:.2f}×",
-            f"≤ {WARM_TARGET:.2f}×",
-            wrapped / fitted <= WARM_TARGET,
-            f"wrapper {fmt_seconds(wrapped)} (measure, span with every attribute, metrics, usage), "
-            f"fit_request {fmt_seconds(fitted)}, {ROUND_HISTORY} messages of history + 2 of "
-            f"~{inputs.TOKENS_PER_MESSAGE} tokens",
+            _text_rounds(call, seed=21),
+        ),
+        f"{TOOL_HISTORY} messages of tool calls and results + a new call and its result": (
+            f"wrapped call of a tool-calling round ({TOOL_HISTORY} messages) ÷ warm fit of it",
+            _round_cases(
+                call,
+                tools,
+                fleet_bench.tool_pairs(1_000_000),
+                fleet_bench.tool_pairs(2_000_000),
+            ),
+        ),
+    }
+    figures = []
+    for workload, (name, (observe, fit)) in workloads.items():
+        r = interleaved({"wrapped": observe, "fit": fit}, trials=trials, repeat=repeat)
+        wrapped, fitted = r["wrapped"].median, r["fit"].median
+        figures.append(
+            Figure(
+                SECTION,
+                name,
+                f"{wrapped / fitted:.2f}×",
+                f"≤ {WARM_TARGET:.2f}×",
+                wrapped / fitted <= WARM_TARGET,
+                f"wrapper {fmt_seconds(wrapped)} (measure, span with every attribute, metrics, "
+                f"usage), fit_request {fmt_seconds(fitted)}; {workload}",
+            )
         )
-    ]
     conv = inputs.conversation()
     body = {"model": inputs.MODEL, "messages": conv}
     warm_fitter = new_fitter()
@@ -263,7 +291,7 @@ def _loopback(observer: Observer, trials: int, repeat: int) -> Figure:
 
             return run
 
-        observe, fit = _round_cases(sdk_call, seed=31)
+        observe, fit = _text_rounds(sdk_call, seed=31)
         plain_pairs = iter(inputs.new_pairs(4_000, seed=34))
         history = inputs.conversation(seed=31, n=ROUND_HISTORY)
         for _ in range(20):  # the connection pool and the server's threads warmed up

@@ -475,7 +475,7 @@ class Fitter:
                 raw_lines[line] += tokens
         raw_transcript = sum(raw_lines.values())
         blocks = model.blocks
-        raw_total = raw_transcript + model.fixed if blocks else raw_transcript + model.tool_schema
+        raw_total = raw_transcript + model.fixed
         estimated = cal.up(raw_total)
         if cal.scaled == UNCALIBRATED.scaled:  # every line as counted: no scaling to do
             by_role: dict[str, int] = dict(raw_lines.items())

@@ -144,7 +144,8 @@ class RequestModel:
 
     @property
     def fixed(self) -> int:
-        return self.tool_schema + sum(b.tokens for b in self.blocks)
+        blocks = self.blocks
+        return self.tool_schema + sum(b.tokens for b in blocks) if blocks else self.tool_schema
 
     def block_tokens(self, kind: str) -> int:
         return sum(b.tokens for b in self.blocks if b.kind == kind)

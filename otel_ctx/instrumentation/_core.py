@@ -117,17 +117,16 @@ def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
         return 0
     turns = 0
     previous_was_answer = False
-    roles, kinds = _ANSWER_ROLES, _ANSWER_ITEMS
     for item in items:
-        # Plain dicts (what nearly every agent sends) are read without the Mapping check's cost.
         if item.__class__ is dict or isinstance(item, Mapping):
-            answer = item.get("role") in roles or item.get("type") in kinds
+            answer = item.get("role") in _ANSWER_ROLES or item.get("type") in _ANSWER_ITEMS
         else:
-            answer = getattr(item, "role", None) in roles or getattr(item, "type", None) in kinds
-        if answer is not previous_was_answer:
-            if answer:
-                turns += 1
-            previous_was_answer = answer
+            answer = (
+                getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
+            )
+        if answer and not previous_was_answer:
+            turns += 1
+        previous_was_answer = answer
     return turns
 
 
@@ -230,8 +229,8 @@ class Observer:
         result = fitter.measure_request(body, provider=provider, task_type=task_type, policy=policy)
         chain: _chain.ChainRound | None = None
         # What the provider reads, options passed through extra_body included (context management).
-        extra_body = kwargs.get("extra_body")
-        view = {**body, **extra_body} if isinstance(extra_body, Mapping) else body
+        extra = kwargs.get("extra_body")
+        view = {**body, **extra} if isinstance(extra, Mapping) else body
         if provider == "openai-responses":
             chain, result = _chain.begin(self.chains, view, result)
         conversation_id = info.conversation_id
@@ -244,28 +243,8 @@ class Observer:
         else:
             round_number = _assistant_turns(body, provider) + 1
         current = trace.get_current_span(parent)
-        extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
-        if conversation_id is not None:
-            extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
-        # Part of the context is held by the server and was never seen here: the round's
-        # breakdown (and its metrics) waits for the usage that says how large it is.
-        deferred = chain is not None and chain.pending
-        attributes: dict[str, AttributeValue] | None = None
-        if not deferred:
-            # The breakdown goes in with the span's start: one pass of the SDK's attribute
-            # checks, and a sampler sees the round's outcome and task type when it decides.
-            source = chain.figure_source if chain is not None else names.FIGURE_REQUEST
-            attributes = span_attributes(
-                result, round_number=round_number, model=model, mode=names.MODE_OBSERVE
-            )
-            attributes.update(extra)
-            attributes[names.FIGURE_SOURCE] = source
         span = self.emitter.tracer.start_span(
-            names.SPAN_OBSERVE,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start_time,
+            names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
         )
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
         round_.booked = _ticket.book_round(result, model, span)
@@ -274,7 +253,7 @@ class Observer:
         if provider == "anthropic":
             round_.cuts = _trims.AnthropicCuts()
         try:
-            round_.begin(extra, deferred)
+            round_.begin(provider, conversation_id)
         except BaseException:
             span.end()
             raise
@@ -314,32 +293,32 @@ class Round:
         self._done = False
         self._lock = threading.Lock()
 
-    def begin(self, extra: dict[str, AttributeValue], deferred: bool) -> None:
-        """The round's records (its span has its attributes already), unless ``deferred`` until
-        the usage says how large the server-held part is; then our span becomes the current one."""
+    def begin(self, provider: str, conversation_id: str | None) -> None:
+        extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
+        if conversation_id is not None:
+            extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
         self._extra = extra
-        if deferred:
+        if self.chain is not None and self.chain.pending:
+            # Part of the context is held by the server and was never seen here: the round's
+            # breakdown (and its metrics) waits for the usage that says how large it is.
             self._deferred = True
         else:
-            self._record(annotated=True)
+            self._record()
         # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
 
-    def _record(self, *, annotated: bool = False) -> None:
-        """The round's breakdown on its span (unless ``annotated`` at its start), the provider
-        call's span and the metrics."""
+    def _record(self) -> None:
+        """The round's breakdown on its span, the provider call's span and the metrics."""
         span, result = self.span, self.result
         context = trace.set_span_in_context(span)
-        em = self.observer.emitter
         if span.is_recording():
-            if annotated:
-                em.annotate_events(span, result)
-            else:
-                extra = dict(self._extra)
-                extra[names.FIGURE_SOURCE] = (
-                    self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
-                )
-                em.annotate(span, result, self.round_number, names.MODE_OBSERVE, self.model, extra)
+            extra = dict(self._extra)
+            extra[names.FIGURE_SOURCE] = (
+                self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
+            )
+            self.observer.emitter.annotate(
+                span, result, self.round_number, names.MODE_OBSERVE, self.model, extra
+            )
         call = self.call_span
         if call is not None:
             b = result.breakdown
@@ -349,6 +328,7 @@ class Round:
                     names.GEN_AI_CONTEXT_UTILIZATION: b.estimated / b.context_length,
                 }
             )
+        em = self.observer.emitter
         em.record_metrics(result, self.round_number, self.model, self.observer.config.task_types, context)
 
     def record_trims(self, trims: list[Trim]) -> None:

@@ -485,10 +485,6 @@ class Emitter:
         if extra:
             attrs.update(extra)
         span.set_attributes(attrs)
-        self.annotate_events(span, result)
-
-    def annotate_events(self, span: Span, result: FitResult) -> None:
-        """The round's events: a floor overflow, and the messages when content capture is on."""
         b = result.breakdown
         if result.outcome == names.OUTCOME_OVERFLOW:
             span.add_event(

@@ -396,8 +396,9 @@ class Run:
     ) -> CeilingCheck:
         """Count the round in the ledger, check the ceiling, and put both on the round span.
 
-        With ``attributes_out`` the round's run attributes are added there instead, for the
-        caller to set with the round's other attributes (one pass of the SDK's checks).
+        With ``attributes_out`` the round's run attributes (when its span records) are added
+        there instead, for the caller to set with the round's other attributes (one pass of the
+        SDK's checks).
         """
         b = result.breakdown
         overflow = result.outcome == names.OUTCOME_OVERFLOW
@@ -409,7 +410,7 @@ class Run:
         self._remember_round(result, number)
         crossed = check.crossed and not overflow
         try:
-            if attributes_out is not None or (span is not None and span.is_recording()):
+            if span is not None and span.is_recording():
                 attrs: dict[str, AttributeValue] = {
                     names.RUN_SPENT_TOKENS: check.spent,
                     names.RUN_NEXT_TOKENS: check.next_tokens,
@@ -423,9 +424,9 @@ class Run:
                     attrs[names.COST_USD] = spend.cost
                 if attributes_out is not None:
                     attributes_out.update(attrs)
-                elif span is not None:
+                else:
                     span.set_attributes(attrs)
-                if crossed and span is not None and span.is_recording():
+                if crossed:
                     span.add_event(
                         names.EVENT_RUN_CEILING,
                         {
