@@ -29,20 +29,23 @@ from types import SimpleNamespace
 from typing import Any
 
 from openai.types.chat import ChatCompletion
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import SpanKind
 
 import otel_ctx.instrumentation as oi
 from bench import fleet_bench, inputs
-from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.telemetry_bench import _Discard, local_server
 from bench.timing import Thunk, fmt_seconds, interleaved
+from otel_ctx import ContextFitter, names
 from otel_ctx.instrumentation import _sdk
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.telemetry import views
+from otel_ctx.telemetry.emitter import span_attributes
 
 SECTION = "Instrumentor: what one wrapped SDK call adds (network and SDK excluded)"
 COLD_TARGET = 1.10
@@ -78,6 +81,12 @@ TOOL_HISTORY = 300
 LOOPBACK_TRIALS = 60
 
 
+def model_fitter() -> ContextFitter:
+    """A fitter for the model the bench's requests name, with that model's own encoding: the one the
+    instrumentor measures with, so a wrapped call and a fit count the same tokens the same way."""
+    return ContextFitter(inputs.POLICY, model=inputs.MODEL)
+
+
 def _sdk_method(*args: Any, **kwargs: Any) -> ChatCompletion:
     return _ANSWER
 
@@ -89,14 +98,14 @@ def run(*, quick: bool = False) -> InstrumentBenchResult:
     mp = MeterProvider(metric_readers=[InMemoryMetricReader()], views=views())
     oi.instrument(tracer_provider=tp, meter_provider=mp, langchain=False)
     try:
-        return _measure(trials, repeat)
+        return _measure(trials, repeat, tp, mp)
     finally:
         oi.uninstrument()
         tp.shutdown()
         mp.shutdown()
 
 
-def _measure(trials: int, repeat: int) -> InstrumentBenchResult:
+def _measure(trials: int, repeat: int, tp: TracerProvider, mp: MeterProvider) -> InstrumentBenchResult:
     observer = oi.active_observer()
     assert observer is not None
     # The very wrapper instrument() put on the OpenAI client's request method, fed the options
@@ -117,7 +126,7 @@ def _measure(trials: int, repeat: int) -> InstrumentBenchResult:
         return call(conv)
 
     def cold_measure() -> Thunk:
-        fresh = new_fitter()
+        fresh = model_fitter()
         return lambda: fresh.measure_request(body, provider="openai")
 
     # One call per sample: the cache is emptied before each wrapped call.
@@ -157,7 +166,7 @@ def _measure(trials: int, repeat: int) -> InstrumentBenchResult:
             f"{fmt_seconds(a200)} at 200",
         )
     )
-    figures.extend(_warm(call, trials, repeat))
+    figures.extend(_warm(call, trials, repeat, _floor(observer, tp, mp)))
     figures.append(_loopback(observer, trials, repeat))
     notes = [
         "Instrumentor: otel-ctx's own wrapper around chat.completions.create, called with a stand-in "
@@ -184,7 +193,7 @@ def _round_cases(
     so the ratio is what observing a round costs against what fitting it costs.
     """
     call(history)()
-    fitter = new_fitter()
+    fitter = model_fitter()
     fitter.fit_request({"model": inputs.MODEL, "messages": history}, provider="openai")
 
     def observe() -> Thunk:
@@ -197,6 +206,64 @@ def _round_cases(
     return observe, fit
 
 
+def _measure_case(history: list[dict[str, Any]], new: Iterator[list[dict[str, Any]]]) -> Callable[[], Thunk]:
+    """The warm measure of the same rounds against the observer's own budget: the one measure an
+    observed round must make, without the round's telemetry."""
+    observer = oi.active_observer()
+    assert observer is not None
+    policy = observer.config.policy(observer.config.default_task_type, inputs.MODEL, None)
+    fitter = model_fitter()
+    fitter.measure_request({"model": inputs.MODEL, "messages": history}, provider="openai", policy=policy)
+
+    def measure() -> Thunk:
+        body = {"model": inputs.MODEL, "messages": history + next(new)}
+        return lambda: fitter.measure_request(body, provider="openai", policy=policy)
+
+    return measure
+
+
+def _floor(observer: Observer, tp: TracerProvider, mp: MeterProvider) -> Callable[[], Thunk]:
+    """What the OpenTelemetry SDK itself costs for one observed round, otel-ctx's work left out:
+    a span with the attributes an observed round carries (its breakdown, then its usage), made
+    current for the records, and the round's three measurements (utilization and fits when the
+    call starts, the estimate's accuracy when its usage comes back), each with its exemplar."""
+    fitter = model_fitter()
+    result = fitter.measure_request(
+        {"model": inputs.MODEL, "messages": inputs.conversation(seed=41, n=20)}, provider="openai"
+    )
+    breakdown = span_attributes(result, round_number=7, model=inputs.MODEL, mode=names.MODE_OBSERVE)
+    breakdown.update({names.PROVIDER: "openai", names.FIGURE_SOURCE: names.FIGURE_REQUEST})
+    usage = {
+        names.USAGE_INPUT_TOKENS: 7_000,
+        names.USAGE_OUTPUT_TOKENS: 40,
+        names.USAGE_CACHED_INPUT_TOKENS: 0,
+        names.USAGE_CACHE_CREATION_INPUT_TOKENS: 0,
+        names.ESTIMATE_ACCURACY_RATIO: 1.04,
+    }
+    labels = {
+        names.TASK_TYPE: observer.config.default_task_type,
+        names.OUTCOME: names.OUTCOME_FIT,
+        names.GEN_AI_REQUEST_MODEL: inputs.MODEL,
+    }
+    tracer = tp.get_tracer("bench.floor")
+    meter = mp.get_meter("bench.floor")
+    utilization = meter.create_histogram("bench_floor_utilization")
+    fits = meter.create_counter("bench_floor_fits")
+    accuracy = meter.create_histogram("bench_floor_accuracy")
+
+    def round_() -> None:
+        span = tracer.start_span(names.SPAN_OBSERVE, kind=SpanKind.INTERNAL)
+        span.set_attributes(breakdown)
+        context = trace.set_span_in_context(span)
+        utilization.record(0.8, labels, context)
+        fits.add(1, labels, context)
+        span.set_attributes(usage)
+        accuracy.record(1.04, labels, context)
+        span.end()
+
+    return lambda: round_
+
+
 def _text_rounds(
     call: Callable[[list[dict[str, Any]]], Thunk], seed: int
 ) -> tuple[Callable[[], Thunk], Callable[[], Thunk]]:
@@ -207,29 +274,52 @@ def _text_rounds(
     return _round_cases(call, history, observed, fitted)
 
 
-def _warm(call: Callable[[list[dict[str, Any]]], Thunk], trials: int, repeat: int) -> list[Figure]:
+def _text_measure(seed: int) -> Callable[[], Thunk]:
+    """:func:`_measure_case` of :func:`_text_rounds`'s rounds."""
+    return _measure_case(
+        inputs.conversation(seed=seed, n=ROUND_HISTORY), iter(inputs.new_pairs(4_000, seed=seed + 3))
+    )
+
+
+def _warm(
+    call: Callable[[list[dict[str, Any]]], Thunk], trials: int, repeat: int, floor: Callable[[], Thunk]
+) -> list[Figure]:
     """The wrapped call of a round against the warm fit of the same request; and the same request
-    sent again (nothing new to count), which shows the fixed cost of a round's telemetry."""
+    sent again (nothing new to count), which shows the fixed cost of a round's telemetry.
+
+    Each is timed beside the warm measure of the same rounds and the SDK's own floor for a round
+    (:func:`_floor`): what a wrapped call must pay at least, so what otel-ctx adds of its own is
+    the rest.
+    """
     tools = fleet_bench.tool_history(TOOL_HISTORY)
     workloads = {
         f"{ROUND_HISTORY} messages of history + 2 of ~{inputs.TOKENS_PER_MESSAGE} tokens": (
             "wrapped call of a round (+2 messages) ÷ warm fit of the same request",
+            "text round",
             _text_rounds(call, seed=21),
+            _text_measure(seed=21),
         ),
         f"{TOOL_HISTORY} messages of tool calls and results + a new call and its result": (
             f"wrapped call of a tool-calling round ({TOOL_HISTORY} messages) ÷ warm fit of it",
+            "tool-calling round",
             _round_cases(
                 call,
                 tools,
                 fleet_bench.tool_pairs(1_000_000),
                 fleet_bench.tool_pairs(2_000_000),
             ),
+            _measure_case(tools, fleet_bench.tool_pairs(3_000_000)),
         ),
     }
     figures = []
-    for workload, (name, (observe, fit)) in workloads.items():
-        r = interleaved({"wrapped": observe, "fit": fit}, trials=trials, repeat=repeat)
+    for workload, (name, label, (observe, fit), measure) in workloads.items():
+        r = interleaved(
+            {"wrapped": observe, "fit": fit, "measure": measure, "floor": floor},
+            trials=trials,
+            repeat=repeat,
+        )
         wrapped, fitted = r["wrapped"].median, r["fit"].median
+        measured, least = r["measure"].median, r["floor"].median
         figures.append(
             Figure(
                 SECTION,
@@ -238,12 +328,14 @@ def _warm(call: Callable[[list[dict[str, Any]]], Thunk], trials: int, repeat: in
                 f"≤ {WARM_TARGET:.2f}×",
                 wrapped / fitted <= WARM_TARGET,
                 f"wrapper {fmt_seconds(wrapped)} (measure, span with every attribute, metrics, "
-                f"usage), fit_request {fmt_seconds(fitted)}; {workload}",
+                f"usage), fit_request {fmt_seconds(fitted)}; {workload}. "
+                + _against_floor(wrapped, fitted, measured, least),
             )
         )
+        figures.append(_own_share(label, wrapped, measured, least))
     conv = inputs.conversation()
     body = {"model": inputs.MODEL, "messages": conv}
-    warm_fitter = new_fitter()
+    warm_fitter = model_fitter()
     warm_fitter.fit_request(body, provider="openai")
     call(conv)()
     same = interleaved(
@@ -268,6 +360,32 @@ def _warm(call: Callable[[list[dict[str, Any]]], Thunk], trials: int, repeat: in
         )
     )
     return figures
+
+
+def _against_floor(wrapped: float, fitted: float, measured: float, least: float) -> str:
+    """Why the wrapped call can or cannot come within the fit: what the SDK alone costs a round
+    against what the fit spends beyond the measure both make."""
+    margin = fitted - measured
+    return (
+        f"Warm measure of the same rounds {fmt_seconds(measured)}; the OpenTelemetry SDK's own floor "
+        f"for the round's span and three measurements {fmt_seconds(least)}, against the "
+        f"{fmt_seconds(max(0.0, margin))} a fit spends beyond that measure: the wrapped call can come "
+        "within the fit only where the SDK's floor is below that margin"
+    )
+
+
+def _own_share(label: str, wrapped: float, measured: float, least: float) -> Figure:
+    """The wrapped call against what it must pay: one measure and the SDK's floor for one round."""
+    return Figure(
+        SECTION,
+        f"wrapped call ÷ (warm measure + SDK floor), {label}",
+        f"{wrapped / (measured + least):.2f}×",
+        "(context)",
+        None,
+        f"wrapper {fmt_seconds(wrapped)} = measure {fmt_seconds(measured)} + SDK floor "
+        f"{fmt_seconds(least)} + otel-ctx's own bookkeeping {fmt_seconds(wrapped - measured - least)} "
+        "(the round's number, task and budget, the run's ticket, the usage and calibration)",
+    )
 
 
 def _loopback(observer: Observer, trials: int, repeat: int) -> Figure:

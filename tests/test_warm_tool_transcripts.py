@@ -308,3 +308,73 @@ def test_rounds_of_a_changing_transcript_say_what_a_fresh_read_says(
         elif kind == "append_named":
             messages.append({**json.loads(json.dumps(arg)), "name": "agent"})
         assert outcome(warm, messages, strict) == outcome(fitter(), full_read(messages), strict)
+
+
+def _answers(messages: list[Any]) -> int:
+    """The model's answers in a transcript counted from scratch: runs of assistant messages."""
+    from otel_ctx.instrumentation._core import _assistant_turns
+
+    return _assistant_turns({"messages": messages}, "openai")
+
+
+def _answers_from(result: Any, messages: list[Any]) -> int:
+    """The same count going on from what the reader kept (what the instrumentor numbers rounds by)."""
+    from otel_ctx.instrumentation._core import _assistant_turns
+
+    return _assistant_turns({"messages": messages}, "openai", result.known_answers)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rounds=st.lists(
+        st.tuples(st.lists(_message, min_size=0, max_size=4), st.integers(0, 3), st.booleans()),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_the_answers_kept_from_earlier_rounds_are_the_answers_counted_afresh(
+    rounds: list[tuple[list[dict[str, Any]], int, bool]],
+) -> None:
+    """Each round cuts the transcript back (a retry), grows it, or turns an answer into a user
+    message in place: the count that goes on from the reader's memo is the count from scratch."""
+    f = fitter()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Where are my orders?"}]
+    for new, cut, flip in rounds:
+        del messages[max(1, len(messages) - cut) :]
+        messages += copy.deepcopy(new)
+        if flip:
+            for m in messages:
+                if m.get("role") == "assistant" and "tool_calls" not in m:
+                    m["role"] = "user"  # in place: the memo's copy still says assistant
+                    break
+        result = f.measure(messages)
+        k, n = result.known_answers
+        assert 0 <= k <= len(messages)
+        assert n == _answers(messages[:k])
+        assert _answers_from(result, messages) == _answers(messages)
+
+
+def test_a_long_tool_calling_runs_answers_are_counted_from_the_new_messages() -> None:
+    """Round after round the kept count covers the history: only the new messages are counted."""
+    f = fitter()
+    history = _history(150)
+    f.measure(history)
+    for k in range(200, 205):
+        grown = [*history, *_pair(k)]
+        result = f.measure(grown)
+        assert result.known_answers[0] >= len(history)  # the history's answers were counted before
+        assert _answers_from(result, grown) == _answers(grown) == 151 + k - 200
+        history = grown
+
+
+def test_a_fit_that_drops_or_adds_messages_keeps_no_count() -> None:
+    """Indexes into the caller's transcript say nothing of a request with messages dropped or added."""
+    f = ContextFitter(BudgetPolicy(context_length=1_000, reserved_output=100), model="gpt-4o")
+    history = _history(60)  # some 2,000 tokens
+    f.fit(history)
+    dropped = f.fit(history)
+    assert dropped.dropped_messages and dropped.known_answers == (0, 0)
+    small = _history(2)
+    f.fit(small)
+    assert f.fit(small, system_prompt="You are a support agent.").known_answers == (0, 0)
+    assert f.fit(small).known_answers[0] > 0

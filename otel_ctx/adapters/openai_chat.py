@@ -91,7 +91,7 @@ _MAX_DEPTH = 64
 class _State:
     """Where the transcript sits in the body, and the items the fit rewrote."""
 
-    __slots__ = ("known_sums", "known_units", "replaced")
+    __slots__ = ("known_answers", "known_sums", "known_units", "replaced")
 
     def __init__(self) -> None:
         self.replaced: dict[int, Any] = {}
@@ -99,6 +99,8 @@ class _State:
         self.known_units: list[tuple[int, int]] = []
         #: The raw tokens of the turns' leading run, added up already (see RequestModel).
         self.known_sums: tuple[int, Sums] = (0, NO_SUMS)
+        #: The model's answers among the leading run's messages (see RequestModel).
+        self.known_answers: tuple[int, int] = (0, 0)
 
 
 class ChatReader:
@@ -313,6 +315,7 @@ class ChatReader:
             # Units and sums the fit goes on from (copies: the memo changes them next round).
             state.known_units = memo.units[:] if end == len(turns) else memo.units[:-1]
             state.known_sums = (end, memo.sums[end])
+            state.known_answers = (end, memo.answers[end])
             if end and memo.held[-1] <= self.counter.cache.max_chars:
                 memo.held_bytes = memo.held[-1] + getsizeof(memo.snapshot) + getsizeof(memo.turns)
                 self._memo_key = str(next(_memo_keys))
@@ -545,7 +548,7 @@ class _Prefix(Held):
     new messages only, however long the history.
     """
 
-    __slots__ = ("cap_key", "declared", "held", "snapshot", "sums", "turns", "units")
+    __slots__ = ("answers", "cap_key", "declared", "held", "snapshot", "sums", "turns", "units")
 
     def __init__(self, declared: dict[str, int], cap_key: Any) -> None:
         super().__init__(0)
@@ -560,6 +563,10 @@ class _Prefix(Held):
         self.units: list[tuple[int, int]] = []
         #: ``sums[k]``: the raw tokens of ``turns[:k]`` added up.
         self.sums: list[Sums] = [NO_SUMS]
+        #: ``answers[k]``: the model's answers (runs of assistant messages) in ``turns[:k]``. Every
+        #: message here was read by a fast path (no ``type`` key, a known role), so an answer is
+        #: exactly an assistant turn.
+        self.answers: list[int] = [0]
 
     def cut(self, n: int) -> None:
         """Keep the first ``n`` messages only (those the next round shares)."""
@@ -567,6 +574,7 @@ class _Prefix(Held):
         del self.turns[n:]
         del self.held[n:]
         del self.sums[n + 1 :]
+        del self.answers[n + 1 :]
         # A unit ending at the cut may go on in the next round: it is split again.
         units = self.units
         while units and units[-1][1] >= n:
@@ -589,6 +597,15 @@ class _Prefix(Held):
         for t in new:
             acc = add_sums(acc, t)
             sums.append(acc)
+        answers = self.answers
+        count = answers[-1]
+        before = self.turns[start - 1].role if start else None
+        for t in new:
+            role = t.role
+            if role == "assistant" and before != "assistant":
+                count += 1
+            answers.append(count)
+            before = role
         split_units(self.turns, self.units)
 
 
@@ -793,6 +810,7 @@ class OpenAIChatAdapter(Adapter):
             capped=len(state.replaced),
             known_units=state.known_units,
             known_sums=state.known_sums,
+            known_answers=state.known_answers,
         )
         return Reading(model=model, body=None, items=messages, state=state)
 

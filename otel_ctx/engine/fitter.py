@@ -553,6 +553,7 @@ class Fitter:
             problems=problems,
             # What the request would have cost whole: a compaction's "before", for telemetry.
             tokens_before=cal.up(model.total) if plan.dropped else 0,
+            known_answers=model.known_answers if not plan.dropped and not added else (0, 0),
         )
 
 

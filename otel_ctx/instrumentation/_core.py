@@ -109,21 +109,28 @@ _ANSWER_ITEMS = frozenset({"function_call", "reasoning"})
 _ANSWER_ROLES = frozenset({"assistant", "model"})
 
 
-def _assistant_turns(body: Mapping[str, Any], provider: str) -> int:
-    """Answers already in the transcript: without a conversation id, the round is this plus one."""
+def _is_answer(item: Any) -> bool:
+    if item.__class__ is dict or isinstance(item, Mapping):
+        return item.get("role") in _ANSWER_ROLES or item.get("type") in _ANSWER_ITEMS
+    return getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
+
+
+def _assistant_turns(body: Mapping[str, Any], provider: str, known: tuple[int, int] = (0, 0)) -> int:
+    """Answers already in the transcript: without a conversation id, the round is this plus one.
+
+    ``known`` is ``(k, n)``: the first ``k`` items hold ``n`` answers, counted by the reader in
+    an earlier round (see ``FitResult.known_answers``), so a long transcript costs its new items.
+    """
     key = "input" if provider == "openai-responses" else "contents" if provider == "google" else "messages"
     items = body.get(key)
     if not isinstance(items, (list, tuple)):
         return 0
-    turns = 0
-    previous_was_answer = False
-    for item in items:
-        if item.__class__ is dict or isinstance(item, Mapping):
-            answer = item.get("role") in _ANSWER_ROLES or item.get("type") in _ANSWER_ITEMS
-        else:
-            answer = (
-                getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
-            )
+    start, turns = known
+    if not 0 < start <= len(items):
+        start, turns = 0, 0
+    previous_was_answer = start > 0 and _is_answer(items[start - 1])
+    for i in range(start, len(items)):
+        answer = _is_answer(items[i])
         if answer and not previous_was_answer:
             turns += 1
         previous_was_answer = answer
@@ -241,7 +248,7 @@ class Observer:
             round_number = chain.round_number
             conversation_id = chain.conversation_id
         else:
-            round_number = _assistant_turns(body, provider) + 1
+            round_number = _assistant_turns(body, provider, result.known_answers) + 1
         current = trace.get_current_span(parent)
         span = self.emitter.tracer.start_span(
             names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
