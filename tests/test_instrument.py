@@ -354,6 +354,45 @@ def test_without_a_conversation_the_round_is_the_answers_in_the_transcript_plus_
     assert [s.attributes[n.ROUND] for s in instrumented.rounds()] == [1, 2, 3]  # type: ignore[index]
 
 
+def test_a_long_tool_calling_run_is_numbered_by_its_answers_round_after_round(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    """The real client's rounds of a growing tool-calling run, one retried and one edited in place:
+    each is numbered by the answers its transcript holds, as a count from scratch says."""
+    oc = openai_client(fake_provider)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Where are my 40 orders?"}]
+
+    def pair(k: int) -> list[dict[str, Any]]:
+        call = {
+            "id": f"call_{k}",
+            "type": "function",
+            "function": {"name": "lookup", "arguments": f'{{"k": {k}}}'},
+        }
+        return [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": f"order {k}: shipped"},
+        ]
+
+    for k in range(40):
+        messages += pair(k)
+    aside = {"role": "assistant", "content": "Let me look them up."}
+    expected = []
+    for k in range(40, 44):
+        if k == 41:
+            messages[3:3] = [aside, {"role": "user", "content": "ok"}]  # an answer deep in the history
+        if k == 42:
+            messages[-2:] = pair(142)  # retried: the last call made again, another id
+        elif k == 43:
+            aside["role"] = "user"  # the same answer changed in place: no longer one
+            messages.append({"role": "assistant", "content": "All 43 have shipped."})
+        else:
+            messages += pair(k)
+        oc.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+        expected.append(_core._assistant_turns({"messages": messages}, "openai") + 1)
+    assert expected == [42, 44, 44, 44]
+    assert [s.attributes[n.ROUND] for s in instrumented.rounds()] == expected
+
+
 def test_the_conversation_table_is_bounded() -> None:
     table = _core.Conversations(3)
     for conv in ("a", "b", "c", "d", "e"):
