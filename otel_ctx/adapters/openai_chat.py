@@ -592,20 +592,16 @@ class _Prefix(Held):
         for copy in copies:
             total += _held_bytes(copy)
             held.append(total)
-        sums = self.sums
-        acc = sums[-1]
+        sums, answers = self.sums, self.answers
+        acc, count = sums[-1], answers[-1]
+        before = self.turns[start - 1].role if start else None
         for t in new:
             acc = add_sums(acc, t)
             sums.append(acc)
-        answers = self.answers
-        count = answers[-1]
-        before = self.turns[start - 1].role if start else None
-        for t in new:
-            role = t.role
-            if role == "assistant" and before != "assistant":
-                count += 1
+            if t.role == "assistant" and before != "assistant":
+                count += 1  # a run of assistant messages is one answer
             answers.append(count)
-            before = role
+            before = t.role
         split_units(self.turns, self.units)
 
 

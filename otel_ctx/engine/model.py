@@ -142,7 +142,8 @@ class RequestModel:
     #: ``(k, sums)``: the raw tokens of ``turns[:k]`` added up before (see :func:`add_sums`).
     known_sums: tuple[int, Sums] = (0, (0, (0, 0, 0, 0)))
     #: ``(k, n)``: the caller's first ``k`` items hold ``n`` answers of the model (runs of its
-    #: messages), kept count of by the reader from an earlier round; ``(0, 0)`` when it kept none.
+    #: messages), as counted by a reader that keeps the count from round to round; ``(0, 0)``
+    #: when it kept none.
     known_answers: tuple[int, int] = (0, 0)
 
     @property

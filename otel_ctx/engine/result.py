@@ -73,9 +73,10 @@ class FitResult(_WeaklyReferable):
     #: with ``breakdown.estimated``, what a compaction removed.
     tokens_before: int = 0
     #: ``(k, n)``: the first ``k`` items of the request as sent hold ``n`` answers of the model
-    #: (runs of its messages), counted in an earlier round by a reader that keeps them (Chat
-    #: Completions); ``(0, 0)`` when none were. An observer numbering rounds by the answers in
-    #: the transcript reads only the items after ``k``, however long the history.
+    #: (runs of its messages), as counted by a reader that keeps the count from round to round
+    #: (Chat Completions), so each round adds only its new messages; ``(0, 0)`` when none did.
+    #: An observer numbering rounds by the answers in the transcript reads only the items after
+    #: ``k``, however long the history.
     known_answers: tuple[int, int] = (0, 0)
 
     @property

@@ -110,6 +110,7 @@ _ANSWER_ROLES = frozenset({"assistant", "model"})
 
 
 def _is_answer(item: Any) -> bool:
+    """True for the model's own item: an assistant (Gemini: model) message, a call or reasoning."""
     if item.__class__ is dict or isinstance(item, Mapping):
         return item.get("role") in _ANSWER_ROLES or item.get("type") in _ANSWER_ITEMS
     return getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
@@ -118,8 +119,8 @@ def _is_answer(item: Any) -> bool:
 def _assistant_turns(body: Mapping[str, Any], provider: str, known: tuple[int, int] = (0, 0)) -> int:
     """Answers already in the transcript: without a conversation id, the round is this plus one.
 
-    ``known`` is ``(k, n)``: the first ``k`` items hold ``n`` answers, counted by the reader in
-    an earlier round (see ``FitResult.known_answers``), so a long transcript costs its new items.
+    ``known`` is ``(k, n)``: the first ``k`` items hold ``n`` answers, as the reader kept count of
+    them (see ``FitResult.known_answers``), so a long transcript costs only the items after ``k``.
     """
     key = "input" if provider == "openai-responses" else "contents" if provider == "google" else "messages"
     items = body.get(key)
