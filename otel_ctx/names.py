@@ -234,6 +234,27 @@ GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
 GEN_AI_CONTEXT_UTILIZATION = "gen_ai.context.utilization"
 #: GenAI names defined by a published convention other than OpenTelemetry's (Sentry's).
 OTHER_GEN_AI_CONVENTIONS = frozenset({GEN_AI_CONTEXT_WINDOW_SIZE, GEN_AI_CONTEXT_UTILIZATION})
+#: Observe span and counter: why otel-ctx could not measure an instrumented call (one of
+#: :data:`UNOBSERVED_REASONS`). The call went on unchanged; its round span carries what could be
+#: read (provider, model, task type, round) and no breakdown. Absent on every measured round.
+UNOBSERVED_REASON = _P + "unobserved.reason"
+#: Observe span of an unmeasured call: the class of the error that stopped the measure
+#: (``module.QualName``), never its message, which can quote the request.
+UNOBSERVED_ERROR_TYPE = _P + "unobserved.error_type"
+#: The body was refused by the request reader (a typed request error): a shape otel-ctx does not read.
+UNOBSERVED_INVALID_REQUEST = "invalid_request"
+#: The task type's budget could not be built for this call (policy or task-type configuration).
+UNOBSERVED_INVALID_POLICY = "invalid_policy"
+#: Measuring failed in an unforeseen way (any other error): a defect of otel-ctx.
+UNOBSERVED_MEASURE_ERROR = "measure_error"
+#: The request was measured but its round could not be opened or recorded (telemetry failed).
+UNOBSERVED_TELEMETRY_ERROR = "telemetry_error"
+UNOBSERVED_REASONS: tuple[str, ...] = (
+    UNOBSERVED_INVALID_REQUEST,
+    UNOBSERVED_INVALID_POLICY,
+    UNOBSERVED_MEASURE_ERROR,
+    UNOBSERVED_TELEMETRY_ERROR,
+)
 #: W3C baggage keys an upstream gateway may set to name the task type and the conversation.
 BAGGAGE_TASK_TYPE = TASK_TYPE
 BAGGAGE_CONVERSATION_ID = GEN_AI_CONVERSATION_ID
@@ -334,6 +355,16 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run and round spans; never on metrics).",
     GEN_AI_CONTEXT_WINDOW_SIZE: "Sentry GenAI: the model's window, on the provider call's span.",
     GEN_AI_CONTEXT_UTILIZATION: "Sentry GenAI: tokens used ÷ window, on the provider call's span.",
+    UNOBSERVED_REASON: (
+        "Why otel-ctx could not measure an instrumented call (observe span and "
+        "`context_budget.calls.unobserved`): `invalid_request` (the request reader refused the body), "
+        "`invalid_policy` (no budget could be built for the task type), `measure_error` (any other "
+        "failure of the measure) or `telemetry_error` (measured, but the round could not be recorded). "
+        "The call went on unchanged; absent on measured rounds."
+    ),
+    UNOBSERVED_ERROR_TYPE: (
+        "Observe span of an unmeasured call: the error class that stopped the measure (never its message)."
+    ),
 }
 
 # --- metrics ----------------------------------------------------------------------------
@@ -548,6 +579,19 @@ PROVIDER_OVERFLOWS = Metric(
     attributes=(TASK_TYPE,),
 )
 
+UNOBSERVED_CALLS = Metric(
+    name=_P + "calls.unobserved",
+    kind="counter",
+    unit="{call}",
+    description=(
+        "Instrumented provider calls otel-ctx could not measure, by reason "
+        "(context_budget.unobserved.reason): each went on unchanged, with an observe span and no "
+        "breakdown. Divided by itself plus context_budget.fits it is the share of calls unmeasured."
+    ),
+    # No model: the share is a per-task-type question, and the reasons are few (4 series per task type).
+    attributes=(TASK_TYPE, UNOBSERVED_REASON),
+)
+
 #: Every instrument otel-ctx creates; the emitter, dashboards and alerts read this list.
 METRICS: tuple[Metric, ...] = (
     TOKENS,
@@ -564,6 +608,7 @@ METRICS: tuple[Metric, ...] = (
     TRIMMED_TOKENS,
     TRIMS,
     PROVIDER_OVERFLOWS,
+    UNOBSERVED_CALLS,
 )
 
 # --- values of context_budget.component -------------------------------------------------

@@ -52,6 +52,9 @@ class Reply:
     stream_usage: bool = True
     #: Anthropic: a stop reason other than the default (``model_context_window_exceeded``).
     stop_reason: str | None = None
+    #: The answer's ``usage`` object exactly as given (a recorded one), instead of one built from
+    #: the counts above; Responses chains still bill ``input_tokens`` when it is set.
+    usage: dict[str, Any] | None = None
 
     @classmethod
     def structured(cls, answer: Any, **kwargs: Any) -> Reply:
@@ -92,6 +95,9 @@ class FakeProvider:
         self.window = 1 << 30
         #: What each Responses call was billed for, in order (the whole context the model saw).
         self.billed: list[int] = []
+        #: Continue an unknown ``previous_response_id`` or conversation from an empty context
+        #: instead of answering 400 (replayed traffic continues chains stored elsewhere).
+        self.hold_unknown = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -115,6 +121,9 @@ class FakeProvider:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as separate writes: without TCP_NODELAY, Nagle's algorithm
+            # and the client's delayed ACK hold each answer back by tens of milliseconds.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
@@ -216,10 +225,11 @@ class FakeProvider:
         conv = body.get("conversation")
         conv_id = conv.get("id") if isinstance(conv, dict) else conv
         with self._lock:
+            unknown: list[Any] | None = [] if self.hold_unknown else None
             if previous:
-                return list(self.stored[previous]) if previous in self.stored else None
+                return list(self.stored[previous]) if previous in self.stored else unknown
             if conv_id:
-                return list(self.conversations[conv_id]) if conv_id in self.conversations else None
+                return list(self.conversations[conv_id]) if conv_id in self.conversations else unknown
         return []
 
     def _stateful(self, body: Any, held: list[Any], reply: Reply, n: int) -> tuple[Any, int]:
@@ -339,6 +349,8 @@ class FakeProvider:
 
 
 def _chat_usage(reply: Reply, usage_in: int) -> dict[str, Any]:
+    if reply.usage is not None:
+        return dict(reply.usage)
     return {
         "prompt_tokens": usage_in,
         "completion_tokens": reply.output_tokens,
@@ -454,7 +466,9 @@ def _response(body: Any, reply: Reply, n: int, usage_in: int) -> dict[str, Any]:
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": body.get("tools", []),
-        "usage": {
+        "usage": dict(reply.usage)
+        if reply.usage is not None
+        else {
             "input_tokens": usage_in,
             "input_tokens_details": {"cached_tokens": reply.cached_tokens},
             "output_tokens": reply.output_tokens,
@@ -496,6 +510,8 @@ def _responses_events(body: Any, reply: Reply, n: int, usage_in: int) -> Iterato
 
 
 def _anthropic_usage(reply: Reply, usage_in: int) -> dict[str, Any]:
+    if reply.usage is not None:
+        return dict(reply.usage)
     return {
         "input_tokens": usage_in,
         "output_tokens": reply.output_tokens,

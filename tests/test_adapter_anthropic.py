@@ -145,8 +145,9 @@ def test_server_tools_thinking_documents_and_sdk_blocks_are_counted() -> None:
 def test_bad_bodies_get_typed_errors_naming_the_place() -> None:
     fitter = _fitter()
     body = _loop_body(1)
-    body["messages"].insert(1, {"role": "system", "content": "no"})
-    with pytest.raises(TranscriptRuleError, match=r"messages\[1\]"):
+    # A ``system`` message is the API's mid-conversation system message; a role it has not is refused.
+    body["messages"].insert(1, {"role": "tool", "content": "no"})
+    with pytest.raises(InvalidMessageError, match=r"messages\[1\]\.role"):
         fitter.fit_request(body, provider="anthropic")
     with pytest.raises(InvalidMessageError, match=r"messages\[0\]\.content\[0\]"):
         fitter.fit_request({"messages": [{"role": "user", "content": [42]}]}, provider="anthropic")
@@ -290,8 +291,10 @@ def test_agent_loop_with_the_real_sdk(fake_provider: FakeProvider, stream: bool)
     assert sent[-1]["messages"][0]["content"] == "Order 8812 arrived broken; refund it."
     assert any(r.outcome == "compacted" for r in results)
     assert all(r.capped_tool_results >= 1 for r in results[1:])
-    # Reported input (uncached + cache reads) is 1.2 x the estimate: calibration learns it.
-    assert 1.1 < fitter.calibration <= 1.2
+    # Reported input (uncached + cache reads) is 1.2 x the whole count, but the factor scales only
+    # the estimated share (the hidden tool-use prompt is the family's figure, not an estimate):
+    # to make up the rest it learns a little more than 1.2.
+    assert 1.2 < fitter.calibration <= 1.35
     assert results[-1].breakdown.estimated <= results[-1].breakdown.budget
 
 

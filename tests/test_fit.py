@@ -27,6 +27,7 @@ from otel_ctx import (
     Source,
     UnknownTaskTypeError,
 )
+from otel_ctx.adapters.openai_tools import count_functions, section_framing
 from otel_ctx.engine.breakdown import COUNTED_IN_TRANSCRIPT, SYSTEM_PROMPT_LABEL
 
 
@@ -38,8 +39,7 @@ def desk() -> ContextFitter:
 def small(budget_limit: int, **kw: Any) -> ContextFitter:
     return ContextFitter(
         BudgetPolicy(context_length=128_000, reserved_output=100, request_limit=budget_limit),
-        model="gpt-4",
-        **kw,
+        **{"model": "gpt-4", **kw},
     )
 
 
@@ -243,7 +243,9 @@ def test_breakdown_lines_close_and_name_their_sources(desk: ContextFitter) -> No
     )
     b = result.breakdown
     b.check()
-    assert b.tool_schema == desk.counter.tools(tools)
+    text, functions, _ = count_functions(desk.counter, tools)
+    # The section joins the system prompt the fit adds in front of the transcript.
+    assert b.tool_schema == text + section_framing(desk.model, desk.encoding_name, True, functions)
     assert b.system_prompt > 0 and b.skills > 0
     assert b.budget == 16_000 - 800
     assert [(s.name, s.kind, s.data_class) for s in b.sources] == [
@@ -268,9 +270,11 @@ def test_system_prompt_counted_in_transcript_is_labelled(desk: ContextFitter) ->
 
 
 def test_calibration_scales_every_line_and_keeps_closure() -> None:
-    fitter = small(6_000)
+    # A model no encoding table knows: every line is an estimate the factor scales.
+    fitter = small(6_000, model="acme-large-1")
     msgs = long_dispute(turns=4)
     base = fitter.fit(msgs)
+    assert not base.exact and base.inexact_tokens == base.raw_tokens
     accuracy = fitter.observe_usage(base, input_tokens=int(base.raw_tokens * 1.2))
     assert accuracy == pytest.approx(1.2, rel=0.01)
     assert fitter.calibration > 1.0
@@ -282,6 +286,31 @@ def test_calibration_scales_every_line_and_keeps_closure() -> None:
     for _ in range(20):
         fitter.observe_usage(again, input_tokens=10)
     assert fitter.calibration == 1.0
+
+
+def test_a_count_the_rules_reproduce_learns_nothing_from_a_bill_far_off() -> None:
+    # A bill far above an exact count says something the body does not show (a server-side
+    # feature): it must not scale the next exact counts up.
+    fitter = small(6_000)
+    msgs = long_dispute(turns=4)
+    base = fitter.fit(msgs)
+    assert base.exact and base.inexact_tokens == 0
+    fitter.observe_usage(base, input_tokens=base.raw_tokens * 4)
+    assert fitter.calibration == 1.0
+    assert fitter.fit(msgs).breakdown.estimated == base.breakdown.estimated
+
+
+def test_one_outlier_bill_moves_the_factor_a_step_at_most() -> None:
+    fitter = small(6_000, model="acme-large-1")
+    msgs = long_dispute(turns=4)
+    base = fitter.fit(msgs)
+    for _ in range(5):
+        fitter.observe_usage(base, input_tokens=int(base.raw_tokens * 1.05))
+    settled = fitter.calibration
+    fitter.observe_usage(base, input_tokens=base.raw_tokens * 4)  # one bill far off the rest
+    assert fitter.calibration <= settled * 1.1 + 1e-4
+    fitter.observe_usage(base, input_tokens=int(base.raw_tokens * 1.05))
+    assert fitter.calibration == pytest.approx(settled, abs=0.02)
 
 
 # -- configuration and bad input ----------------------------------------------------------

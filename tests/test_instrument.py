@@ -223,6 +223,7 @@ def test_a_failure_inside_otel_ctx_never_reaches_the_agent(
         raise RuntimeError("injected failure inside otel-ctx")
 
     monkeypatch.setattr(ContextFitter, "measure_request", broken)
+    monkeypatch.setattr(_core, "log_failure", type(_core.log_failure)())  # this test's counts only
     oc = openai_client(fake_provider)
     with caplog.at_level(logging.DEBUG, logger="otel_ctx.telemetry"):
         first = oc.chat.completions.create(model="gpt-4o", messages=CHAT)
@@ -234,7 +235,9 @@ def test_a_failure_inside_otel_ctx_never_reaches_the_agent(
     assert len(warnings) == 1 and "RuntimeError" in warnings[0].getMessage()  # logged once
     # The type and where, never the exception's message (it may quote the request).
     assert warnings[0].exc_info is None and "injected failure" not in warnings[0].getMessage()
-    assert instrumented.rounds() == []
+    # Not dark: each call still has its round, saying why it was not measured.
+    rounds = instrumented.rounds()
+    assert [r.attributes[n.UNOBSERVED_REASON] for r in rounds] == [n.UNOBSERVED_MEASURE_ERROR] * 3
 
 
 def test_a_failure_reading_a_stream_never_reaches_the_agent(

@@ -80,6 +80,7 @@ def test_the_count_is_what_the_registry_says_each_label_costs(scraped: tuple[dic
         names.RESOLUTION: 5,
         names.STOP: len(names.STOPS),
         names.TRIM_PERFORMER: len(names.PERFORMERS),
+        names.UNOBSERVED_REASON: len(names.UNOBSERVED_REASONS),
     }
     policy = LabelPolicy()
     for metric in names.METRICS:

@@ -9,6 +9,7 @@ import pytest
 import tiktoken
 
 from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError, encodings
+from otel_ctx.adapters.openai_tools import count_functions, render_functions
 from otel_ctx.engine import tokens
 from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.tokens import resolve_encoding
@@ -109,11 +110,11 @@ def test_nested_schemas_are_charged_at_least_their_json(gpt4: ContextFitter) -> 
             },
         }
     ]
-    flat = gpt4.counter.tools(nested)
-    schema_json = gpt4.counter.text(
-        'items:{"items":{"properties":{"sku":{"type":"string"}},"type":"object"}}'
-    )
-    assert flat >= schema_json + 12
+    # Nested objects and arrays are written as the model reads them: a TypeScript type.
+    text, known = render_functions([t["function"] for t in nested])
+    assert "// Refund items.\ntype create_refund = (_: {\nitems?: {\nsku?: string,\n}[],\n}) => any;" in text
+    assert known
+    assert count_functions(gpt4.counter, nested) == (gpt4.counter.text(text), 1, True)
 
 
 def test_encoding_comes_from_the_offline_bundle() -> None:
@@ -285,14 +286,14 @@ def test_images_and_unknown_parts_are_counted_not_rejected(gpt4: ContextFitter) 
 
 def test_tool_definitions_are_recounted_when_the_list_or_a_tool_changes(gpt4: ContextFitter) -> None:
     tools = [dict(t) for t in COOKBOOK_TOOLS]
-    first = gpt4.counter.tools(tools)
-    assert gpt4.counter.tools(tools) == first
+    first = count_functions(gpt4.counter, tools)[0]
+    assert count_functions(gpt4.counter, tools)[0] == first
     longer = {"type": "function", "function": {"name": "get_forecast", "description": "Forecast for a city."}}
     tools.append(longer)  # same list object, one more tool
-    assert gpt4.counter.tools(tools) > first
+    assert count_functions(gpt4.counter, tools)[0] > first
     tools[1] = {"type": "function", "function": {"name": "f", "description": "x"}}  # an element replaced
-    replaced = gpt4.counter.tools(tools)
-    assert replaced == gpt4.counter.tools([dict(t) for t in tools])
+    replaced = count_functions(gpt4.counter, tools)[0]
+    assert replaced == count_functions(gpt4.counter, [dict(t) for t in tools])[0]
 
 
 def test_clear_cache_makes_the_next_count_cold() -> None:

@@ -17,7 +17,7 @@ Dropping whole exchanges keeps the roles alternating and never separates a call 
 its result; the first user messages (the ticket) are a turn of their own.
 
 Counting is an estimate: Anthropic publishes no offline tokenizer, so text is counted
-with the fitter's encoding, images and PDF pages at the documented upper bounds, and
+with the fitter's encoding, images and PDF pages by the documented rules (estimates too), and
 the result says ``exact=False``. Calibration from the reported usage
 (``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``) corrects
 the estimate as the conversation goes; an exact counter (the token-counting endpoint)
@@ -26,10 +26,14 @@ can be given to the fitter instead.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
+import re
 import sys
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from otel_ctx.adapters.base import (
@@ -40,9 +44,16 @@ from otel_ctx.adapters.base import (
     Reading,
     as_mapping,
     kept_items,
-    pdf_pages,
     sized_private_copy,
     to_json,
+)
+from otel_ctx.adapters.media import (
+    ANTHROPIC_DOCUMENT_FRAMING,
+    ANTHROPIC_IMAGE_BOUND,
+    anthropic_document_bound,
+    anthropic_image_tokens,
+    anthropic_pdf_tokens,
+    image_size,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
@@ -58,26 +69,139 @@ from otel_ctx.engine.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER
 
 Message = dict[str, Any]
 
-#: An image costs about width × height / 750 tokens after the API scales it to at most
-#: ~1.15 megapixels: 1,600 is the ceiling, used because the size is not read offline.
-IMAGE_TOKENS = 1_600
-#: A PDF page is sent as its text and an image of the page: up to ~3,000 text tokens
-#: plus the page image (documented ranges); the upper ends keep the estimate high.
-PDF_PAGE_TOKENS = 3_000 + IMAGE_TOKENS
-#: A document whose pages cannot be counted offline (a URL, a file id).
-UNKNOWN_DOCUMENT_TOKENS = PDF_PAGE_TOKENS
+#: Images cost one token per 28px patch of the image as the model's tier resizes it, and a
+#: PDF each page's text plus an image of the page (the rules are in
+#: :mod:`otel_ctx.adapters.media`); an image the body only names costs the tier's bound.
+IMAGE_TOKENS = ANTHROPIC_IMAGE_BOUND
 #: The wrapper of a tool result (its id and markers), like a tool call's.
 TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
 #: Documents inside documents (``source: {"type": "content"}``) deeper than this are refused.
 _MAX_DOCUMENT_NESTING = 16
-#: The system prompt the API adds when tools are given (documented per model; the
-#: current models' figures: ``auto``/``none`` tool choice, and ``any``/``tool``).
-TOOL_USE_SYSTEM_PROMPT = 346
-TOOL_USE_SYSTEM_PROMPT_FORCED = 313
-TOKENS_PER_TOOL = 8
+#: The tool-use system prompt of the current models (Claude 4.5 and 4.6): ``auto``/``none``
+#: tool choice, and ``any``/``tool`` (see :data:`FAMILIES` for the others).
+TOOL_USE_SYSTEM_PROMPT = 501
+TOOL_USE_SYSTEM_PROMPT_FORCED = 594
+#: What a caller's system prompt costs beyond its text when tools are given: the API sets it
+#: inside the tool-use system prompt, between separators.
+SYSTEM_WITH_TOOLS = 7
+#: Structured outputs (``output_config.format`` / ``output_format`` of type ``json_schema``):
+#: the schema is set, indented two spaces, into a fixed instruction of this many tokens.
+OUTPUT_SCHEMA_PROMPT = 102
+#: ``output_config.task_budget``: the API tells the model what is left of its budget in a short
+#: fixed notice (an estimate: its figures change the count by a token or two).
+TASK_BUDGET_TOKENS = 40
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 #: Block types that carry a server tool's result inside the assistant's own message.
 _ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """What a model family adds to the billed input beyond the body's own text.
+
+    The tool-use prompt pairs are per ``tool_choice`` (``auto``/``none``, ``any``/``tool``), in
+    the tokens this module counts with: Claude 3's are Anthropic's published figures, the
+    others the hidden prompt that the recorded bills show on top of the definitions rendered
+    as :func:`render_tools` does. ``thinking`` is what ``thinking: {"type": "enabled"}``
+    adds, ``adaptive`` what ``{"type": "adaptive"}`` adds; ``keeps_thinking`` says the model
+    keeps the thinking blocks of earlier assistant turns in context (later Opus and Sonnet
+    models do; the others keep only the current turn's and the API strips the rest).
+    """
+
+    name: str
+    tool_prompt: int
+    tool_prompt_forced: int
+    thinking: int = 30
+    adaptive: int = 17
+    keeps_thinking: bool = False
+    #: Billed text tokens per token of this module's encoding: an estimate where the family's
+    #: tokenizer is known to differ (1.0 where the bills match the encoding).
+    text_ratio: float = 1.0
+
+
+def _scaled(count: Callable[[str], int], ratio: float) -> Callable[[str], int]:
+    def text(value: str) -> int:
+        return int(count(value) * ratio + 0.5)
+
+    return text
+
+
+#: Claude 4.5 and 4.6 (Sonnet 4.5's hidden tool prompt grew to these figures in November 2025;
+#: requests of that model recorded before then were billed about 180 tokens less).
+CURRENT = Family("claude-4.5", TOOL_USE_SYSTEM_PROMPT, TOOL_USE_SYSTEM_PROMPT_FORCED)
+FAMILIES: dict[str, Family] = {
+    "claude-3-opus": Family("claude-3-opus", 530, 281, 0, 0),
+    "claude-3-sonnet": Family("claude-3-sonnet", 159, 235, 0, 0),
+    "claude-3-haiku": Family("claude-3-haiku", 264, 340, 0, 0),
+    "claude-3.5-haiku": Family("claude-3.5-haiku", 271, 340, 0, 0),
+    "claude-3.5-sonnet": Family("claude-3.5-sonnet", 303, 261, 0, 0),
+    # Claude 3.7 Sonnet, Claude 4 and 4.1 (published as 346 / 313 tokens).
+    "claude-4": Family("claude-4", 317, 324),
+    "claude-4.5": CURRENT,
+    "claude-4.5-keeps": Family(
+        "claude-4.5-keeps", TOOL_USE_SYSTEM_PROMPT, TOOL_USE_SYSTEM_PROMPT_FORCED, keeps_thinking=True
+    ),
+    # Opus 4.7 and later have a new tokenizer, which Anthropic says bills 1.0-1.35 times the
+    # tokens of its predecessors for the same text: the bills of Opus 4.7, 4.8 and 5 read as
+    # 1.25 times this module's count (an estimate; number-heavy text runs higher). Their hidden
+    # tool prompt is the bills' remainder after the scaled definitions; the forced figure keeps
+    # the 4.5 family's difference between the two, as no bill shows it.
+    "claude-4.7": Family("claude-4.7", 305, 398, adaptive=0, keeps_thinking=True, text_ratio=1.25),
+    "claude-5": Family("claude-5", 403, 496, adaptive=0, keeps_thinking=True, text_ratio=1.25),
+}
+_VERSION = re.compile(r"claude-(?:(\d+)(?:[-.](\d))?-([a-z]+)|([a-z]+)-(\d+)(?:[-.](\d{1,2}))?)(?![0-9])")
+
+
+@functools.lru_cache(maxsize=256)
+def family(model: str) -> Family:
+    """The family of a model name (``claude-sonnet-4-5``, ``claude-3-5-haiku-20241022``,
+    ``claude-opus-4-20250514``); a name no rule places (a newer model, an alias) is taken for
+    the newest family of its tier, and a non-Claude name for the current models."""
+    m = _VERSION.search(model.lower())
+    if m is None:
+        old = re.search(r"claude-(\d+)(?![0-9])", model)
+        return FAMILIES["claude-3-haiku"] if old is not None and int(old.group(1)) < 3 else CURRENT
+    if m.group(3) is not None:
+        tier, major, minor = m.group(3), int(m.group(1)), int(m.group(2) or 0)
+    else:
+        tier, major, minor = m.group(4), int(m.group(5)), int(m.group(6) or 0)
+    version = (major, minor)
+    if version < (3, 0):
+        return FAMILIES["claude-3-haiku"]
+    if version < (3, 5):
+        return FAMILIES.get(f"claude-3-{tier}", FAMILIES["claude-3-haiku"])
+    if version < (3, 7):
+        return FAMILIES["claude-3.5-haiku" if tier == "haiku" else "claude-3.5-sonnet"]
+    if version < (4, 5):
+        return FAMILIES["claude-4"]
+    if tier == "opus":
+        if version >= (5, 0):
+            return FAMILIES["claude-5"]
+        return FAMILIES["claude-4.7" if version >= (4, 7) else "claude-4.5-keeps"]
+    if tier == "sonnet":
+        return FAMILIES["claude-4.5-keeps" if version >= (4, 6) else "claude-4.5"]
+    if tier == "haiku":
+        return FAMILIES["claude-4.5"]
+    # A tier this table does not know (a new model line): the newest family.
+    return FAMILIES["claude-5"]
+
+
+def _spaced_json(value: Any, where: str) -> str:
+    """``value`` as the API renders JSON into a prompt: keys in the caller's order, ``", "``
+    and ``": "`` between items (SDK objects dumped)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_plain_object)
+    except RecursionError:
+        raise TooDeeplyNestedError(where, "is nested too deeply to be a request") from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidToolSchemaError(where, f"is not JSON-serialisable: {exc}") from exc
+
+
+def _plain_object(value: Any) -> Any:
+    block = as_mapping(value)
+    if block is None:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return dict(block)
 
 
 def _without_cache_control(block: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -96,9 +220,12 @@ class _State:
 class _Reader:
     """Reads one request's messages: blocks counted, rules checked, results capped."""
 
-    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: _State) -> None:
+    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: _State, ratio: float = 1.0) -> None:
         self.counter = counter
-        self.text = counter.text
+        #: The family's text ratio (see :attr:`Family.text_ratio`): part of what a memo of this
+        #: reader's counts is keyed on.
+        self.ratio = ratio
+        self.text = counter.text if ratio == 1.0 else _scaled(counter.text, ratio)
         self.ctx = ctx
         self.state = state
         self.framing = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in _ROLES}
@@ -107,19 +234,27 @@ class _Reader:
     # -- blocks --------------------------------------------------------------------------
 
     def source_tokens(self, block: Mapping[str, Any], where: str, index: int) -> int:
-        """An image or a document: the text it holds, or the documented upper bound."""
+        """An image or a document as the API bills it: an image by its pixel size, a PDF by its
+        pages (text and page images), a text document by its text; what the body only names
+        (a URL, a file id) by the tier's bound, recorded as unknown."""
         kind = block.get("type")
         source = as_mapping(block.get("source"))
+        model = self.counter.model
+        stype = source.get("type") if source is not None else None
         if kind == "image":
-            return IMAGE_TOKENS
-        extra = 0
+            data = source.get("data") if source is not None else None
+            size = image_size(data) if stype == "base64" and isinstance(data, str) else None
+            cost = anthropic_image_tokens(model, size)
+            if cost.unknown is not None:
+                self.ctx.unknown("file by id" if stype == "file" else "image by URL")
+            return cost.tokens
+        extra = ANTHROPIC_DOCUMENT_FRAMING
         for key in ("title", "context"):
             value = block.get(key)
             if isinstance(value, str):
                 extra += self.text(value)
         if source is None:
             raise InvalidMessageError(f"{where}.source", "a document needs a 'source' object", index=index)
-        stype = source.get("type")
         if stype == "text":
             data = source.get("data")
             if not isinstance(data, str):
@@ -142,8 +277,10 @@ class _Reader:
             data = source.get("data")
             if not isinstance(data, str):
                 raise InvalidMessageError(f"{where}.source.data", "must be a base64 string", index=index)
-            return extra + PDF_PAGE_TOKENS * pdf_pages(data)
-        return extra + UNKNOWN_DOCUMENT_TOKENS
+            return extra - ANTHROPIC_DOCUMENT_FRAMING + anthropic_pdf_tokens(model, data, self.text).tokens
+        # A document by URL or file id: its pages are not in the body.
+        self.ctx.unknown("document by URL" if stype == "url" else "file by id")
+        return extra - ANTHROPIC_DOCUMENT_FRAMING + anthropic_document_bound(model).tokens
 
     def blocks(self, content: Any, role: str, where: str, index: int) -> list[Part]:
         """Parts of nested content (a tool result's or a document's): text, images, documents."""
@@ -173,13 +310,15 @@ class _Reader:
             component: Component = "tool_result" if nested else ("user" if role == "user" else "assistant")
             return Part(component, text(value))
         if kind in ("image", "document"):
-            return Part("image" if kind == "image" else "document", self.source_tokens(block, where, index))
+            tokens = self.source_tokens(block, where, index)
+            return Part("image" if kind == "image" else "document", tokens, exact=False)
         if kind in ("tool_use", "server_tool_use"):
             name, call_id = block.get("name"), block.get("id")
             if not isinstance(name, str) or not isinstance(call_id, str):
                 raise InvalidMessageError(where, f"a {kind} block needs 'id' and 'name' strings", index=index)
             args = to_json(block.get("input", {}), f"{where}.input", index, InvalidMessageError)
-            return Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args), call_id)
+            # The call's id is in the prompt too (the bills grow with it), as is its result's.
+            return Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args) + text(call_id), call_id)
         if kind == "thinking":
             value = block.get("thinking")
             if not isinstance(value, str):
@@ -213,7 +352,7 @@ class _Reader:
             if new_content is not None:
                 new_block = {**block, "content": new_content}
                 content = new_content
-        tokens = TOKENS_PER_TOOL_RESULT
+        tokens = TOKENS_PER_TOOL_RESULT + self.text(call_id)
         if isinstance(content, str):
             tokens += self.text(content)
         else:
@@ -229,16 +368,9 @@ class _Reader:
         if m is None:
             raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
         role = m.get("role")
-        if role == "system":
-            self.ctx.problem(
-                TranscriptRuleError(
-                    f"{where}.role",
-                    "the Messages API has no system role in messages; put the system prompt in the "
-                    "top-level 'system'",
-                    index=i,
-                )
-            )
-        elif role not in _ROLES:
+        # A ``system`` message among the messages is the API's mid-conversation system message:
+        # read as a message of the user's side (it sits between the user's turns).
+        if role != "system" and role not in _ROLES:
             raise InvalidMessageError(
                 f"{where}.role", f"unknown role {shown(role)}; expected user or assistant", index=i
             )
@@ -286,12 +418,14 @@ class _Reader:
                         )
                     first = self.seen_ids.setdefault(part.call_id, i)
                     if first != i or uses.count(part.call_id) > 1:
-                        self.ctx.problem(
+                        # The API bills a reused id as sent: recorded, not refused.
+                        _note(
+                            self.ctx,
                             TranscriptRuleError(
                                 f"{here}.id",
                                 f"tool_use id {shown(part.call_id)} is already used by messages[{first}]",
                                 index=i,
-                            )
+                            ),
                         )
                 elif kind == "server_tool_use":
                     part = Part(part.component, part.tokens)  # answered inside this message
@@ -378,17 +512,23 @@ class AnthropicAdapter(Adapter):
             raise InvalidRequestError("messages", "a Messages API request needs a 'messages' list")
         counter = ctx.counter
         state = _State()
-        reader = _Reader(counter, ctx, state)
+        model_name = body.get("model")
+        fam = family(model_name) if isinstance(model_name, str) else CURRENT
+        reader = _Reader(counter, ctx, state, fam.text_ratio)
+        text = reader.text
         if not messages:
             ctx.problem(TranscriptRuleError("messages", "needs at least one message"))
         # Read every message, then group runs into exchanges and check the pairing rules
         # on the combined turns (consecutive same-role messages are one turn to the API).
         read = _read_messages(reader, messages, ctx)
+        if not fam.keeps_thinking:
+            read = _without_earlier_thinking(read)
         turns: list[Turn] = []
         starts: list[int] = []
         if read and read[0][0] != "user":
-            ctx.problem(
-                TranscriptRuleError("messages[0].role", "the first message must be the user's", index=0)
+            # The API takes a history that opens with the assistant (it bills it as sent).
+            _note(
+                ctx, TranscriptRuleError("messages[0].role", "the first message is the assistant's", index=0)
             )
         i = 0
         n = len(read)
@@ -463,52 +603,58 @@ class AnthropicAdapter(Adapter):
         system = body.get("system")
         blocks: tuple[Block, ...] = ()
         if system is not None:
-            text = _system_text(system)
-            blocks = (Block("system_prompt", text, counter.text(text)),)
+            system_text = _system_text(system)
+            blocks = (Block("system_prompt", system_text, text(system_text)),)
+        tools = body.get("tools")
+        tool_schema, schema_inexact = self.tools_tokens(tools, body.get("tool_choice"), counter, fam, ctx)
+        if tool_schema and blocks:
+            tool_schema += SYSTEM_WITH_TOOLS
+        output, output_inexact = _output_config_tokens(body, text)
+        # A request that ends with the assistant's message (a prefill) has the model continue
+        # that message: no new reply is opened.
+        priming = 0 if read and read[-1][0] == "assistant" else REPLY_PRIMING
         model = RequestModel(
             turns=turns,
             starts=starts,
             items=len(messages),
-            tool_schema=self.tools_tokens(body.get("tools"), body.get("tool_choice"), counter),
-            priming=REPLY_PRIMING,
+            tool_schema=tool_schema + output,
+            priming=priming + _thinking_tokens(body.get("thinking"), fam),
             blocks=blocks,
             system_in_turns=False,
             capped=len(state.replaced),
+            schema_inexact=schema_inexact + output_inexact,
+            unknowns=tuple(ctx.unknowns),
         )
         return Reading(model=model, body=body, items=messages, state=state)
 
     @staticmethod
-    def tools_tokens(tools: Any, tool_choice: Any, counter: TokenCounter) -> int:
-        """The tool definitions' text plus the tool-use system prompt the API adds with them."""
+    def tools_tokens(
+        tools: Any,
+        tool_choice: Any,
+        counter: TokenCounter,
+        fam: Family = CURRENT,
+        ctx: ReadContext | None = None,
+    ) -> tuple[int, int]:
+        """``(tokens, estimated)``: what the tool definitions add, and the part of it estimated.
+
+        The API renders each definition the model can see into a hidden tool-use system prompt
+        (:func:`render_tools`); that prompt's fixed text is the family's documented or measured
+        figure, the rendering is counted with this module's encoding, so it is the estimate.
+        """
         if not tools:
-            return 0
+            return 0, 0
         if not isinstance(tools, ARRAY):
             raise InvalidToolSchemaError(
                 "tools", f"must be a list of tool objects, got {type(tools).__name__}"
             )
-        n = 0
-        for k, raw in enumerate(tools):
-            where = f"tools[{k}]"
-            tool = as_mapping(raw)
-            if tool is None or not isinstance(tool.get("name"), str):
-                raise InvalidToolSchemaError(where, "must be an object with a 'name' string")
-            kind = tool.get("type")
-            if kind in (None, "custom"):
-                schema = tool.get("input_schema")
-                if not isinstance(schema, Mapping):
-                    raise InvalidToolSchemaError(f"{where}.input_schema", "must be a JSON Schema object")
-                desc = tool.get("description") or ""
-                if not isinstance(desc, str):
-                    raise InvalidToolSchemaError(f"{where}.description", "must be a string")
-                n += TOKENS_PER_TOOL + counter.text(tool["name"]) + counter.text(desc)
-                n += counter.text(to_json(schema, f"{where}.input_schema", None, InvalidToolSchemaError))
-            else:  # a server tool (web search, code execution...): its definition's JSON
-                n += TOKENS_PER_TOOL + counter.text(
-                    to_json(_without_cache_control(tool), where, None, InvalidToolSchemaError)
-                )
+        rendered, unknown = _rendered_tools(tools, counter, fam.text_ratio)
+        if ctx is not None:
+            for kind in unknown:
+                ctx.unknown(f"server tool {kind}")
         choice = as_mapping(tool_choice) if tool_choice is not None else None
         forced = choice is not None and choice.get("type") in ("any", "tool")
-        return n + (TOOL_USE_SYSTEM_PROMPT_FORCED if forced else TOOL_USE_SYSTEM_PROMPT)
+        prompt = fam.tool_prompt_forced if forced else fam.tool_prompt
+        return prompt + rendered, rendered
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
@@ -547,6 +693,171 @@ class AnthropicAdapter(Adapter):
                 )
             item = dict(block)
         return item, Turn("system", [Part("system", counter.text(item["text"]))], 0)
+
+
+#: Anthropic-defined client tools whose definition the API writes itself: the documented
+#: tokens each adds to the input (the bash tool 245, the text editor 700, computer use 735).
+DEFINED_TOOL_TOKENS: tuple[tuple[str, int], ...] = (
+    ("bash_", 245),
+    ("text_editor_", 700),
+    ("computer_", 735),
+)
+
+
+def render_tools(tools: Sequence[Any]) -> tuple[str, list[tuple[int, str]]]:
+    """The definitions as the tool-use system prompt holds them, and ``(index, type)`` of the
+    tools of Anthropic's own types.
+
+    A custom tool is one ``<function>`` element of JSON (its description when it has one, its
+    name, its ``input_schema`` as ``parameters``) on a line of its own. A tool with
+    ``defer_loading`` is not in the prompt until tool search loads it, so it is left out.
+    Anthropic's own tool types are returned apart: their cost is the API's, not the JSON's.
+    """
+    lines: list[str] = []
+    kinds: list[tuple[int, str]] = []
+    for k, raw in enumerate(tools):
+        where = f"tools[{k}]"
+        tool = as_mapping(raw)
+        if tool is None or not isinstance(tool.get("name"), str):
+            raise InvalidToolSchemaError(where, "must be an object with a 'name' string")
+        kind = tool.get("type")
+        if kind not in (None, "custom"):
+            if not isinstance(kind, str):
+                raise InvalidToolSchemaError(f"{where}.type", "must be a string")
+            kinds.append((k, kind))
+            continue
+        schema = tool.get("input_schema")
+        if as_mapping(schema) is None:
+            raise InvalidToolSchemaError(f"{where}.input_schema", "must be a JSON Schema object")
+        desc = tool.get("description")
+        if desc is not None and not isinstance(desc, str):
+            raise InvalidToolSchemaError(f"{where}.description", "must be a string")
+        if tool.get("defer_loading") is True:
+            continue
+        shown_def: dict[str, Any] = {"description": desc} if desc else {}
+        shown_def["name"] = tool["name"]
+        shown_def["parameters"] = schema
+        lines.append(f"<function>{_spaced_json(shown_def, f'{where}.input_schema')}</function>")
+    return "\n".join(lines), kinds
+
+
+def _rendered_tools(tools: Sequence[Any], counter: TokenCounter, ratio: float) -> tuple[int, list[str]]:
+    """The rendered definitions' tokens (custom and Anthropic's own types) and the server tool
+    types whose cost the body does not show.
+
+    A conversation sends the same tool list round after round: the count is kept while the same
+    list holds the same objects, or the same JSON, so a warm round renders nothing again.
+    """
+    items = tuple(tools)
+    last = counter.dialect_state.get("anthropic-tools")
+    if last is not None and last[5] != ratio:
+        last = None
+    if (
+        last is not None
+        and last[0] is tools
+        and len(last[1]) == len(items)
+        and all(a is b for a, b in zip(last[1], items))
+    ):
+        return last[3], last[4]
+    key = to_json(tools, "tools", None, InvalidToolSchemaError)
+    if last is not None and key == last[2]:
+        counter.dialect_state["anthropic-tools"] = (tools, items, key, last[3], last[4], ratio)
+        return last[3], last[4]
+    text, kinds = render_tools(tools)
+    count = counter.text if ratio == 1.0 else _scaled(counter.text, ratio)
+    n = count(text) if text else 0
+    unknown: list[str] = []
+    for k, kind in kinds:
+        fixed = next((t for prefix, t in DEFINED_TOOL_TOKENS if kind.startswith(prefix)), None)
+        if fixed is not None:
+            n += fixed
+            continue
+        # A server tool (web search, code execution, tool search...): its definition's JSON as
+        # an estimate; what the server adds to the prompt is not in the body.
+        tool = as_mapping(tools[k]) or {}
+        n += count(to_json(_without_cache_control(tool), f"tools[{k}]", None, InvalidToolSchemaError))
+        unknown.append(kind)
+    counter.dialect_state["anthropic-tools"] = (tools, items, key, n, unknown, ratio)
+    return n, unknown
+
+
+def _note(ctx: ReadContext, error: TranscriptRuleError) -> None:
+    """Record a rule the API states but does not enforce: the body is billed as sent, so no
+    read of it (a count, nor a fit, which keeps the caller's messages as they are) refuses it."""
+    ctx.problems.append(str(error))
+
+
+def _without_earlier_thinking(read: list[Read]) -> list[Read]:
+    """``read`` with the thinking blocks of earlier assistant turns at no tokens.
+
+    A model that keeps only the current turn's thinking has the API strip the rest: every
+    assistant message before the last user message that is more than tool results is billed
+    without its ``thinking`` and ``redacted_thinking`` blocks.
+    """
+    last = -1
+    for i in range(len(read) - 1, -1, -1):
+        if read[i][0] == "user" and any(k != "tool_result" for k in read[i][4]):
+            last = i
+            break
+    out: list[Read] | None = None
+    for i in range(last):
+        role, parts, uses, results, kinds = read[i]
+        if role != "assistant" or ("thinking" not in kinds and "redacted_thinking" not in kinds):
+            continue
+        if out is None:
+            out = list(read)
+        # parts[0] is the message's framing; parts[k + 1] is the part of block k.
+        kept = [parts[0]] + [
+            Part(p.component, 0) if kinds[k] in ("thinking", "redacted_thinking") else p
+            for k, p in enumerate(parts[1:])
+        ]
+        out[i] = (role, kept, uses, results, kinds)
+    return read if out is None else out
+
+
+def _thinking_tokens(thinking: Any, fam: Family) -> int:
+    """The tokens the ``thinking`` configuration adds to the prompt (its budget is output)."""
+    config = as_mapping(thinking) if thinking is not None else None
+    kind = config.get("type") if config is not None else None
+    if kind == "enabled":
+        return fam.thinking
+    if kind == "adaptive":
+        return fam.adaptive
+    return 0
+
+
+def _output_config_tokens(body: Mapping[str, Any], count: Callable[[str], int]) -> tuple[int, int]:
+    """``(tokens, estimated)`` of structured outputs and the task budget.
+
+    A ``json_schema`` format (``output_config.format``, or the earlier ``output_format``) puts
+    the schema, indented, into a fixed instruction: the instruction's figure is the rule, the
+    schema's text the estimate. ``effort`` adds nothing to the prompt.
+    """
+    n = estimated = 0
+    fmt: Any = None
+    where = "output_format"
+    config = as_mapping(body.get("output_config"))
+    if config is not None:
+        fmt = config.get("format")
+        where = "output_config.format"
+        if config.get("task_budget") is not None:
+            n += TASK_BUDGET_TOKENS
+            estimated += TASK_BUDGET_TOKENS
+    if fmt is None:
+        fmt = body.get("output_format")
+        where = "output_format"
+    spec = as_mapping(fmt) if fmt is not None else None
+    if spec is not None and spec.get("type") == "json_schema":
+        try:
+            text = json.dumps(spec.get("schema"), indent=2, ensure_ascii=False, default=_plain_object)
+        except RecursionError:
+            raise TooDeeplyNestedError(f"{where}.schema", "is nested too deeply to be a request") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequestError(f"{where}.schema", f"is not JSON-serialisable: {exc}") from exc
+        schema = count(text)
+        n += OUTPUT_SCHEMA_PROMPT + schema
+        estimated += schema
+    return n, estimated
 
 
 def _system_text(system: Any) -> str:
@@ -614,6 +925,8 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
     """
     cap = ctx.cap
     cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
+    if cap_key is not None and reader.ratio != 1.0:
+        cap_key = (*cap_key, reader.ratio)
     if cap_key is None or messages.__class__ is not list:
         return [reader.message(raw, i) for i, raw in enumerate(messages)]
     counter = reader.counter
@@ -642,12 +955,14 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
     held = 0
     boundary = -1
     problems = len(ctx.problems)
+    unknowns = len(ctx.unknowns)  # a message with an unknown is read every round, so it is recorded
     replaced = reader.state.replaced
     for i in range(start, len(messages)):
         raw = messages[i]
         read.append(reader.message(raw, i))
         if boundary < 0:
-            found = sized_private_copy(raw) if len(ctx.problems) == problems and i not in replaced else None
+            clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
+            found = sized_private_copy(raw) if clean and i not in replaced else None
             if found is None:
                 boundary = i
             else:

@@ -15,13 +15,11 @@ registry in :mod:`otel_ctx.dialects` finds it by provider name.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Mapping
 from typing import Any
 
 # The contract lives with the engine (which must not import an adapter); adapters import it from here.
+from otel_ctx.adapters.media import AUDIO_BYTES_PER_TOKEN, pdf_pages
 from otel_ctx.engine.dialect import Adapter, CapText, Fitted, ReadContext, Reading
 from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.tokens import to_json as _engine_json
@@ -43,18 +41,12 @@ __all__ = [
     "to_json",
 ]
 
-#: A PDF page object (``/Type /Page``, not the ``/Pages`` tree).
-_PAGE = re.compile(rb"/Type\s*/Page[^s]")
-
 #: What a JSON array may arrive as: a caller builds messages, content parts and tools as lists or
 #: tuples alike, and the SDKs send both as arrays, so both are read (and billed) the same.
 ARRAY = (list, tuple)
 
 #: The text a string summary is sent with, in every dialect (the model reads it as context).
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
-#: Audio input is billed by duration, unknown offline; one token per kilobyte of audio
-#: errs high for every format the OpenAI APIs take (16-bit PCM is ~10 tokens per 32 kB second).
-AUDIO_BYTES_PER_TOKEN = 1_000
 
 
 def as_mapping(raw: Any) -> Mapping[str, Any] | None:
@@ -92,19 +84,6 @@ def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) ->
         return list(items)  # every item kept, none rewritten
     kept = model.item_indexes(fitted.turns)
     return [replaced.get(i, items[i]) for i in kept] if replaced else [items[i] for i in kept]
-
-
-def pdf_pages(data: str | bytes) -> int:
-    """Pages of a PDF (base64 text, or the raw bytes an SDK holds), read from its page objects;
-    at least one. Dialects that bill per page count them offline this way."""
-    if isinstance(data, str):
-        try:
-            raw = base64.b64decode(data, validate=False)
-        except (binascii.Error, ValueError):
-            return 1
-    else:
-        raw = bytes(data)
-    return max(1, len(_PAGE.findall(raw)))
 
 
 class _NotPlain(Exception):

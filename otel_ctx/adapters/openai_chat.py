@@ -23,7 +23,6 @@ from typing import Any
 
 from otel_ctx.adapters.base import (
     ARRAY,
-    AUDIO_BYTES_PER_TOKEN,
     SUMMARY_PREFIX,
     Adapter,
     Fitted,
@@ -34,6 +33,22 @@ from otel_ctx.adapters.base import (
     to_json,
 )
 from otel_ctx.adapters.langchain_tools import is_langchain_tool, tool_dicts
+from otel_ctx.adapters.media import (
+    Cost,
+    audio_tokens,
+    image_size,
+    openai_file_bound,
+    openai_file_tokens,
+    openai_image_tokens,
+)
+from otel_ctx.adapters.openai_tools import (
+    add_output_schema,
+    call_overhead,
+    count_functions,
+    is_reasoning_model,
+    output_schema,
+    section_framing,
+)
 from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
     InvalidMessageError,
@@ -54,12 +69,9 @@ from otel_ctx.engine.model import (
     split_units,
 )
 from otel_ctx.engine.tokens import (
-    IMAGE_TOKENS_HIGH,
-    IMAGE_TOKENS_LOW,
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
-    TOKENS_PER_TOOL_CALL,
     TokenCounter,
 )
 
@@ -137,7 +149,9 @@ class ChatReader:
 
     # -- content -------------------------------------------------------------------------
 
-    def content(self, content: Any, role: str, where: str, index: int) -> list[Part]:
+    def content(
+        self, content: Any, role: str, where: str, index: int, ctx: ReadContext | None = None
+    ) -> list[Part]:
         """The parts of a message's ``content``: a string, ``None`` or a list of parts."""
         text_component = _TEXT_COMPONENT.get(role, "tool_result")
         if content.__class__ is str or isinstance(content, str):
@@ -150,9 +164,13 @@ class ChatReader:
                 f"must be a string, a list of parts or null, got {type(content).__name__}",
                 index=index,
             )
-        return [self.part(p, text_component, f"{where}.content[{k}]", index) for k, p in enumerate(content)]
+        return [
+            self.part(p, text_component, f"{where}.content[{k}]", index, ctx) for k, p in enumerate(content)
+        ]
 
-    def part(self, raw: Any, text_component: Component, where: str, index: int) -> Part:
+    def part(
+        self, raw: Any, text_component: Component, where: str, index: int, ctx: ReadContext | None = None
+    ) -> Part:
         part = as_mapping(raw)
         if part is None:
             raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=index)
@@ -164,20 +182,31 @@ class ChatReader:
                 raise InvalidMessageError(f"{where}.{kind}", "must be a string", index=index)
             return Part(text_component if kind == "text" else "assistant", text(value))
         if kind == "image_url":
-            image = part.get("image_url")
-            detail = image.get("detail") if isinstance(image, Mapping) else None
-            return Part("image", IMAGE_TOKENS_LOW if detail == "low" else IMAGE_TOKENS_HIGH)
+            # Billed by pixel size and detail, by the model family's rule; a URL's size is unknown.
+            image = as_mapping(part.get("image_url"))
+            url = image.get("url") if image is not None else part.get("image_url")
+            detail = image.get("detail") if image is not None else None
+            size = image_size(url) if isinstance(url, str) and url.startswith("data:") else None
+            cost = openai_image_tokens(self.counter.model, size, detail)
+            return _media_part("image", cost, ctx)
         if kind == "input_audio":
-            audio = part.get("input_audio")
-            data = audio.get("data") if isinstance(audio, Mapping) else None
+            audio = as_mapping(part.get("input_audio"))
+            data = audio.get("data") if audio is not None else None
             if not isinstance(data, str):
                 raise InvalidMessageError(f"{where}.input_audio.data", "must be a base64 string", index=index)
-            return Part("other", max(1, len(data) * 3 // 4 // AUDIO_BYTES_PER_TOKEN))
+            return Part("other", audio_tokens(data), exact=False)
         if not isinstance(kind, str):
             raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
-        # A file, or a part type the accounting does not know: charge its JSON text (errs high).
-        component: Component = "document" if kind == "file" else "other"
-        return Part(component, text(to_json(part, where, index, InvalidMessageError)))
+        if kind == "file":
+            # Billed by the document (its pages' text and images), never by its base64 text.
+            file = as_mapping(part.get("file"))
+            data = file.get("file_data") if file is not None else None
+            name = file.get("filename") if file is not None else None
+            if isinstance(data, str):
+                return _media_part("document", openai_file_tokens(data, name, text, page_images=True), ctx)
+            return _media_part("document", openai_file_bound(), ctx)
+        # A part type the accounting does not know: charge its JSON text (errs high).
+        return Part("other", text(to_json(part, where, index, InvalidMessageError)))
 
     def tool_calls(self, calls: Any, where: str, index: int) -> list[Part]:
         if not isinstance(calls, ARRAY):
@@ -186,6 +215,7 @@ class ChatReader:
             )
         text = self.counter.text
         out = []
+        framing = call_overhead(self.counter.model, len(calls))
         for k, raw in enumerate(calls):
             here = f"{where}.tool_calls[{k}]"
             call = as_mapping(raw)
@@ -201,7 +231,7 @@ class ChatReader:
                 raise InvalidMessageError(
                     f"{here}.{kind}", "needs a 'name' string and an 'arguments' JSON string", index=index
                 )
-            out.append(Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(payload), call["id"]))
+            out.append(Part("tool_call", framing + text(name) + text(payload), call["id"]))
         return out
 
     # -- messages ------------------------------------------------------------------------
@@ -383,10 +413,11 @@ class ChatReader:
         if turn is None:
             text = self.counter.text
             parts = [] if content is _ABSENT or content is None else [Part("assistant", text(content))]
+            framing = call_overhead(self.counter.model, len(calls))
             parts += [
                 Part(
                     "tool_call",
-                    TOKENS_PER_TOOL_CALL + text(c["function"]["name"]) + text(c["function"]["arguments"]),
+                    framing + text(c["function"]["name"]) + text(c["function"]["arguments"]),
                     c["id"],
                 )
                 for c in calls
@@ -465,12 +496,12 @@ class ChatReader:
             elif isinstance(content, str):
                 parts.append(Part("tool_result", text(content), call_id, capped=replaced is not None))
             else:
-                parts.extend(self.content(content, "tool", here, i))
+                parts.extend(self.content(content, "tool", here, i, ctx))
         else:
             if role == "function":  # legacy function result: paired with its call by name
                 fname = m.get("name")
                 answers = (f"{_LEGACY}{fname}",) if isinstance(fname, str) else ()
-            parts.extend(self.content(content, role if role != "function" else "tool", here, i))  # type: ignore[arg-type]
+            parts.extend(self.content(content, role if role != "function" else "tool", here, i, ctx))  # type: ignore[arg-type]
             tool_calls = m.get("tool_calls")
             if tool_calls is not None:
                 if line != "assistant":
@@ -696,6 +727,13 @@ def _cap_content(content: Any, cap: Any) -> str | None:
     return None  # images or unknown parts: counted, not cut
 
 
+def _media_part(component: Component, cost: Cost, ctx: ReadContext | None) -> Part:
+    """An image's or a document's part; what the body cannot show is recorded as unknown."""
+    if cost.unknown is not None and ctx is not None:
+        ctx.unknown(cost.unknown)
+    return Part(component, cost.tokens, exact=cost.exact)
+
+
 def _orphan(
     here: str, index: int, call_id: str, declared: Mapping[str, int], duplicate: bool
 ) -> TranscriptRuleError:
@@ -787,7 +825,8 @@ class OpenAIChatAdapter(Adapter):
             if not isinstance(functions, ARRAY):
                 raise InvalidRequestError("functions", "must be a list of function definitions")
             wrapped = [{"type": "function", "function": f} for f in functions]
-            reading.model.tool_schema += ctx.counter.tools(wrapped)
+            _add_tools(reading.model, wrapped, ctx.counter)
+        add_output_schema(reading.model, output_schema(body.get("response_format")), ctx.counter)
         reading.body = body
         return reading
 
@@ -796,18 +835,22 @@ class OpenAIChatAdapter(Adapter):
         state = _State()
         turns, starts = self.reader(ctx.counter).read(messages, ctx, state)
         tool_list = None if tools is None else _tool_dicts(tools)
+        counter = ctx.counter
         model = RequestModel(
             turns=turns,
             starts=starts,
             items=len(turns),
-            tool_schema=ctx.counter.tools(tool_list),
-            priming=REPLY_PRIMING,
+            # The reasoning models prime the reply with one token less (measured on their bills).
+            priming=REPLY_PRIMING - 1 if is_reasoning_model(counter.model) else REPLY_PRIMING,
             system_in_turns=bool(turns) and turns[0].role == "system",
             capped=len(state.replaced),
             known_units=state.known_units,
             known_sums=state.known_sums,
             known_answers=state.known_answers,
+            unknowns=tuple(ctx.unknowns),  # images and files the body only names
         )
+        if tool_list:
+            _add_tools(model, tool_list, counter)
         return Reading(model=model, body=None, items=messages, state=state)
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
@@ -847,6 +890,16 @@ class OpenAIChatAdapter(Adapter):
         reader = self.reader(counter)
         parts = reader.content(item.get("content"), str(role), "summary", -1)
         return item, Turn(ROLE_LINES[str(role)], parts, reader.role_cost[str(role)])
+
+
+def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter) -> None:
+    """The tool section's tokens on ``model``, an estimate: the rendering reproduces most bills to
+    the token, but not all of them (a token or two either way), so the count does not claim it."""
+    text, functions, _ = count_functions(counter, tools)
+    has_system = any(t.role == "system" for t in model.turns) or model.tool_schema > 0
+    n = max(0, text + section_framing(counter.model, counter.resolved.name, has_system, functions))
+    model.tool_schema += n
+    model.schema_inexact += n
 
 
 def _tool_dicts(tools: Any) -> Any:

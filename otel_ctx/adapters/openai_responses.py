@@ -22,7 +22,6 @@ from typing import Any
 
 from otel_ctx.adapters.base import (
     ARRAY,
-    AUDIO_BYTES_PER_TOKEN,
     SUMMARY_PREFIX,
     Adapter,
     Fitted,
@@ -32,6 +31,22 @@ from otel_ctx.adapters.base import (
     kept_items,
     sized_private_copy,
     to_json,
+)
+from otel_ctx.adapters.media import (
+    Cost,
+    audio_tokens,
+    image_size,
+    openai_file_bound,
+    openai_file_tokens,
+    openai_image_tokens,
+)
+from otel_ctx.adapters.openai_tools import (
+    add_output_schema,
+    call_overhead,
+    count_functions,
+    is_reasoning_model,
+    output_schema,
+    section_framing,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
@@ -43,11 +58,8 @@ from otel_ctx.engine.errors import (
 )
 from otel_ctx.engine.model import Block, Component, Line, Part, RequestModel, Turn
 from otel_ctx.engine.tokens import (
-    IMAGE_TOKENS_HIGH,
-    IMAGE_TOKENS_LOW,
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
-    TOKENS_PER_TOOL_CALL,
     TokenCounter,
 )
 
@@ -102,6 +114,12 @@ class _Reader:
         self.answered: dict[str, int] = {}
         self.role_cost = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in (*_ROLE_LINES, "tool")}
 
+    def media(self, component: Component, cost: Cost) -> Part:
+        """An image's or a document's part; what the body cannot show is recorded as unknown."""
+        if cost.unknown is not None:
+            self.ctx.unknown(cost.unknown)
+        return Part(component, cost.tokens, exact=cost.exact)
+
     def content(self, content: Any, line: Line, where: str, index: int) -> list[Part]:
         text = self.counter.text
         component = _TEXT_COMPONENT[line]
@@ -129,18 +147,28 @@ class _Reader:
                     raise InvalidMessageError(f"{here}.{key}", "must be a string", index=index)
                 out.append(Part(component if kind != "refusal" else "assistant", text(value)))
             elif kind == "input_image":
+                # Billed by pixel size and detail, by the model family's rule; a URL's or a
+                # file id's size is unknown.
+                url = part.get("image_url")
+                size = image_size(url) if isinstance(url, str) and url.startswith("data:") else None
                 out.append(
-                    Part("image", IMAGE_TOKENS_LOW if part.get("detail") == "low" else IMAGE_TOKENS_HIGH)
+                    self.media("image", openai_image_tokens(self.counter.model, size, part.get("detail")))
                 )
             elif kind == "input_audio":
-                audio = part.get("input_audio")
-                data = audio.get("data") if isinstance(audio, Mapping) else None
-                size = len(data) if isinstance(data, str) else 0
-                out.append(Part("other", max(1, size * 3 // 4 // AUDIO_BYTES_PER_TOKEN)))
+                audio = as_mapping(part.get("input_audio"))
+                data = audio.get("data") if audio is not None else None
+                out.append(Part("other", audio_tokens(data) if isinstance(data, str) else 1, exact=False))
+            elif kind == "input_file":
+                # Billed by the document's text (never its base64); a file by id or URL is unknown.
+                data, name = part.get("file_data"), part.get("filename")
+                if isinstance(data, str):
+                    cost = openai_file_tokens(data, name, text, page_images=False)
+                else:
+                    cost = openai_file_bound()
+                out.append(self.media("document", cost))
             elif isinstance(kind, str):
-                # input_file and anything newer: its JSON text (errs high).
-                comp: Component = "document" if kind == "input_file" else "other"
-                out.append(Part(comp, text(to_json(part, here, index, InvalidMessageError))))
+                # Anything newer: its JSON text (errs high).
+                out.append(Part("other", text(to_json(part, here, index, InvalidMessageError))))
             else:
                 raise InvalidMessageError(f"{here}.type", "is missing or not a string", index=index)
         return out
@@ -182,7 +210,7 @@ class _Reader:
                 opened = [call_id]
             return (
                 "assistant",
-                [Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args), call_id)],
+                [Part("tool_call", call_overhead(self.counter.model, 1) + text(name) + text(args), call_id)],
                 0,
                 opened,
                 [],
@@ -202,6 +230,13 @@ class _Reader:
             return "assistant", [Part("reasoning", n)], 0, [], []
         if isinstance(kind, str) and kind.endswith("_output"):
             call_id = item.get("call_id")
+            if call_id is None and kind not in ("function_call_output", "custom_tool_call_output"):
+                # A server tool's own output replayed (a tool search's, say): the API takes it
+                # without a call id and bills what its server side made of it. Counted as its
+                # JSON text, an estimate, and said to be a bound.
+                self.ctx.unknown(f"server tool {kind.removesuffix('_output')}")
+                body = to_json(item, where, i, InvalidMessageError)
+                return "assistant", [Part("other", text(body), exact=False)], 0, [], []
             if not isinstance(call_id, str):
                 raise InvalidMessageError(f"{where}.call_id", f"a {kind} needs a 'call_id' string", index=i)
             answers: list[str] = []
@@ -362,8 +397,8 @@ class OpenAIResponsesAdapter(Adapter):
             turns=turns,
             starts=starts,
             items=len(items),
-            tool_schema=self._tools(body.get("tools"), counter),
-            priming=REPLY_PRIMING,
+            # The reasoning models prime the reply with one token less (measured on their bills).
+            priming=REPLY_PRIMING - 1 if is_reasoning_model(counter.model) else REPLY_PRIMING,
             system_in_turns=bool(turns) and turns[0].role == "system",
             capped=len(state.replaced),
         )
@@ -374,6 +409,12 @@ class OpenAIResponsesAdapter(Adapter):
                     "instructions", f"must be a string, got {type(instructions).__name__}"
                 )
             model.blocks = (self.block("system_prompt", instructions, counter),)
+        has_system = instructions is not None or any(t.role == "system" for t in turns)
+        self._tools(model, body.get("tools"), has_system, counter)
+        text_config = body.get("text")
+        if isinstance(text_config, Mapping):
+            add_output_schema(model, output_schema(text_config.get("format")), counter)
+        model.unknowns = tuple(ctx.unknowns)  # images and files the body only names
         return Reading(model=model, body=body, items=items, state=state)
 
     @staticmethod
@@ -389,9 +430,11 @@ class OpenAIResponsesAdapter(Adapter):
             )
 
     @staticmethod
-    def _tools(tools: Any, counter: TokenCounter) -> int:
+    def _tools(model: RequestModel, tools: Any, has_system: bool, counter: TokenCounter) -> None:
+        """The tool section's tokens on ``model``: function tools rendered as the model reads them,
+        built-in tools (web search, file search, MCP...) their JSON text, an estimate."""
         if not tools:
-            return 0
+            return
         if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
             raise InvalidToolSchemaError(
                 "tools", f"must be a list of tool objects, got {type(tools).__name__}"
@@ -411,12 +454,18 @@ class OpenAIResponsesAdapter(Adapter):
                 functions.append({"type": "function", "function": fn})
             else:  # built-in tools (web search, file search, MCP...): their JSON text
                 other += counter.text(to_json(tool, f"tools[{k}]", None, InvalidToolSchemaError))
-        try:
-            n = counter.tools(functions)
-        except InvalidToolSchemaError as exc:
-            # The counter names the wrapped shape; name the caller's flat tool instead.
-            raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None
-        return n + other
+        n = 0
+        if functions:
+            try:
+                text, count, _ = count_functions(counter, functions)
+            except InvalidToolSchemaError as exc:
+                # The counter names the wrapped shape; name the caller's flat tool instead.
+                raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None
+            framing = section_framing(counter.model, counter.resolved.name, has_system, count, responses=True)
+            # An estimate, as in Chat Completions: most bills to the token, not all of them.
+            n = max(0, text + framing)
+        model.tool_schema += n + other
+        model.schema_inexact += n + other
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
@@ -546,14 +595,12 @@ class _ItemMemo:
             return self.reads[i]
         ctx = self.ctx
         problems = len(ctx.problems)
+        unknowns = len(ctx.unknowns)  # an item with an unknown is read every round, so it is recorded
         read = self.reader.item(item, where, i)
         if self.boundary < 0:
             self.reads.append(read)
-            found = (
-                sized_private_copy(raw)
-                if len(ctx.problems) == problems and i not in self.reader.state.replaced
-                else None
-            )
+            clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
+            found = sized_private_copy(raw) if clean and i not in self.reader.state.replaced else None
             if found is None:
                 self.boundary = i
             else:

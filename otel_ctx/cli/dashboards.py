@@ -11,6 +11,7 @@ refused/failed, 2 a usage or input error, or an answer that is not shaped like G
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -165,26 +166,132 @@ def build(
     console.print(f"Alert rules written to {rules} (test them with: promtool test rules)")
 
 
+class Kind(str, Enum):
+    """A Kubernetes object kind ``export --kubernetes`` writes."""
+
+    prometheusrule = "prometheusrule"
+    configmap = "configmap"
+    grafanadashboard = "grafanadashboard"
+
+
+#: The options that only shape Kubernetes objects: given without ``--kubernetes`` they are a mistake.
+_KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--instance-selector", "--folder")
+
+
 @app.command(
     epilog=(
         "Examples:\n\n"
         "  otel-ctx dashboards export ./otel-ctx            # dashboards/, alerts.yml, otelcol.yaml\n\n"
-        "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies"
+        "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies\n\n"
+        "  otel-ctx dashboards export - --kubernetes prometheusrule --kubernetes configmap "
+        "--namespace monitoring --label release=kube-prometheus-stack | kubectl apply --server-side -f -\n\n"
+        "  otel-ctx dashboards export ./k8s -k grafanadashboard --instance-selector dashboards=grafana"
     )
 )
 def export(
-    out: Annotated[Path, typer.Argument(help="Directory to write into (created if missing).")],
+    out: Annotated[
+        Path,
+        typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
+    ],
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")] = False,
+    kubernetes: Annotated[
+        list[Kind] | None,
+        typer.Option(
+            "--kubernetes",
+            "-k",
+            help=(
+                "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
+                "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
+            show_default=False,
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", "-n", help="metadata.namespace of every object.", show_default=False),
+    ] = None,
+    labels: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
+            show_default=False,
+        ),
+    ] = None,
+    sidecar_label: Annotated[
+        str | None,
+        typer.Option(
+            "--sidecar-label",
+            help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
+            show_default=False,
+        ),
+    ] = None,
+    instance_selector: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instance-selector",
+            help=(
+                "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
+                "(repeatable; default dashboards=grafana)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    folder: Annotated[
+        str | None,
+        typer.Option(
+            "--folder",
+            help=(
+                "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
+                "annotation; '' for none (default otel-ctx)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config.
+    """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config,
+    or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects.
 
     They are the files the package was built with, so no extra is needed: provision
     ``dashboards/*.json`` in Grafana, load ``dashboards/alerts.yml`` into Prometheus, run the
     OpenTelemetry Collector with ``otelcol.yaml``. To change URLs or thresholds, regenerate
-    with ``otel-ctx dashboards build`` (needs the ``dashboards`` extra).
+    with ``otel-ctx dashboards build`` (needs the ``dashboards`` extra). The Kubernetes
+    manifests need the extra too (PyYAML writes them).
     """
+    if kubernetes:
+        _export_kubernetes(
+            out,
+            force,
+            kinds=list(dict.fromkeys(kind.value for kind in kubernetes)),
+            source=source,
+            namespace=namespace,
+            labels=labels or [],
+            sidecar_label=sidecar_label,
+            instance_selector=instance_selector or [],
+            folder=folder,
+        )
+        return
+    given = [
+        name
+        for name, value in zip(
+            _KUBERNETES_ONLY, (source, namespace, labels, sidecar_label, instance_selector, folder)
+        )
+        if value is not None
+    ]
+    if given:
+        _fail("export", f"{given[0]} shapes the Kubernetes manifests: pass --kubernetes KIND too", EXIT_USAGE)
     from otel_ctx import artefacts
 
+    if str(out) == "-":
+        _fail("export", "- (stdout) is for --kubernetes manifests; give a directory", EXIT_USAGE)
     if out.exists() and not out.is_dir():
         _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
     shipped = artefacts.files()
@@ -197,10 +304,10 @@ def export(
         )
     written = []
     try:
-        for name, source in shipped.items():
+        for name, source_file in shipped.items():
             target = out / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source.read_bytes())
+            target.write_bytes(source_file.read_bytes())
             written.append(target)
     except OSError as exc:
         _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
@@ -208,6 +315,99 @@ def export(
     for path in written:
         console.print(f"  {path}")
     console.print(f"{len(written)} files written to {out}")
+
+
+def _read_inputs(source: Path | None) -> tuple[dict[str, str], str]:
+    """The dashboards (file name -> JSON text) and the alert rules' text: shipped, or from a directory."""
+    from otel_ctx import artefacts
+    from otel_ctx.grafana import alerts
+
+    if source is None:
+        shipped = artefacts.files()
+        prefix = f"{artefacts.DASHBOARDS_DIR}/"
+        boards = {
+            name.removeprefix(prefix): entry.read_text(encoding="utf-8")
+            for name, entry in shipped.items()
+            if name.startswith(prefix) and name.endswith(".json")
+        }
+        return boards, shipped[prefix + alerts.RULES_FILENAME].read_text(encoding="utf-8")
+    if not source.is_dir():
+        _fail("export", f"--from {source} is not a directory", EXIT_USAGE)
+    rules = source / alerts.RULES_FILENAME
+    boards_found = sorted(source.glob("*.json"))
+    if not boards_found or not rules.is_file():
+        _fail(
+            "export",
+            f"--from {source} holds no dashboards/{alerts.RULES_FILENAME}; "
+            f"write one with: otel-ctx dashboards build --out {source}",
+            EXIT_USAGE,
+        )
+    try:
+        return {p.name: p.read_text(encoding="utf-8") for p in boards_found}, rules.read_text(
+            encoding="utf-8"
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail("export", f"cannot read --from {source}: {exc}", EXIT_USAGE)
+
+
+def _export_kubernetes(
+    out: Path,
+    force: bool,
+    *,
+    kinds: list[str],
+    source: Path | None,
+    namespace: str | None,
+    labels: list[str],
+    sidecar_label: str | None,
+    instance_selector: list[str],
+    folder: str | None,
+) -> None:
+    _grafana("export")
+    from otel_ctx.grafana import kubernetes as k8s
+
+    to_stdout = str(out) == "-"
+    if not to_stdout and out.exists() and not out.is_dir():
+        _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
+    try:
+        options = k8s.Options(
+            namespace=namespace,
+            labels=dict(k8s.parse_label(item, "--label") for item in labels),
+            sidecar_label=(
+                k8s.parse_label(sidecar_label, "--sidecar-label")
+                if sidecar_label is not None
+                else k8s.SIDECAR_LABEL
+            ),
+            instance_selector=(
+                dict(k8s.parse_label(item, "--instance-selector") for item in instance_selector)
+                or dict([k8s.INSTANCE_SELECTOR])
+            ),
+            folder=k8s.FOLDER if folder is None else (folder or None),
+        )
+        boards, rules = _read_inputs(source)
+        objects = {kind: k8s.manifests(kind, boards, rules, options) for kind in kinds}
+    except k8s.KubernetesError as exc:
+        _fail("export", str(exc), EXIT_USAGE)
+    documents = {kind: k8s.dump(found) for kind, found in objects.items()}
+    if to_stdout:
+        typer.echo("".join(documents.values()), nl=False)
+        return
+    targets = {kind: out / k8s.FILENAMES[kind] for kind in kinds}
+    existing = [path.name for path in targets.values() if path.exists()]
+    if existing and not force:
+        _fail("export", f"{existing[0]} is already in {out}; pass --force", EXIT_USAGE)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for kind, path in targets.items():
+            path.write_text(documents[kind], encoding="utf-8")
+    except OSError as exc:
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+    console = Console()
+    for kind, path in targets.items():
+        count = len(objects[kind])
+        console.print(f"  {path} ({count} {kind}{'s' if count != 1 else ''})")
+    where = f" in namespace {namespace}" if namespace else ""
+    console.print(f"{len(targets)} manifest file(s) written to {out}{where}")
+    console.print(f"Apply with: kubectl apply --server-side -f {out}")
 
 
 def _basic_auth(user: str | None) -> tuple[str, str] | None:

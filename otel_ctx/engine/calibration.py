@@ -8,14 +8,19 @@ and not on another by a rounding hair.
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from dataclasses import dataclass
 
 from otel_ctx.engine.errors import InvalidRequestError, shown
 
 SCALE = 10_000
-#: Learned as an exponential average of reported/estimated, capped so one garbage
-#: usage report cannot make every later request look full.
-ALPHA = 0.3
+#: The factor is the median of the last ``WINDOW`` ratios (bill ÷ estimate of the estimated
+#: parts), moved at most ``MAX_STEP``-fold per bill and capped at ``MAXIMUM``: one bill far off
+#: the rest (a server-side feature, a mis-read body) cannot move it far, and a run of them
+#: cannot make every later request look full.
+WINDOW = 15
+MAX_STEP = 1.1
 MAXIMUM = 4.0
 
 
@@ -63,16 +68,29 @@ class Calibration:
         """The most raw tokens whose calibrated estimate still fits ``budget``."""
         return budget * SCALE // self.scaled
 
-    def learn(self, estimated_raw: int, reported: int) -> Calibration:
-        """Move toward ``reported / estimated_raw``, bounded to [1, MAXIMUM]."""
-        if estimated_raw <= 0:
-            return self
-        ratio = reported / estimated_raw
-        target = (1 - ALPHA) * self.factor + ALPHA * ratio
-        return Calibration.of(min(MAXIMUM, max(1.0, target)))
-
 
 UNCALIBRATED = Calibration()
+
+
+class Learner:
+    """Learns the factor from a stream of ratios, robustly (see ``WINDOW`` and ``MAX_STEP``).
+
+    Not thread-safe on its own: the fitter that owns it learns under its lock.
+    """
+
+    __slots__ = ("ratios",)
+
+    def __init__(self) -> None:
+        self.ratios: deque[float] = deque(maxlen=WINDOW)
+
+    def learn(self, current: Calibration, ratio: float) -> Calibration:
+        """The factor after one more bill whose estimated parts were ``ratio`` × their estimate."""
+        if not math.isfinite(ratio) or ratio <= 0:
+            return current
+        self.ratios.append(min(MAXIMUM, max(1.0, ratio)))
+        factor = current.factor
+        target = min(factor * MAX_STEP, max(factor / MAX_STEP, statistics.median(self.ratios)))
+        return Calibration.of(min(MAXIMUM, max(1.0, target)))
 
 
 def check_reported_tokens(value: object, where: str = "input_tokens") -> int:

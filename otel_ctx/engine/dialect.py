@@ -38,6 +38,8 @@ class ReadContext:
     #: earlier round's read must have been cut the same way.
     cap_key: int | None = None
     problems: list[str] = field(default_factory=list)
+    #: What the provider bills that the body does not show (see ``RequestModel.unknowns``).
+    unknowns: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # One request read: the fitter's caches are the most recently used in the process budget.
@@ -48,6 +50,11 @@ class ReadContext:
         if self.strict:
             raise error
         self.problems.append(str(error))
+
+    def unknown(self, reason: str) -> None:
+        """Record that part of the bill cannot be known from the body (once per reason)."""
+        if reason not in self.unknowns:
+            self.unknowns.append(reason)
 
 
 @dataclass(slots=True)

@@ -29,7 +29,7 @@ from otel_ctx.engine import dialect
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.cache import BoundedCache
-from otel_ctx.engine.calibration import UNCALIBRATED, Calibration, check_reported_tokens
+from otel_ctx.engine.calibration import UNCALIBRATED, Calibration, Learner, check_reported_tokens
 from otel_ctx.engine.capping import Capper
 from otel_ctx.engine.compaction import Plan, Strategy, compact, drop_next
 from otel_ctx.engine.errors import (
@@ -39,7 +39,7 @@ from otel_ctx.engine.errors import (
     UnknownTaskTypeError,
     shown,
 )
-from otel_ctx.engine.model import LINES, Block, Line, RequestModel, Turn, units
+from otel_ctx.engine.model import COMPONENT_LINE, LINES, Block, Line, RequestModel, Turn, units
 from otel_ctx.engine.result import OUTCOME_COMPACTED, OUTCOME_FIT, OUTCOME_OVERFLOW, FitResult, Message
 from otel_ctx.engine.sources import SourceInfo, SourcesLike, as_sources, strictest
 from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
@@ -117,6 +117,7 @@ class Fitter:
         )
         self._capper = Capper(self.counter, max_chars=cache_chars)
         self._cal: Calibration = UNCALIBRATED
+        self._learner = Learner()
         self._lock = threading.Lock()
 
     # -- configuration ---------------------------------------------------------------------
@@ -179,7 +180,9 @@ class Fitter:
         system_prompt: str | None = None,
     ) -> int:
         """Prompt tokens of a bare transcript in ``adapter``'s dialect (uncalibrated)."""
-        reading = adapter.read_items(messages, tools, dialect.ReadContext(self.counter))
+        # Counting only: a rule the provider does not enforce is no reason to refuse a count.
+        ctx = dialect.ReadContext(self.counter, strict=False)
+        reading = adapter.read_items(messages, tools, ctx)
         self._add_blocks(adapter, reading.model, system_prompt, None, None)
         return reading.model.total
 
@@ -227,7 +230,8 @@ class Fitter:
         """Prompt tokens of a whole request body (uncalibrated); exact counter first, if given."""
         if self.exact_counter is not None:
             return self._exact(adapter.provider, body)
-        reading = adapter.to_model(body, dialect.ReadContext(self.counter))
+        # Counting only: a rule the provider does not enforce is no reason to refuse a count.
+        reading = adapter.to_model(body, dialect.ReadContext(self.counter, strict=False))
         return reading.model.total
 
     def fit_body(
@@ -273,15 +277,20 @@ class Fitter:
     def observe_usage(self, result: FitResult, input_tokens: int) -> float:
         """Learn from the provider's reported input tokens; returns reported ÷ estimated.
 
-        The calibration factor moves toward reported ÷ counted and never below 1.0:
-        an estimate may err high (wasted room) but must not err low (truncation).
-        ``input_tokens`` is everything the provider billed as input (with Anthropic's
-        prompt caching: ``input_tokens`` plus the cache creation and read counts).
+        The factor scales only the parts counted by an estimate, so it learns only what those
+        parts cost: the bill less the parts counted exactly, over the estimated text. A bill it
+        cannot explain that way teaches nothing: a request counted exactly throughout (nothing
+        to learn), one holding a bound (``result.unknowns``: server tools, media by URL), or
+        one whose estimate includes images or documents (their error is not the text's). The
+        factor never goes below 1.0: an estimate may err high (wasted room), not low
+        (truncation). ``input_tokens`` is everything the provider billed as input (with
+        Anthropic's prompt caching: ``input_tokens`` plus the cache creation and read counts).
         """
         reported = check_reported_tokens(input_tokens)
-        if result.raw_tokens > 0:
+        ratio = _learnable_ratio(result, reported)
+        if ratio is not None:
             with self._lock:
-                self._cal = self._cal.learn(result.raw_tokens, reported)
+                self._cal = self._learner.learn(self._cal, ratio)
         return reported / max(1, result.breakdown.estimated)
 
     # -- internals -------------------------------------------------------------------------
@@ -344,6 +353,14 @@ class Fitter:
     ) -> FitResult:
         model = reading.model
         cal, exact = self._calibration_for(adapter, reading)
+        if (
+            cal.scaled != UNCALIBRATED.scaled
+            and exact
+            and self.exact_counter is None
+            and not model.schema_inexact
+            and not any(t.inexact for t in model.turns)
+        ):
+            cal = UNCALIBRATED  # every part counted by the provider's rule: there is nothing to scale
         added, sources, _ = self._add_blocks(adapter, model, system_prompt, snippets, skills)
         ceiling = cal.ceiling(policy.budget)
         if squeeze:
@@ -462,6 +479,15 @@ class Fitter:
         else:
             known = 0
             raw_lines = dict.fromkeys(LINES, 0)
+        # Tokens counted by an estimate, by line: only these are scaled by the calibration. A
+        # dialect whose text is estimated (no offline tokenizer) or a fallback encoding makes
+        # every line an estimate; otherwise only parts marked inexact (documents, images of
+        # unknown size) are. The memo's leading run holds text read by exact rules only.
+        native = adapter.exact and not self._resolved.fallback
+        # Counted exactly by the caller's exact counter: the factor brings the whole to its figure.
+        counted = self.exact_counter is not None and reading.body is not None
+        inexact_lines: dict[Line, int] = {}
+        media = 0
         for k in kept[known:] if known else kept:
             t = turns[k]
             if t.mixed:
@@ -469,6 +495,14 @@ class Fitter:
                     raw_lines[line] += tokens
             else:
                 raw_lines[t.role] += t.cost
+            if t.inexact:
+                for p in t.parts:
+                    if not p.exact:
+                        if native:
+                            line = COMPONENT_LINE[p.component] or t.role
+                            inexact_lines[line] = inexact_lines.get(line, 0) + p.tokens
+                        if p.component in ("image", "document"):
+                            media += p.tokens
         raw_lines["assistant"] += model.priming  # the reply priming is the assistant's turn opening
         if summary_turn is not None:
             for line, tokens in summary_turn.lines():
@@ -476,20 +510,32 @@ class Fitter:
         raw_transcript = sum(raw_lines.values())
         blocks = model.blocks
         raw_total = raw_transcript + model.fixed
-        estimated = cal.up(raw_total)
-        if cal.scaled == UNCALIBRATED.scaled:  # every line as counted: no scaling to do
+        raw_prompt = model.block_tokens("system_prompt") if blocks else 0
+        raw_skills = model.block_tokens("skills") if blocks else 0
+        if native and not counted:
+            schema_inexact = min(model.schema_inexact, model.tool_schema)
+            block_inexact = (0, 0)
+        else:
+            inexact_lines = {line: v for line, v in raw_lines.items() if v}
+            schema_inexact = model.tool_schema if adapter.exact or counted else model.schema_inexact
+            block_inexact = (raw_prompt, raw_skills)
+        inexact = sum(inexact_lines.values()) + schema_inexact + block_inexact[0] + block_inexact[1]
+        if cal.scaled == UNCALIBRATED.scaled or not inexact:  # every line as counted: no scaling to do
+            estimated = raw_total
             by_role: dict[str, int] = dict(raw_lines.items())
             transcript = raw_transcript
+            system_prompt, skills = raw_prompt, raw_skills
         else:
-            by_role = {r: cal.down(v) for r, v in raw_lines.items()}
+            # Exact parts as counted, estimated parts scaled (each line floored; the whole rounded up).
+            estimated = raw_total - inexact + cal.up(inexact)
+            by_role = {
+                r: v - inexact_lines.get(r, 0) + cal.down(inexact_lines.get(r, 0))
+                for r, v in raw_lines.items()
+            }
             transcript = sum(by_role.values())
-        if blocks:
-            system_prompt = cal.down(model.block_tokens("system_prompt"))
-            skills = cal.down(model.block_tokens("skills"))
-            has_prompt_block = any(b.kind == "system_prompt" for b in blocks)
-        else:
-            system_prompt = skills = 0
-            has_prompt_block = False
+            system_prompt = raw_prompt - block_inexact[0] + cal.down(block_inexact[0])
+            skills = raw_skills - block_inexact[1] + cal.down(block_inexact[1])
+        has_prompt_block = any(b.kind == "system_prompt" for b in blocks) if blocks else False
         # The calibrated lines are floored, so a few tokens are left over. They belong to the
         # tool schema when there is one (its marginal cost is a remainder anyway); a request
         # without tools gets them on its largest line, so an empty line reads 0 every round.
@@ -503,6 +549,13 @@ class Fitter:
                 system_prompt += remainder
             else:
                 skills += remainder
+        estimated_lines: tuple[str, ...] = tuple(line for line in LINES if inexact_lines.get(line))
+        if schema_inexact:
+            estimated_lines += ("tool_schema",)
+        if block_inexact[0]:
+            estimated_lines += ("system_prompt",)
+        if block_inexact[1]:
+            estimated_lines += ("skills",)
         budget = policy.budget
         breakdown = Breakdown(
             context_length=policy.context_length,
@@ -533,7 +586,11 @@ class Fitter:
         prefix: tuple[Message, ...] = tuple(block_item(b) for b in added) if block_item and added else ()
         return FitResult(
             messages=items,
-            outcome=plan.outcome,
+            # With nothing dropped, the verdict is the breakdown's (a calibration that scales only
+            # the estimated parts can fit what the conservative ceiling of the plan did not).
+            outcome=plan.outcome
+            if plan.dropped or plan.outcome == OUTCOME_COMPACTED
+            else (OUTCOME_FIT if estimated <= budget else OUTCOME_OVERFLOW),
             breakdown=breakdown,
             task_type=task_type,
             calibration=cal.factor,
@@ -549,12 +606,26 @@ class Fitter:
             prefix_messages=prefix,
             request=body,
             provider=adapter.provider,
-            exact=exact,
+            exact=exact and (counted or (not inexact and not model.unknowns)),
             problems=problems,
             # What the request would have cost whole: a compaction's "before", for telemetry.
-            tokens_before=cal.up(model.total) if plan.dropped else 0,
+            tokens_before=model.total + (estimated - raw_total) if plan.dropped else 0,
             known_answers=model.known_answers if not plan.dropped and not added else (0, 0),
+            inexact_tokens=inexact,
+            inexact_media_tokens=media,
+            estimated_lines=estimated_lines,
+            unknowns=model.unknowns,
         )
+
+
+def _learnable_ratio(result: FitResult, reported: int) -> float | None:
+    """Reported ÷ estimated for the estimated text of ``result``, or None when the bill cannot
+    be explained part by part (see :meth:`Fitter.observe_usage`)."""
+    text = result.inexact_tokens - result.inexact_media_tokens
+    if result.unknowns or result.inexact_media_tokens or text <= 0:
+        return None
+    rest = reported - (result.raw_tokens - result.inexact_tokens)
+    return rest / text if rest > 0 else None
 
 
 def _pinned_turns(pinned: Pinned, items: Sequence[Any], model: RequestModel) -> list[int]:

@@ -54,6 +54,10 @@ class Part:
     call_id: str | None = None
     text: str | None = None
     capped: bool = False
+    #: False when ``tokens`` come from an estimate or a bound (a document's pages, an image whose
+    #: size the body does not give) rather than a rule that reproduces the provider's count. The
+    #: calibration factor scales only such parts, and a request holding one is not ``exact``.
+    exact: bool = True
 
 
 class Turn:
@@ -65,7 +69,7 @@ class Turn:
     turn read once can be reused for the same message in the next round.
     """
 
-    __slots__ = ("answers", "calls", "cost", "has_user_text", "mixed", "overhead", "parts", "role")
+    __slots__ = ("answers", "calls", "cost", "has_user_text", "inexact", "mixed", "overhead", "parts", "role")
 
     def __init__(
         self,
@@ -85,13 +89,18 @@ class Turn:
         #: The first turn with user text is the original ticket (pinned).
         self.has_user_text = has_user_text
         cost = overhead
+        inexact = 0
         mixed = False
         for p in self.parts:
             cost += p.tokens
+            if not p.exact:
+                inexact += p.tokens
             line = COMPONENT_LINE[p.component]
             if line is not None and line != role:
                 mixed = True
         self.cost = cost
+        #: The tokens of parts counted by an estimate (see :attr:`Part.exact`).
+        self.inexact = inexact
         #: True when some part is booked on another line than the role's (a tool result in a
         #: user turn); the breakdown then splits the turn part by part.
         self.mixed = mixed
@@ -103,6 +112,11 @@ class Turn:
         for p in self.parts:
             out.append((COMPONENT_LINE[p.component] or role, p.tokens))
         return out
+
+    def inexact_lines(self) -> list[tuple[Line, int]]:
+        """The turn's estimated tokens (see :attr:`Part.exact`) by breakdown line."""
+        role = self.role
+        return [(COMPONENT_LINE[p.component] or role, p.tokens) for p in self.parts if not p.exact]
 
     def __repr__(self) -> str:
         return f"Turn({self.role!r}, cost={self.cost}, calls={self.calls}, answers={self.answers})"
@@ -145,6 +159,12 @@ class RequestModel:
     #: messages), as counted by a reader that keeps the count from round to round; ``(0, 0)``
     #: when it kept none.
     known_answers: tuple[int, int] = (0, 0)
+    #: The tokens of ``tool_schema`` counted by an estimate rather than the provider's rule (a tool
+    #: type whose rendering is not known; in a dialect whose text is estimated, the definitions).
+    schema_inexact: int = 0
+    #: What the provider bills that the body does not show, one short reason each ("image by URL",
+    #: "server tool web_search"): the count is then a bound, and its bill teaches no calibration.
+    unknowns: tuple[str, ...] = ()
 
     @property
     def fixed(self) -> int:

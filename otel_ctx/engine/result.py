@@ -64,7 +64,8 @@ class FitResult(_WeaklyReferable):
     request: Any = None
     #: The dialect the request was read as: ``openai``, ``openai-responses``, ``anthropic``...
     provider: str = "openai"
-    #: True when the count is the provider's own (its encoding is known); False for an estimate.
+    #: True only when every part of the request was counted by a rule that reproduces the
+    #: provider's count; False when any part is an estimate or a bound (``estimated_lines``).
     exact: bool = True
     #: Transcript rules the provider would reject the request for, found by observe-only
     #: paths (``measure``), which record rather than raise. Empty when the request is valid.
@@ -78,6 +79,17 @@ class FitResult(_WeaklyReferable):
     #: An observer numbering rounds by the answers in the transcript reads only the items after
     #: ``k``, however long the history.
     known_answers: tuple[int, int] = (0, 0)
+    #: Raw tokens of the request counted by an estimate or a bound rather than the provider's
+    #: rule (all of them where the provider publishes no tokenizer); the calibration factor
+    #: scales these only.
+    inexact_tokens: int = 0
+    #: Of ``inexact_tokens``, those of images and documents (estimated from their size and pages).
+    inexact_media_tokens: int = 0
+    #: The breakdown lines that hold an estimated part (``"user"``, ``"tool_schema"``, ...).
+    estimated_lines: tuple[str, ...] = ()
+    #: What the provider bills that the body does not show ("image by URL", "server tool ..."):
+    #: the count is a bound, and the bill teaches the calibration nothing.
+    unknowns: tuple[str, ...] = ()
 
     @property
     def compacted(self) -> bool:

@@ -2,10 +2,8 @@
 
 Chat messages cost their text plus a fixed per-message overhead, a name costs one
 token more, and every reply is primed with three tokens (OpenAI's documented
-accounting for the gpt-3.5/gpt-4/gpt-4o families). Tool definitions are counted
-with the documented function-definition accounting; nested objects and arrays,
-which that accounting does not cover, are charged their JSON text, which errs high
-(the safe direction for a budget).
+accounting for the gpt-3.5/gpt-4/gpt-4o families). How a dialect renders what is not
+plain text (tool definitions, tool calls, media) is the dialect adapter's.
 
 Text is tokenized once: a bounded cache keyed by the text makes the next round of
 a conversation cost only its new messages.
@@ -15,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +24,7 @@ from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
-    InvalidToolSchemaError,
     TooDeeplyNestedError,
-    shown,
 )
 
 log = logging.getLogger("otel_ctx")
@@ -41,10 +37,6 @@ TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 #: Per tool call on an assistant message: the call's id, type and function wrapper.
 TOKENS_PER_TOOL_CALL = 7
-#: Images are charged as the provider bills them: 85 at low detail, 765 for a
-#: 1024x1024 image at high detail (the size is unknown here, so assume it).
-IMAGE_TOKENS_LOW = 85
-IMAGE_TOKENS_HIGH = 765
 
 DEFAULT_ENCODING = "cl100k_base"
 _OFFLINE_SUFFIX = "_offline"
@@ -116,15 +108,13 @@ class TokenCounter:
         self.encoding = resolved.encoding
         self._encode = resolved.encoding.encode_ordinary
         self.cache = cache if cache is not None else BoundedCache()
+        #: The model counted for: adapters price what the provider bills per model (images).
+        self.model = model
         #: What dialect adapters keep between rounds for this counter (their turn caches),
         #: by provider: it lives and dies with the fitter that owns the counter.
         self.dialect_state: dict[str, Any] = {}
-        # The cookbook's constants: gpt-4o-family tool blocks open with 7 tokens, older with 10.
-        self._func_init = 7 if model.startswith(("gpt-4o", "gpt-4.1", "o1", "o3", "o4", "gpt-5")) else 10
-        # (list, its tool objects, their JSON, their count) of the last tools block, held in
-        # ONE attribute: threads sharing a fitter swap it whole, so no thread can pair one
-        # list with another's count. Holding the objects keeps their ids from being reused.
-        self._tools_last: tuple[object, tuple[object, ...], str, int] | None = None
+        #: The model counted for: a dialect whose framing differs by model family reads it.
+        self.model = model
         #: Per-message overhead plus the role's own tokens, by role.
         self.role_cost = {
             role: TOKENS_PER_MESSAGE + len(self._encode(role))
@@ -145,82 +135,6 @@ class TokenCounter:
 
     def encode(self, text: str) -> list[int]:
         return self._encode(text)
-
-    # -- tool definitions ----------------------------------------------------------------
-
-    def tools(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
-        """Tokens the ``tools`` block adds to a request (0 for none).
-
-        Tool definitions are static in practice, so the count is reused while the same list
-        holds the same tool objects; pass a new list (or new dicts) when a definition changes.
-        """
-        if not tools:
-            return 0
-        if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
-            raise InvalidToolSchemaError(
-                "tools", f"must be a list of tool objects, got {type(tools).__name__}"
-            )
-        items = tuple(tools)
-        last = self._tools_last
-        if (
-            last is not None
-            and last[0] is tools
-            and len(last[1]) == len(items)
-            and all(a is b for a, b in zip(last[1], items))
-        ):
-            return last[3]
-        key = to_json(tools, "tools", None, InvalidToolSchemaError)
-        if last is not None and key == last[2]:
-            self._tools_last = (tools, items, key, last[3])
-            return last[3]
-        n = 0
-        for i, tool in enumerate(tools):
-            n += self._tool(tool, f"tools[{i}]")
-        n += 12  # the block's closing tokens
-        self._tools_last = (tools, items, key, n)
-        return n
-
-    def _tool(self, tool: Any, where: str) -> int:
-        fn = tool.get("function") if isinstance(tool, Mapping) else None
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-            raise InvalidToolSchemaError(
-                where, "must be {'type': 'function', 'function': {'name': ..., 'parameters': {...}}}"
-            )
-        desc = fn.get("description") or ""
-        if not isinstance(desc, str):
-            raise InvalidToolSchemaError(f"{where}.function.description", "must be a string")
-        n = self._func_init + self.text(f"{fn['name']}:{desc.removesuffix('.')}")
-        params = fn.get("parameters")
-        if params is None:
-            return n
-        if not isinstance(params, Mapping):
-            raise InvalidToolSchemaError(f"{where}.function.parameters", "must be a JSON Schema object")
-        props = params.get("properties") or {}
-        if not isinstance(props, Mapping):
-            raise InvalidToolSchemaError(f"{where}.function.parameters.properties", "must be an object")
-        if props:
-            n += 3
-        for key, prop in props.items():
-            here = f"{where}.function.parameters.properties.{key}"
-            if not isinstance(prop, Mapping):
-                raise InvalidToolSchemaError(here, "must be a JSON Schema object")
-            n += 3
-            ptype = prop.get("type", "")
-            simple = set(prop) <= {"type", "description", "enum"} and ptype not in ("object", "array")
-            if not simple:
-                # Not covered by the documented accounting: charge the schema's JSON text.
-                n += self.text(f"{key}:{to_json(prop, here, None, InvalidToolSchemaError)}")
-                continue
-            enum = prop.get("enum")
-            if enum is not None and not isinstance(enum, (list, tuple)):
-                raise InvalidToolSchemaError(f"{here}.enum", f"must be a list of values, got {shown(enum)}")
-            if enum:
-                n -= 3
-                for item in enum:
-                    n += 3 + self.text(str(item))
-            pdesc = str(prop.get("description", "")).removesuffix(".")
-            n += self.text(f"{key}:{ptype}:{pdesc}")
-        return n
 
 
 def to_json(

@@ -461,10 +461,55 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .thresholds(p.thresholds("transparent", (1 + (drift - 1) / 2, "orange"), (drift, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
         .legend(p.legend_table("mean", "max"))
-        .span(24)
+        .span(16)
         .height(8)
     )
-    return [fits, compactions, capped, accuracy]
+    return [fits, compactions, capped, accuracy, _unmeasured_panel()]
+
+
+#: The reason label of the unmeasured-calls counter.
+_REASON = names.prometheus_label(names.UNOBSERVED_REASON)
+
+
+def unmeasured_share(window: str = q.RATE) -> str:
+    """Unmeasured calls ÷ all calls (measured ones are fits), by reason, over the selected task types.
+
+    The unmeasured counter starts every reason at 0, so an idle reason reads 0, not nothing;
+    the ``or vector(0)`` arm keeps the total where no call of the selection went unmeasured.
+    """
+    unmeasured = names.UNOBSERVED_CALLS.prometheus
+    total = (
+        f"(\n  {q.rate_sum(names.FITS.prometheus, (), window)}\n  +\n"
+        f"  ({q.rate_sum(unmeasured, (), window)} or vector(0))\n)"
+    )
+    return f"{q.rate_sum(unmeasured, [_REASON], window)}\n/ on() group_left()\n({total} > 0)"
+
+
+def _unmeasured_panel() -> p.PanelBuilder:
+    panel: p.PanelBuilder = (
+        timeseries.Panel()
+        .title("Calls otel-ctx could not measure (share of all calls)")
+        .description(
+            "Instrumented calls otel-ctx could not measure ÷ all fitted or observed calls, by reason "
+            f"(`{names.UNOBSERVED_REASON}`): `invalid_request` (the request reader refused a body "
+            "the provider may accept), `invalid_policy` (no budget for the task type), "
+            "`measure_error` (a defect of otel-ctx) or `telemetry_error`. Each such call went on "
+            f"unchanged and has a `{names.SPAN_OBSERVE}` span with the reason and no breakdown; "
+            "every other panel leaves them out, so above 0 they under-count. The unmeasured "
+            "calls carry no model: pick every model for a true share."
+        )
+        .datasource(p.DATASOURCE)
+        .targets(p.targets(p.query(unmeasured_share(), p.legend(_REASON))))
+        .unit("percentunit")
+        .min(0)
+        .axis_soft_max(0.01)
+        .thresholds(p.thresholds("transparent", (0.01, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
+        .legend(p.legend_table("mean", "max"))
+        .span(8)
+        .height(8)
+    )
+    return panel
 
 
 def _trim_panels() -> list[p.PanelBuilder]:

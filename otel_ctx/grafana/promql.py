@@ -233,15 +233,19 @@ def recorded_sum(
 ) -> str:
     """``sum by (group) (<recorded rate>{selector})``: a precomputed rate, already summed over processes.
 
-    With a ``window``, the rate's average over it (``avg_over_time``): what a panel over the
-    dashboard's time range reads instead of ``increase()`` over every process's raw samples.
-    Every rate a dashboard reads is recorded over the same window
-    (:data:`otel_ctx.names.DASHBOARD_WINDOW`), so the ratio of two such averages is the ratio
-    of the totals over the panel's window; over two different recording windows it would not be.
+    With a ``window``, the rate summed over every evaluation in it (``sum_over_time``): what a
+    ratio over the dashboard's time range reads instead of ``increase()`` over every process's
+    raw samples. The sum is the total over the window times one constant (the recording
+    interval over the recorded rate's window), the same for every series, so only a ratio of
+    two such sums means anything: the ratio of the totals. Both sides must be recorded over the
+    same window (:data:`otel_ctx.names.DASHBOARD_WINDOW`, as every rate a dashboard reads is).
+    ``avg_over_time`` would divide each series by its own number of samples, so a series that
+    lived for part of the window (a model or outcome first seen late) would weigh as if it had
+    run all along; a sum weighs every evaluation once.
     """
     series = selector(names.recorded(metric, suffix), **matchers)
     if window is not None:
-        series = f"avg_over_time({series}[{window}])"
+        series = f"sum_over_time({series}[{window}])"
     expr = f"sum{by(group)} ({series})"
     if metric is names.ROUND_TOKENS:
         # Where the line distributions are on they replace the per-round counter: the same
@@ -285,6 +289,26 @@ def tokens_per_fit(group: Iterable[str] = (), window: str | None = None, **match
     return _per(
         recorded_sum(names.TOKENS, group, window=window, **matchers),
         recorded_sum(names.FITS, join, window=window, **fits_matchers),
+        group,
+    )
+
+
+def tokens_per_fit_exact(window: str, group: Iterable[str] = (), **matchers: str) -> str:
+    """Mean tokens per fitted request over ``window`` from the raw counters: the tokens' increase
+    over the fits' increase, per group (``group`` may hold the component, as in
+    :func:`tokens_per_fit`).
+
+    Each process's counters are read over exactly the window, so the ratio is the totals' ratio
+    whatever part of the window a series lived in: where every fit had one budget it reads that
+    budget. It reads raw series (one per process), so it is for a few lines (one component), not
+    the whole breakdown over a fleet, which :func:`tokens_per_fit` reads from the recorded rates.
+    """
+    group = tuple(group)
+    fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
+    join = tuple(g for g in group if g != COMPONENT)
+    return _per(
+        increase_sum(names.TOKENS.prometheus, group, window, **matchers),
+        increase_sum(names.FITS.prometheus, join, window, **fits_matchers),
         group,
     )
 

@@ -73,8 +73,9 @@ def _glance() -> list[p.PanelBuilder]:
         ),
         _stat(
             "Mean budget (tokens)",
-            "min(context length, request limit) − reserved output − safety margin, averaged over fits.",
-            q.tokens_per_fit([], q.RANGE, **{q.COMPONENT: names.COMPONENT_BUDGET}),
+            "min(context length, request limit) − reserved output − safety margin, averaged over the "
+            "fits of the time range (their budgets' total ÷ their number).",
+            q.tokens_per_fit_exact(q.RANGE, **{q.COMPONENT: names.COMPONENT_BUDGET}),
             "short",
         ),
         _stat(

@@ -8,6 +8,7 @@ reach the agent: every step is guarded, a failure is logged once per kind on
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -25,9 +26,15 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
+from otel_ctx.engine.errors import (
+    InvalidPolicyError,
+    InvalidRequestError,
+    UnknownTaskTypeError,
+)
 from otel_ctx.instrumentation import _chain, _ticket, _trims
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
+from otel_ctx.telemetry.content import exception_type
 from otel_ctx.telemetry.emitter import Emitter, log_failure, span_attributes
 from otel_ctx.telemetry.trim import Trim
 
@@ -207,65 +214,153 @@ class Observer:
         """
         if not self.active or OBSERVED_ABOVE.get():
             return None
+        began = start_time or time.time_ns()
+        trims: list[Trim] = []
+        progress = _Progress()
+        round_: Round | None
         try:
-            trims: list[Trim] = []
             if not framework:
                 announced = FRAMEWORK_CALL.get()
                 if announced is not None:
                     announced.claimed = True
                     trims, announced.trims = announced.trims, []
-            round_ = self._start(kwargs, provider, start_time or time.time_ns(), parent)
-            round_.record_trims(trims)
-            return round_
+            round_ = self._start(kwargs, provider, began, parent, progress)
         except Exception as exc:
-            log_failure(f"observing a {provider} call", exc)
-            return None
+            # Never a dark call: what could not be measured still gets its round span (why, and
+            # what could be read) and is counted, and the call goes on unchanged.
+            round_ = self._unmeasured(kwargs, provider, began, parent, progress, exc)
+            if round_ is None:
+                return None
+        try:
+            round_.record_trims(trims)
+        except Exception as exc:
+            log_failure(f"recording the trims before a {provider} call", exc)
+        return round_
 
     def _start(
-        self, kwargs: Mapping[str, Any], provider: str, start_time: int, parent: Context | None
+        self,
+        kwargs: Mapping[str, Any],
+        provider: str,
+        start_time: int,
+        parent: Context | None,
+        progress: _Progress,
     ) -> Round:
         body = request_body(kwargs)
+        # What the provider reads: options passed through extra_body are part of the request it
+        # counts (a structured-output format, context management), so they are measured too.
+        extra = kwargs.get("extra_body")
+        view = {**body, **extra} if isinstance(extra, Mapping) else body
+        progress.body = view
         # Only a string is a model name: anything else would turn request data into a label.
-        requested = body.get("model")
+        requested = view.get("model")
         model = requested if isinstance(requested, str) and requested else "unknown"
+        progress.model = model
         info = current_task(parent)  # the task in force when the call began
         task_type = info.task_type or self.config.default_task_type
-        policy = self.config.policy(task_type, model, _requested_output(body))
+        progress.task_type, progress.conversation_id = task_type, info.conversation_id
+        policy = self.config.policy(task_type, model, _requested_output(view))
         fitter = self.fitter(model)
         # Measured against the call's own budget (window, reserved output, margin): the
         # fitter's own policy is only there so it can measure.
-        result = fitter.measure_request(body, provider=provider, task_type=task_type, policy=policy)
+        result = fitter.measure_request(view, provider=provider, task_type=task_type, policy=policy)
         chain: _chain.ChainRound | None = None
-        # What the provider reads, options passed through extra_body included (context management).
-        extra = kwargs.get("extra_body")
-        view = {**body, **extra} if isinstance(extra, Mapping) else body
         if provider == "openai-responses":
             chain, result = _chain.begin(self.chains, view, result)
         conversation_id = info.conversation_id
         if conversation_id is not None:
             round_number = self.conversations.next_round(conversation_id)
+            progress.round_number = round_number
         elif chain is not None and chain.continues:
             # Round N of a stored chain is round N, with no otel_ctx.task around the call.
             round_number = chain.round_number
             conversation_id = chain.conversation_id
         else:
-            round_number = _assistant_turns(body, provider, result.known_answers) + 1
+            round_number = _assistant_turns(view, provider, result.known_answers) + 1
+        progress.round_number = round_number
+        progress.measured = True
         current = trace.get_current_span(parent)
         span = self.emitter.tracer.start_span(
             names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
         )
+        # From here on a failure is the telemetry's: the unmeasured round takes this span over.
+        progress.span = span
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
         round_.booked = _ticket.book_round(result, model, span)
         round_.chain = chain
         round_.like_with_like = _chain.like_with_like(view, provider)
         if provider == "anthropic":
             round_.cuts = _trims.AnthropicCuts()
-        try:
-            round_.begin(provider, conversation_id)
-        except BaseException:
-            span.end()
-            raise
+        round_.begin(provider, conversation_id)
         return round_
+
+    def _unmeasured(
+        self,
+        kwargs: Mapping[str, Any],
+        provider: str,
+        start_time: int,
+        parent: Context | None,
+        progress: _Progress,
+        exc: Exception,
+    ) -> Unmeasured | None:
+        """The round of a call that could not be measured: a span and a count. Never raises."""
+        reason = progress.reason(exc)
+        with contextlib.suppress(Exception):  # a broken log handler must not lose the round
+            log_failure.unmeasured(reason, f"an instrumented {provider} call", exc)
+        try:
+            round_number = progress.round_number
+            if round_number is None and progress.conversation_id is not None:
+                round_number = self.conversations.next_round(progress.conversation_id)
+            elif round_number is None:
+                round_number = _readable_round(progress.body, kwargs, provider)
+            span = progress.span
+            if span is None:
+                span = self.emitter.tracer.start_span(
+                    names.SPAN_OBSERVE, context=parent, kind=SpanKind.INTERNAL, start_time=start_time
+                )
+            task_type = progress.task_type
+            if task_type is None:
+                task_type = self.config.default_task_type
+            round_ = Unmeasured(
+                self, span, model=progress.model, task_type=task_type, round_number=round_number
+            )
+            round_.open(provider, progress.conversation_id, reason, exc)
+            return round_
+        except Exception as inner:
+            log_failure(f"opening the round of an unmeasured {provider} call", inner)
+            return None
+
+
+@dataclass(slots=True)
+class _Progress:
+    """How far opening a round got: what the round of a call that could not be measured can say."""
+
+    body: Mapping[str, Any] | None = None
+    model: str = "unknown"
+    task_type: str | None = None
+    conversation_id: str | None = None
+    round_number: int | None = None
+    #: The request was measured: a failure after this is the telemetry's.
+    measured: bool = False
+    #: The round span, once opened: a failure after it takes the span over instead of a second one.
+    span: Span | None = None
+
+    def reason(self, exc: BaseException) -> str:
+        """One of ``names.UNOBSERVED_REASONS``: a fixed value, never the error's text."""
+        if self.measured:
+            return names.UNOBSERVED_TELEMETRY_ERROR
+        if isinstance(exc, InvalidRequestError):
+            return names.UNOBSERVED_INVALID_REQUEST
+        if isinstance(exc, (InvalidPolicyError, UnknownTaskTypeError)):
+            return names.UNOBSERVED_INVALID_POLICY
+        return names.UNOBSERVED_MEASURE_ERROR
+
+
+def _readable_round(body: Mapping[str, Any] | None, kwargs: Mapping[str, Any], provider: str) -> int | None:
+    """The round number the transcript shows (its answers plus one), if it can be read at all."""
+    try:
+        return _assistant_turns(body if body is not None else request_body(kwargs), provider) + 1
+    except Exception:
+        return None
 
 
 class Round:
@@ -510,3 +605,98 @@ class Round:
         if call is not None and call.is_recording():
             used = usage.input_tokens + usage.output_tokens
             call.set_attribute(names.GEN_AI_CONTEXT_UTILIZATION, used / result.breakdown.context_length)
+
+
+class Unmeasured(Round):
+    """A call otel-ctx could not measure: its round span says why and what could be read.
+
+    The span is a ``context_budget.observe`` span like any round's, current while the SDK sends
+    (so the provider call's own span still nests under it), with the provider, model, task type,
+    round (when the transcript could be read), the mode, ``context_budget.unobserved.reason`` and
+    the error's class, and, when the answer comes, the provider's usage. It carries no breakdown
+    and no estimate, and records no fit, so no panel averages a measure that was never made.
+
+    Its status stays unset unless the provider call itself fails: the agent's call went through,
+    and an error status would count it as a failed call in every trace backend's error rate. The
+    reason attribute is the marker, present only on such rounds, and a tag a trace search finds.
+    """
+
+    def __init__(
+        self,
+        observer: Observer,
+        span: Span,
+        *,
+        model: str,
+        task_type: str | None,
+        round_number: int | None,
+    ) -> None:
+        # Round's state without a result or a fitter: none of Round's result-reading methods
+        # run on an unmeasured call (they are overridden here).
+        self.observer = observer
+        self.span = span
+        self.fitter = None  # type: ignore[assignment]
+        self.model = model
+        self.task_type = task_type
+        self.round_number = round_number if round_number is not None else 0
+        self.known_round = round_number is not None
+        self.call_span = None
+        self.usage = None
+        self.booked = None
+        self.chain = None
+        self.cuts = None
+        self.like_with_like = False
+        self._extra = {}
+        self._deferred = False
+        self._token = None
+        self._done = False
+        self._lock = threading.Lock()
+
+    def open(self, provider: str, conversation_id: str | None, reason: str, error: BaseException) -> None:
+        """Put what could be read on the span, count the call, and make the span current."""
+        span = self.span
+        if span.is_recording():
+            attrs: dict[str, AttributeValue] = {
+                names.PROVIDER: provider,
+                names.MODEL: self.model,
+                names.TASK_TYPE: self.task_type if self.task_type is not None else names.DEFAULT_TASK_TYPE,
+                names.MODE: names.MODE_OBSERVE,
+                names.UNOBSERVED_REASON: reason,
+                names.UNOBSERVED_ERROR_TYPE: exception_type(error),
+            }
+            if self.known_round:
+                attrs[names.ROUND] = self.round_number
+            if conversation_id is not None:
+                attrs[names.GEN_AI_CONVERSATION_ID] = conversation_id
+            span.set_attributes(attrs)
+        self.observer.emitter.record_unobserved(
+            span, reason, task_type=self.task_type, known_task_types=self.observer.config.task_types
+        )
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+
+    def record_trims(self, trims: list[Trim]) -> None:
+        em = self.observer.emitter
+        if trims:
+            self._mark_compacted()
+        for trim in trims:
+            em.record_trim(
+                self.span, trim, task_type=self.task_type, known_task_types=self.observer.config.task_types
+            )
+
+    def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
+        span = self.span
+        if not span.is_recording():
+            return
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+        if usage is None or usage.input_tokens <= 0:
+            return
+        self.usage = usage
+        # The bill is known even where the estimate is not: the round says what was paid.
+        span.set_attributes(
+            {
+                names.USAGE_INPUT_TOKENS: usage.input_tokens,
+                names.USAGE_OUTPUT_TOKENS: usage.output_tokens,
+                names.USAGE_CACHED_INPUT_TOKENS: usage.cached_input_tokens,
+                names.USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
+            }
+        )

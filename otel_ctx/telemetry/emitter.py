@@ -275,13 +275,65 @@ _totals_lock = threading.Lock()
 _CACHE_LIMIT = 4096
 
 
+#: From this count on, each power of two of a reason's unmeasured calls is logged at WARNING.
+_RECOUNT_FROM = 64
+
+
 class _ErrorLog:
     """Log each kind of telemetry failure once at WARNING, repeats at DEBUG: a broken exporter
-    in a loop of a million fits must not flood the application's log."""
+    in a loop of a million fits must not flood the application's log.
+
+    A call otel-ctx could not measure (:meth:`unmeasured`) is logged at WARNING the first time
+    for each reason and again whenever that reason's count reaches a power of two from
+    :data:`_RECOUNT_FROM` on (64, 128, …): an operator learns both that calls go unmeasured and
+    how many, in fifteen lines for a million calls; the others are at DEBUG.
+    """
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, type[BaseException]]] = set()
+        self._unmeasured: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def unmeasured(self, reason: str, where: str, exc: BaseException) -> int:
+        """One call left unmeasured for ``reason`` (``where``: what was being done); returns the
+        reason's count so far. The error's type and place only, never its message."""
+        with self._lock:
+            count = self._unmeasured.get(reason, 0) + 1
+            self._unmeasured[reason] = count
+        recount = count >= _RECOUNT_FROM and count & (count - 1) == 0
+        level = logging.WARNING if count == 1 or recount else logging.DEBUG
+        if not logger.isEnabledFor(level):
+            return count
+        calls = "1 call" if count == 1 else f"{count} calls"
+        if capture_content():
+            logger.log(
+                level,
+                "otel-ctx could not measure %s (reason %s); the call went on unmeasured, with an "
+                "observe span carrying the reason. %s unmeasured for reason %s so far",
+                where,
+                reason,
+                calls,
+                reason,
+                exc_info=exc,
+            )
+            return count
+        logger.log(
+            level,
+            "otel-ctx could not measure %s (reason %s: %s raised at %s); the call went on unmeasured, "
+            "with an observe span carrying the reason. %s unmeasured for reason %s so far",
+            where,
+            reason,
+            exception_type(exc),
+            _raised_at(exc),
+            calls,
+            reason,
+        )
+        return count
+
+    def unmeasured_counts(self) -> dict[str, int]:
+        """Calls left unmeasured so far in this process, per reason."""
+        with self._lock:
+            return dict(self._unmeasured)
 
     def __call__(self, where: str, exc: BaseException) -> None:
         key = (where, type(exc))
@@ -347,6 +399,9 @@ class Emitter:
         self._line_tokens = instruments.create(meter, names.LINE_TOKENS)
         self._round_utilization = instruments.create(meter, names.ROUND_UTILIZATION)
         self._provider_overflows = instruments.create(meter, names.PROVIDER_OVERFLOWS)
+        self._unobserved = instruments.create(meter, names.UNOBSERVED_CALLS)
+        #: Task labels whose unmeasured-call counters already started at 0.
+        self._unobserved_tasks: set[str] = set()
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -585,6 +640,37 @@ class Emitter:
         except Exception as exc:
             log_failure("recording a provider overflow", exc)
 
+    def record_unobserved(
+        self,
+        span: Span | None,
+        reason: str,
+        *,
+        task_type: str | None,
+        known_task_types: Iterable[str] = (),
+    ) -> None:
+        """One instrumented call otel-ctx could not measure: the counter, by reason. Never raises.
+
+        ``reason`` is one of ``names.UNOBSERVED_REASONS`` (anything else counts as
+        ``measure_error``: the label stays bounded whatever a caller passes).
+        """
+        try:
+            if reason not in names.UNOBSERVED_REASONS:
+                reason = names.UNOBSERVED_MEASURE_ERROR
+            task = self.labels.task_label(task_type, known_task_types)
+            self._start_unobserved(task)
+            context = trace.set_span_in_context(span) if span is not None else _NO_SPAN
+            self._unobserved.add(1, {names.TASK_TYPE: task, names.UNOBSERVED_REASON: reason}, context)
+        except Exception as exc:
+            log_failure("recording an unmeasured call", exc)
+
+    def _start_unobserved(self, task: str) -> None:
+        """Every reason of a task type starts at 0, so the first unmeasured call counts in rate()."""
+        if task in self._unobserved_tasks:
+            return
+        self._unobserved_tasks.add(task)
+        for reason in names.UNOBSERVED_REASONS:
+            self._unobserved.add(0, {names.TASK_TYPE: task, names.UNOBSERVED_REASON: reason}, _NO_SPAN)
+
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
         fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
@@ -614,6 +700,7 @@ class Emitter:
                     _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
                 )
             self._provider_overflows.add(0, {names.TASK_TYPE: task}, _NO_SPAN)
+            self._start_unobserved(task)  # the share of calls unmeasured reads 0, not nothing
             self._totals.start_trims(task)  # the same for the first trim of each performer
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()

@@ -145,6 +145,8 @@ class LabelPolicy:
             return len(names.STOPS)
         if attribute == names.TRIM_PERFORMER:
             return len(names.PERFORMERS)
+        if attribute == names.UNOBSERVED_REASON:
+            return len(names.UNOBSERVED_REASONS)
         if attribute == names.COMPONENT:
             return len(names.ROUND_COMPONENTS if metric is names.ROUND_TOKENS else names.COMPONENTS)
         raise ValueError(f"{metric.name}: no bound known for the label {attribute!r}")

@@ -1,0 +1,201 @@
+"""The count against what the providers really billed: request bodies public projects sent.
+
+The truth set lies beside the clone (``../shared/data/real-traffic/``) and is read where it is:
+each line is a request body a public project's test suite sent to OpenAI (Chat Completions,
+Responses) or Anthropic (Messages), with the usage the provider answered. Every body is
+counted by a fresh fitter of its own model, with no calibration, and the figures are checked
+per API and feature; the table is printed so a reader sees where the count stands.
+
+Without the data the test skips on a laptop; under ``CI=true`` it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.encodings import is_known_model
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traffic"
+FILES = ("real_traffic.jsonl", "real_traffic_indeterminate.jsonl")
+PROVIDER = {"openai.chat": "openai", "openai.responses": "openai-responses", "anthropic.messages": "anthropic"}
+_IMAGE_TYPES = {"image_url", "input_image", "image"}
+_FILE_TYPES = {"file", "input_file", "document"}
+
+
+def _rows(name: str) -> list[dict[str, Any]]:
+    path = DATA / name
+    if not path.is_file():
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"the real-traffic truth set is missing under CI: {path}")
+        pytest.skip(f"no real-traffic data at {path}")
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def billed(row: Mapping[str, Any]) -> int:
+    usage = row["usage"]
+    if row["api"] == "openai.chat":
+        return int(usage["prompt_tokens"])
+    if row["api"] == "openai.responses":
+        return int(usage["input_tokens"])
+    return int(
+        usage["input_tokens"]
+        + (usage.get("cache_creation_input_tokens") or 0)
+        + (usage.get("cache_read_input_tokens") or 0)
+    )
+
+
+def _part_types(value: Any) -> Iterator[str]:
+    """Every ``type`` of a content part or block anywhere in the request."""
+    if isinstance(value, Mapping):
+        kind = value.get("type")
+        if isinstance(kind, str):
+            yield kind
+        for v in value.values():
+            yield from _part_types(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _part_types(v)
+
+
+def features(row: Mapping[str, Any]) -> tuple[str, ...]:
+    body = row["request"]
+    kinds = set(_part_types(body.get("messages", body.get("input"))))
+    out = []
+    if kinds & _IMAGE_TYPES:
+        out.append("image")
+    if kinds & _FILE_TYPES:
+        out.append("file")
+    if body.get("tools") or body.get("functions"):
+        out.append("tools")
+    text = body.get("text")
+    if body.get("response_format") or (isinstance(text, Mapping) and text.get("format")):
+        out.append("schema")
+    if body.get("output_format") or body.get("output_config"):
+        out.append("schema")
+    if body.get("thinking") or str(row["model"]).startswith(("o1", "o3", "o4", "gpt-5")):
+        out.append("reasoning")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Case:
+    api: str
+    model: str
+    features: tuple[str, ...]
+    billed: int
+    count: int
+    exact: bool
+
+    @property
+    def diff(self) -> int:
+        return self.count - self.billed
+
+    def within(self, share: float, tokens: int = 0) -> bool:
+        return abs(self.diff) <= max(tokens, share * self.billed)
+
+    @property
+    def media(self) -> bool:
+        return "image" in self.features or "file" in self.features
+
+
+def _measure(row: Mapping[str, Any]) -> Case:
+    fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
+    result = fitter.measure_request(row["request"], provider=PROVIDER[row["api"]])
+    return Case(
+        row["api"], row["model"], features(row), billed(row), result.breakdown.estimated, result.exact
+    )
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[Case]:
+    logging.getLogger("otel_ctx").setLevel(logging.ERROR)  # unknown models: one warning is enough
+    try:
+        return [_measure(r) for r in _rows(FILES[0])]
+    finally:
+        logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
+
+
+def _table(cases: list[Case]) -> str:
+    groups: dict[tuple[str, str], list[Case]] = defaultdict(list)
+    for c in cases:
+        groups[(c.api, "+".join(c.features) or "text")].append(c)
+    lines = [f"{'api':20} {'feature':26} {'cases':>5} {'exact':>5} {'1%':>5} {'15%':>5} {'median diff':>11}"]
+    for (api, feature), group in sorted(groups.items()):
+        lines.append(
+            f"{api:20} {feature:26} {len(group):5} {sum(c.diff == 0 for c in group):5} "
+            f"{sum(c.within(0.01, 2) for c in group):5} {sum(c.within(0.15) for c in group):5} "
+            f"{statistics.median(c.diff for c in group):11}"
+        )
+    return "\n".join(lines)
+
+
+def _share(cases: list[Case], ok: Any) -> float:
+    return sum(1 for c in cases if ok(c)) / len(cases)
+
+
+def test_the_table_by_api_and_feature(cases: list[Case], capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():
+        print("\n" + _table(cases))
+    assert len(cases) > 500
+
+
+def test_openai_without_media_is_the_providers_count(cases: list[Case]) -> None:
+    plain = [c for c in cases if c.api.startswith("openai") and not c.media and is_known_model(c.model)]
+    assert len(plain) > 300
+    # Every count close to the bill, and none low by more than the margin a budget can bear.
+    assert _share(plain, lambda c: c.within(0.01, 2)) >= 0.80
+    assert _share(plain, lambda c: c.within(0.15)) >= 0.93
+    exact = _share(plain, lambda c: c.diff == 0)
+    assert exact >= 0.55, f"{exact:.0%} exact"
+    # Text without tools or schemas, where every rule is known, is the provider's count.
+    text = [c for c in plain if not set(c.features) & {"tools", "schema"}]
+    assert _share(text, lambda c: c.diff == 0) >= 0.90
+    assert _share(text, lambda c: c.within(0.01, 2)) >= 0.98
+
+
+def test_openai_media(cases: list[Case]) -> None:
+    images = [c for c in cases if c.api.startswith("openai") and "image" in c.features]
+    files = [c for c in cases if c.api.startswith("openai") and "file" in c.features]
+    assert images and files
+    assert _share(images, lambda c: 0.5 * c.billed <= c.count <= 2 * c.billed) >= 0.9
+    assert _share(files, lambda c: 0.5 * c.billed <= c.count <= 2 * c.billed) >= 0.9
+    assert not any(c.exact for c in files), "a document's count is an estimate and must say so"
+
+
+def test_anthropic_within_fifteen_percent_and_flagged_inexact(cases: list[Case]) -> None:
+    anthropic = [c for c in cases if c.api == "anthropic.messages"]
+    plain = [c for c in anthropic if not c.media]
+    images = [c for c in anthropic if "image" in c.features]
+    assert _share(plain, lambda c: c.within(0.15)) >= 0.85
+    assert _share(images, lambda c: c.within(0.15)) >= 0.85
+    assert not any(c.exact for c in anthropic)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_no_body_the_provider_billed_is_refused(name: str) -> None:
+    logging.getLogger("otel_ctx").setLevel(logging.ERROR)
+    refused = []
+    try:
+        for row in _rows(name):
+            fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
+            provider = PROVIDER[row["api"]]
+            for call in (fitter.count_request, fitter.measure_request):
+                try:
+                    call(row["request"], provider=provider)
+                except Exception as exc:
+                    refused.append(f"{row['source']}#{row['interaction']} {call.__name__}: {exc}")
+    finally:
+        logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
+    assert not refused, "\n".join(refused[:10])

@@ -1,0 +1,326 @@
+"""Recorded real traffic replayed through the real openai and anthropic SDKs, instrumented.
+
+Every request body of the real-traffic truth set (``../shared/data/real-traffic/``, read where
+it lies) is sent as an agent would send it, through one instrumentation with its calibration
+live (one process, the cases in file order), to the fake provider answering each case's
+recorded ``usage``. The replay then checks what otel-ctx promises of every call: a round span
+for each (no dark call), nothing raised into the caller, the same bytes on the wire as without
+otel-ctx, no request content in any span, metric or log, and the accuracy of the counts
+against what the provider really billed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from fake_provider import FakeProvider, Reply
+from instrument_support import Instrumented
+
+import otel_ctx.instrumentation as oi
+from otel_ctx import names as n
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "real-traffic"
+FILES = ("real_traffic.jsonl", "real_traffic_indeterminate.jsonl")
+#: The truth set proper: bills that depend on the body alone.
+DETERMINATE = FILES[0]
+
+#: Of the rounds flagged exact, at most this share may miss the bill by more than the tolerance.
+EXACT_MISS_SHARE = 0.02
+#: Of Anthropic's rounds, at least this share within ±15% of the bill (calibrated estimates).
+ANTHROPIC_WITHIN_15 = 0.85
+
+
+def _tolerance(billed: int) -> float:
+    return max(2.0, 0.01 * billed)
+
+
+def billed(api: str, usage: dict[str, Any]) -> int:
+    """The billed input, as the truth set's README defines it."""
+    if api == "openai.chat":
+        return int(usage["prompt_tokens"])
+    if api == "openai.responses":
+        return int(usage["input_tokens"])
+    return int(
+        usage["input_tokens"]
+        + (usage.get("cache_creation_input_tokens") or 0)
+        + (usage.get("cache_read_input_tokens") or 0)
+    )
+
+
+@dataclass
+class Case:
+    file: str
+    api: str
+    body: dict[str, Any]
+    usage: dict[str, Any]
+
+    @property
+    def bill(self) -> int:
+        return billed(self.api, self.usage)
+
+
+@dataclass
+class Outcome:
+    """One replayed call: what the caller got and what otel-ctx emitted for it."""
+
+    case: Case
+    error: str | None = None
+    plain_body: bytes | None = None
+    sent_body: bytes | None = None
+    spans: list[Any] = field(default_factory=list)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return dict(self.spans[0].attributes or {}) if len(self.spans) == 1 else {}
+
+
+def _cases() -> list[Case]:
+    missing = [f for f in FILES if not (DATA / f).is_file()]
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the real-traffic truth set is missing under CI: {DATA} lacks {missing}")
+        pytest.skip(f"the real-traffic truth set is not here ({DATA})")
+    cases = []
+    for name in FILES:
+        with (DATA / name).open() as lines:
+            for line in lines:
+                record = json.loads(line)
+                cases.append(Case(name, record["api"], record["request"], record["usage"]))
+    return cases
+
+
+class _Sender:
+    """Sends a recorded body as the SDK's own method would be called with it: the parameters the
+    method declares as keywords, any other top-level key through ``extra_body``."""
+
+    def __init__(self, fake: FakeProvider) -> None:
+        oc = openai.OpenAI(base_url=fake.openai_url, api_key="test-key", max_retries=0)
+        ac = anthropic.Anthropic(base_url=fake.anthropic_url, api_key="test-key", max_retries=0)
+        self.methods: dict[str, Callable[..., Any]] = {
+            "openai.chat": oc.chat.completions.create,
+            "openai.responses": oc.responses.create,
+            "anthropic.messages": ac.messages.create,
+        }
+        self.params = {api: set(inspect.signature(m).parameters) for api, m in self.methods.items()}
+
+    def send(self, case: Case) -> None:
+        known = self.params[case.api]
+        kwargs = {k: v for k, v in case.body.items() if k in known}
+        extra = {k: v for k, v in case.body.items() if k not in known}
+        if extra:
+            kwargs["extra_body"] = extra
+        answer = self.methods[case.api](**kwargs)
+        if case.body.get("stream") is True:
+            for _ in answer:  # consumed to the end, as an agent reading the whole answer does
+                pass
+
+
+class _Logs(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@dataclass
+class Replay:
+    outcomes: list[Outcome]
+    capture: Instrumented
+    logs: list[str]
+
+
+def _reply(case: Case) -> Reply:
+    return Reply(usage=case.usage, input_tokens=case.bill)
+
+
+@pytest.fixture(scope="module")
+def replay() -> Iterator[Replay]:
+    cases = _cases()
+    fake = FakeProvider()
+    fake.hold_unknown = True
+    fake.start()
+    sender = _Sender(fake)
+    outcomes = [Outcome(c) for c in cases]
+    try:
+        # Without otel-ctx: the bytes each body becomes on the wire.
+        for outcome in outcomes:
+            fake.queue(_reply(outcome.case))
+            before = len(fake.requests)
+            try:
+                sender.send(outcome.case)
+            except Exception as exc:
+                outcome.error = f"uninstrumented: {type(exc).__name__}"
+            if len(fake.requests) > before:
+                outcome.plain_body = fake.requests[-1].body
+        capture = Instrumented()
+        handler = _Logs()
+        logger = logging.getLogger("otel_ctx")
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        oi.instrument(
+            tracer_provider=capture.tracer_provider, meter_provider=capture.meter_provider, langchain=False
+        )
+        try:
+            for outcome in outcomes:
+                fake.queue(_reply(outcome.case))
+                before = len(fake.requests)
+                try:
+                    sender.send(outcome.case)
+                except Exception as exc:
+                    outcome.error = outcome.error or f"instrumented: {type(exc).__name__}"
+                if len(fake.requests) > before:
+                    outcome.sent_body = fake.requests[-1].body
+                outcome.spans = capture.rounds()
+                capture.span_exporter.clear()
+        finally:
+            oi.uninstrument()
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+        yield Replay(outcomes, capture, handler.messages)
+    finally:
+        fake.stop()
+
+
+def test_every_call_went_through_unchanged_and_none_was_dark(replay: Replay) -> None:
+    outcomes = replay.outcomes
+    assert len(outcomes) == sum(1 for f in FILES for _ in (DATA / f).open())
+    raised = [(i, o.case.api, o.error) for i, o in enumerate(outcomes) if o.error]
+    assert raised == [], f"{len(raised)} calls raised into the caller: {raised[:10]}"
+    dark = [(i, o.case.api, len(o.spans)) for i, o in enumerate(outcomes) if len(o.spans) != 1]
+    assert dark == [], f"{len(dark)} calls without exactly one round span: {dark[:10]}"
+    changed = [i for i, o in enumerate(outcomes) if o.sent_body is None or o.sent_body != o.plain_body]
+    assert changed == [], f"{len(changed)} bodies differ from what the SDK sends without otel-ctx"
+    # The bill the round recorded is the one the provider reported.
+    misread = [
+        i
+        for i, o in enumerate(outcomes)
+        if n.USAGE_INPUT_TOKENS in o.attrs and o.attrs[n.USAGE_INPUT_TOKENS] != o.case.bill
+    ]
+    assert misread == [], f"usage misread on {len(misread)} rounds: {misread[:10]}"
+    unmeasured: dict[str, int] = {}
+    for o in outcomes:
+        reason = o.attrs.get(n.UNOBSERVED_REASON)
+        if reason is not None:
+            unmeasured[reason] = unmeasured.get(reason, 0) + 1
+    counted = {
+        p.attributes[n.UNOBSERVED_REASON]: p.value
+        for p in replay.capture.points(n.UNOBSERVED_CALLS.name)
+        if p.value
+    }
+    print(f"\nunmeasured rounds by reason: {unmeasured or 'none'}")
+    assert counted == unmeasured  # the counter tells the same story as the spans
+
+
+#: Keys whose values are identifiers, not content: a model name, a stored response or conversation
+#: (the round's ``gen_ai.conversation.id``), a cache key.
+_IDENTIFIERS = frozenset({"model", "previous_response_id", "conversation", "prompt_cache_key"})
+
+
+def _strings(value: Any, key: str = "") -> Iterator[str]:
+    if isinstance(value, str):
+        if key not in _IDENTIFIERS:
+            yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, key)
+
+
+def _telemetry_strings(replay: Replay) -> set[str]:
+    out: set[str] = set(replay.logs)
+    for o in replay.outcomes:
+        for span in o.spans:
+            values: list[Any] = list((span.attributes or {}).values())
+            for event in span.events:
+                values += list((event.attributes or {}).values())
+            for v in values:
+                if isinstance(v, str):
+                    out.add(v)
+                elif isinstance(v, (list, tuple)):
+                    out.update(x for x in v if isinstance(x, str))
+    metrics = replay.capture.reader.get_metrics_data()
+    if metrics is not None:
+        for rm in metrics.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    for point in m.data.data_points:
+                        out.update(v for v in (point.attributes or {}).values() if isinstance(v, str))
+    return out
+
+
+def test_no_request_content_reaches_a_span_a_metric_or_a_log(replay: Replay) -> None:
+    """Every text of every body (its model name aside) looked for in everything otel-ctx emitted."""
+    content = {s for o in replay.outcomes for s in _strings(o.case.body) if len(s) >= 16}
+    telemetry = _telemetry_strings(replay)
+    assert telemetry, "nothing emitted"
+    leaks = [(t[:80], c[:40]) for t in telemetry if len(t) >= 16 for c in content if c in t]
+    assert leaks == []
+    # A fragment of a longer text (a message cut short in an error) is found by its pieces.
+    corpus = "\x00".join(content)
+    width = 32
+    pieces = {t[i : i + width] for t in telemetry for i in range(0, len(t) - width + 1, width)}
+    assert [p for p in pieces if p in corpus] == []
+
+
+def _row(label: str, outs: list[Outcome]) -> tuple[str, int, int, int, int, int, int]:
+    billed_ = [o for o in outs if n.USAGE_INPUT_TOKENS in o.attrs and n.ESTIMATED_TOKENS in o.attrs]
+    own = [o for o in billed_ if o.attrs.get(n.FIGURE_SOURCE) == n.FIGURE_REQUEST]
+    exact = [o for o in own if o.attrs.get(n.EXACT) is True]
+    miss = [o for o in exact if abs(o.attrs[n.ESTIMATED_TOKENS] - o.case.bill) > _tolerance(o.case.bill)]
+    within = [o for o in own if abs(o.attrs[n.ESTIMATED_TOKENS] - o.case.bill) <= 0.15 * o.case.bill]
+    unmeasured = sum(1 for o in outs if n.UNOBSERVED_REASON in o.attrs)
+    return label, len(outs), len(own), len(exact), len(miss), len(within), unmeasured
+
+
+def test_the_counts_against_the_bills(replay: Replay) -> None:
+    """Printed per file and API, then the two promises asserted (see the module's constants).
+
+    Only rounds whose figures come from the request itself count (``figure_source=request``): a
+    round continuing a chain stored elsewhere reads its server-held part off the bill it is
+    compared with.
+    """
+    rows = []
+    for name in FILES:
+        for api in ("openai.chat", "openai.responses", "anthropic.messages"):
+            outs = [o for o in replay.outcomes if o.case.file == name and o.case.api == api]
+            rows.append(_row(f"{name.removesuffix('.jsonl')} {api}", outs))
+    rows.append(_row("all", replay.outcomes))
+    print(
+        f"\n{'file / api':48} {'calls':>5} {'own':>5} {'exact':>5} {'exact>tol':>9} {'±15%':>5} {'unmeas':>6}"
+    )
+    for label, calls, own, exact, miss, within, unmeasured in rows:
+        print(f"{label:48} {calls:5} {own:5} {exact:5} {miss:9} {within:5} {unmeasured:6}")
+    *_, exact_all, miss_all, _, _ = rows[-1]
+    share_missed = miss_all / max(1, exact_all)
+    anthropic_rows = {
+        name: _row(
+            name, [o for o in replay.outcomes if o.case.file == name and o.case.api == "anthropic.messages"]
+        )
+        for name in FILES
+    }
+    _, _, own_a, _, _, within_a, _ = anthropic_rows[DETERMINATE]
+    share_within = within_a / max(1, own_a)
+    print(
+        f"flagged exact: {exact_all}, off by more than max(2, 1%): {miss_all} ({share_missed:.1%}, "
+        f"at most {EXACT_MISS_SHARE:.0%}); Anthropic within ±15% ({DETERMINATE}): {within_a}/{own_a} "
+        f"({share_within:.1%}, at least {ANTHROPIC_WITHIN_15:.0%})"
+    )
+    assert exact_all > 0
+    assert share_missed <= EXACT_MISS_SHARE
+    assert share_within >= ANTHROPIC_WITHIN_15
