@@ -28,7 +28,11 @@ from otel_ctx.encodings import is_known_model
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traffic"
 FILES = ("real_traffic.jsonl", "real_traffic_indeterminate.jsonl")
-PROVIDER = {"openai.chat": "openai", "openai.responses": "openai-responses", "anthropic.messages": "anthropic"}
+PROVIDER = {
+    "openai.chat": "openai",
+    "openai.responses": "openai-responses",
+    "anthropic.messages": "anthropic",
+}
 _IMAGE_TYPES = {"image_url", "input_image", "image"}
 _FILE_TYPES = {"file", "input_file", "document"}
 
