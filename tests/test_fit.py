@@ -243,9 +243,9 @@ def test_breakdown_lines_close_and_name_their_sources(desk: ContextFitter) -> No
     )
     b = result.breakdown
     b.check()
-    text, functions, _ = count_functions(desk.counter, tools)
+    section = count_functions(desk.counter, tools)
     # The section joins the system prompt the fit adds in front of the transcript.
-    assert b.tool_schema == text + section_framing(desk.model, desk.encoding_name, True, functions)
+    assert b.tool_schema == section.tokens + section_framing(desk.model, desk.encoding_name, True, section)
     assert b.system_prompt > 0 and b.skills > 0
     assert b.budget == 16_000 - 800
     assert [(s.name, s.kind, s.data_class) for s in b.sources] == [

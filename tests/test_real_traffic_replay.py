@@ -288,11 +288,6 @@ def _row(label: str, outs: list[Outcome]) -> tuple[str, int, int, int, int, int,
     return label, len(outs), len(own), len(exact), len(miss), len(within), unmeasured
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured: 7.8% of the spans flagged exact miss the bill by more than max(2 tokens, 1%) "
-    "through the instrumentor (the goal is at most 2%); strict, so it fails once the goal is met",
-)
 def test_the_counts_against_the_bills(replay: Replay) -> None:
     """Printed per file and API, then the two promises asserted (see the module's constants).
 

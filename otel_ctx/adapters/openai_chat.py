@@ -560,7 +560,14 @@ class ChatReader:
         if name is not None:
             if not isinstance(name, str):
                 raise InvalidMessageError(f"{here}.name", "must be a string", index=i)
-            parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), text(name) + TOKENS_PER_NAME))
+            # o200k models write the name after the role with a colon (``user:alice``), which the
+            # encoding merges; the older ones add a token to the name (measured on the bills).
+            cost = (
+                text(":" + name)
+                if self.counter.resolved.name == "o200k_base"
+                else text(name) + TOKENS_PER_NAME
+            )
+            parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), cost))
         turn = Turn(
             line, parts, self.role_cost[str(role)], calls=calls, answers=answers, has_user_text=line == "user"
         )
@@ -895,9 +902,9 @@ class OpenAIChatAdapter(Adapter):
 def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter) -> None:
     """The tool section's tokens on ``model``, an estimate: the rendering reproduces most bills to
     the token, but not all of them (a token or two either way), so the count does not claim it."""
-    text, functions, _ = count_functions(counter, tools)
+    section = count_functions(counter, tools)
     has_system = any(t.role == "system" for t in model.turns) or model.tool_schema > 0
-    n = max(0, text + section_framing(counter.model, counter.resolved.name, has_system, functions))
+    n = max(0, section.tokens + section_framing(counter.model, counter.resolved.name, has_system, section))
     model.tool_schema += n
     model.schema_inexact += n
 

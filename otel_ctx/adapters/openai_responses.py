@@ -113,6 +113,9 @@ class _Reader:
         self.declared: dict[str, int] = {}
         self.answered: dict[str, int] = {}
         self.role_cost = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in (*_ROLE_LINES, "tool")}
+        if is_reasoning_model(counter.model):
+            # The reasoning models read an earlier answer with its channel marked (measured).
+            self.role_cost["assistant"] += REASONING_ANSWER_CHANNEL
 
     def media(self, component: Component, cost: Cost) -> Part:
         """An image's or a document's part; what the body cannot show is recorded as unknown."""
@@ -227,7 +230,10 @@ class _Reader:
                 for c in content:
                     t = c.get("text") if isinstance(c, Mapping) else None
                     n += text(t) if isinstance(t, str) else 0
-            return "assistant", [Part("reasoning", n)], 0, [], []
+            # What a reasoning item costs when replayed is the server's to say (its encrypted
+            # content is opaque): the summary's text is a floor, and the bill a bound.
+            self.ctx.unknown("reasoning item")
+            return "assistant", [Part("reasoning", n, exact=False)], 0, [], []
         if isinstance(kind, str) and kind.endswith("_output"):
             call_id = item.get("call_id")
             if call_id is None and kind not in ("function_call_output", "custom_tool_call_output"):
@@ -235,8 +241,8 @@ class _Reader:
                 # without a call id and bills what its server side made of it. Counted as its
                 # JSON text, an estimate, and said to be a bound.
                 self.ctx.unknown(f"server tool {kind.removesuffix('_output')}")
-                body = to_json(item, where, i, InvalidMessageError)
-                return "assistant", [Part("other", text(body), exact=False)], 0, [], []
+                shown_json = to_json(item, where, i, InvalidMessageError)
+                return "assistant", [Part("other", text(shown_json), exact=False)], 0, [], []
             if not isinstance(call_id, str):
                 raise InvalidMessageError(f"{where}.call_id", f"a {kind} needs a 'call_id' string", index=i)
             answers: list[str] = []
@@ -285,9 +291,14 @@ class _Reader:
             opened = [call_id]
         comp: Component = "tool_call" if opened else "other"
         own_line: Line = "assistant" if _side(item) == _ASSISTANT else "user"
+        if not kind.startswith("custom_tool_call"):
+            # A server tool's item (a web search call, a compaction, an item reference...): billed
+            # by what the server holds, not by the body.
+            self.ctx.unknown(f"item {kind}")
+        tokens = text(to_json(item, where, i, InvalidMessageError))
         return (
             own_line,
-            [Part(comp, text(to_json(item, where, i, InvalidMessageError)), call_id if opened else None)],
+            [Part(comp, tokens, call_id if opened else None, exact=False)],
             0,
             opened,
             [],
@@ -364,6 +375,16 @@ class OpenAIResponsesAdapter(Adapter):
             calls = tuple(c for g in group for c in g[3])
             answers = tuple(a for g in group for a in g[4])
             overhead = sum(g[2] for g in group)
+            first = group[0]
+            if (
+                group_side == _ASSISTANT
+                and not first[2]
+                and first[1]
+                and first[1][0].component == "tool_call"
+            ):
+                # A call that opens the model's turn (no message of its before it) is framed as a
+                # message of its own (measured).
+                overhead += CALL_MESSAGE_FRAMING
             has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
             turns.append(Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user))
             starts.append(group_start)
@@ -410,7 +431,14 @@ class OpenAIResponsesAdapter(Adapter):
                 )
             model.blocks = (self.block("system_prompt", instructions, counter),)
         has_system = instructions is not None or any(t.role == "system" for t in turns)
-        self._tools(model, body.get("tools"), has_system, counter)
+        self._tools(model, body.get("tools"), has_system, counter, ctx.unknowns)
+        for key, reason in _SERVER_STATE:
+            value = body.get(key)
+            if value and value != "disabled":
+                ctx.unknown(reason)
+        reasoning = body.get("reasoning")
+        if isinstance(reasoning, Mapping) and reasoning.get("mode"):
+            ctx.unknown("reasoning mode")
         text_config = body.get("text")
         if isinstance(text_config, Mapping):
             add_output_schema(model, output_schema(text_config.get("format")), counter)
@@ -430,7 +458,9 @@ class OpenAIResponsesAdapter(Adapter):
             )
 
     @staticmethod
-    def _tools(model: RequestModel, tools: Any, has_system: bool, counter: TokenCounter) -> None:
+    def _tools(
+        model: RequestModel, tools: Any, has_system: bool, counter: TokenCounter, unknown: list[str]
+    ) -> None:
         """The tool section's tokens on ``model``: function tools rendered as the model reads them,
         built-in tools (web search, file search, MCP...) their JSON text, an estimate."""
         if not tools:
@@ -452,18 +482,23 @@ class OpenAIResponsesAdapter(Adapter):
                     if tool.get(key) is not None
                 }
                 functions.append({"type": "function", "function": fn})
-            else:  # built-in tools (web search, file search, MCP...): their JSON text
+            else:  # built-in tools (web search, file search, MCP...): their JSON text, a bound
                 other += counter.text(to_json(tool, f"tools[{k}]", None, InvalidToolSchemaError))
+                reason = f"server tool {tool.get('type')}"
+                if reason not in unknown:
+                    unknown.append(reason)
         n = 0
         if functions:
             try:
-                text, count, _ = count_functions(counter, functions)
+                section = count_functions(counter, functions)
             except InvalidToolSchemaError as exc:
                 # The counter names the wrapped shape; name the caller's flat tool instead.
                 raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None
-            framing = section_framing(counter.model, counter.resolved.name, has_system, count, responses=True)
+            framing = section_framing(
+                counter.model, counter.resolved.name, has_system, section, responses=True
+            )
             # An estimate, as in Chat Completions: most bills to the token, not all of them.
-            n = max(0, text + framing)
+            n = max(0, section.tokens + framing)
         model.tool_schema += n + other
         model.schema_inexact += n + other
 
@@ -508,6 +543,17 @@ ADAPTER = OpenAIResponsesAdapter()
 
 
 ItemRead = tuple[Line, list[Part], int, list[str], list[str]]
+#: Request fields whose bill depends on what the server holds: the count is then of the body only.
+_SERVER_STATE = (
+    ("previous_response_id", "stored response"),
+    ("conversation", "stored conversation"),
+    ("context_management", "server context management"),
+    ("truncation", "server truncation"),
+)
+#: What the reasoning models add to an earlier answer of theirs: its channel (measured).
+REASONING_ANSWER_CHANNEL = 2
+#: The framing of a function call that opens the model's turn on its own (measured).
+CALL_MESSAGE_FRAMING = 6
 
 
 class _Prefix(Held):

@@ -35,15 +35,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from otel_ctx.engine.errors import InvalidToolSchemaError, TooDeeplyNestedError, shown
 from otel_ctx.engine.model import RequestModel
 from otel_ctx.engine.tokens import TokenCounter, to_json
 
 __all__ = [
+    "Section",
     "add_output_schema",
     "call_overhead",
+    "commented",
     "count_functions",
     "is_reasoning_model",
     "output_schema",
@@ -79,7 +81,7 @@ REASONING_PREAMBLE = 84
 #: The Responses API frames the section alike with or without instructions: two tokens for the
 #: reasoning models, two fewer than its text for the others (measured).
 RESPONSES_REASONING = 2
-RESPONSES_CHAT = -2
+RESPONSES_CHAT = -3
 #: Each function after the first costs a token less than its text: the blank lines between
 #: functions merge with the line ends (measured).
 PER_FURTHER_FUNCTION = -1
@@ -105,35 +107,42 @@ def call_overhead(model: str, calls_in_message: int) -> int:
 
 
 def section_framing(
-    model: str, encoding: str, has_system: bool, functions: int, *, responses: bool = False
+    model: str, encoding: str, has_system: bool, section: Section, *, responses: bool = False
 ) -> int:
     """Tokens the tool section adds besides its rendered text (``responses``: the Responses API,
     whose framing is its own and whose reasoning models add no preamble; measured)."""
-    further = PER_FURTHER_FUNCTION * max(0, functions - 1)
+    further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if responses:
         return (RESPONSES_REASONING if is_reasoning_model(model) else RESPONSES_CHAT) + further
     if is_reasoning_model(model):
-        return REASONING_PREAMBLE + further
+        return REASONING_PREAMBLE
     if has_system:
         return IN_SYSTEM + further
-    return (NEW_SYSTEM_CL100K if encoding == "cl100k_base" else NEW_SYSTEM) + further
+    if encoding == "cl100k_base":
+        return NEW_SYSTEM_CL100K + further
+    return NEW_SYSTEM + further + section.commented
 
 
-def _type(schema: Any, known: list[bool]) -> str:
+def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]]) -> str:
     if not isinstance(schema, Mapping):
         known[0] = False
         return "any"
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) and len(refs) < 32:
+        target = refs[0].get(ref.rsplit("/", 1)[-1])
+        if isinstance(target, Mapping):  # written in place, as the model reads it
+            return _type(target, known, [*refs, target])
     if not set(schema) <= _RENDERED:
         known[0] = False
     for key in ("anyOf", "oneOf"):
         alternatives = schema.get(key)
         if isinstance(alternatives, Sequence) and not isinstance(alternatives, str):
-            return " | ".join(_type(a, known) for a in alternatives)
+            return " | ".join(_type(a, known, refs) for a in alternatives)
     kind = schema.get("type")
     if isinstance(kind, list):
         return " | ".join("number" if k == "integer" else str(k) for k in kind)
     if kind == "object" or (kind is None and "properties" in schema):
-        return _object(schema, known)
+        return _object(schema, known, refs)
     enum = schema.get("enum")
     if isinstance(enum, Sequence) and not isinstance(enum, str) and enum:
         return " | ".join(json.dumps(e, ensure_ascii=False) for e in enum)
@@ -143,13 +152,13 @@ def _type(schema: Any, known: list[bool]) -> str:
         return str(kind)
     if kind == "array":
         items = schema.get("items")
-        return f"{_type(items, known)}[]" if items is not None else "any[]"
+        return f"{_type(items, known, refs)}[]" if items is not None else "any[]"
     if kind is not None:
         known[0] = False
     return "any"
 
 
-def _object(schema: Mapping[str, Any], known: list[bool]) -> str:
+def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str, Any]]) -> str:
     props = schema.get("properties") or {}
     if not isinstance(props, Mapping):
         known[0] = False
@@ -164,13 +173,28 @@ def _object(schema: Mapping[str, Any], known: list[bool]) -> str:
             desc = prop.get("description")
             if isinstance(desc, str) and desc:
                 lines.append(f"// {desc}")
-        line = f"{key}{'' if key in required else '?'}: {_type(prop, known)},"
+        line = f"{key}{'' if key in required else '?'}: {_type(prop, known, refs)},"
         if isinstance(prop, Mapping) and "default" in prop:
             default = prop["default"]
             line += f" // default: {default if isinstance(default, str) else json.dumps(default)}"
         lines.append(line)
     lines.append("}")
     return "\n".join(lines)
+
+
+def commented(functions: Sequence[Mapping[str, Any]]) -> int:
+    """Functions with no parameters or with a described property: in a section of its own, the
+    o200k chat models bill each of them one token more than its text (measured)."""
+    n = 0
+    for fn in functions:
+        params = fn.get("parameters")
+        props = params.get("properties") if isinstance(params, Mapping) else None
+        if not props or (
+            isinstance(props, Mapping)
+            and any(isinstance(p, Mapping) and p.get("description") for p in props.values())
+        ):
+            n += 1
+    return n
 
 
 def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
@@ -183,9 +207,17 @@ def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]
         text = f"// {desc}\n" if desc else ""
         params = fn.get("parameters")
         if isinstance(params, Mapping) and params.get("properties"):
-            text += f"type {fn['name']} = (_: {_object(params, known)}) => any;"
+            defs = params.get("$defs", params.get("definitions"))
+            refs = [defs if isinstance(defs, Mapping) else {}]
+            # The schema's own description opens the type; its title is billed as its text.
+            about = params.get("description")
+            head = f"// {about}\n" if isinstance(about, str) and about else ""
+            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs)}) => any;"
+            title = params.get("title")
+            if isinstance(title, str) and title:
+                text += title
             for key in params:
-                if key not in _RENDERED:
+                if key not in _RENDERED and key not in ("$defs", "definitions"):
                     known[0] = False
         else:
             text += f"type {fn['name']} = () => any;"
@@ -225,8 +257,18 @@ def _function(tool: Any, where: str) -> Mapping[str, Any]:
     return fn
 
 
-def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> tuple[int, int, bool]:
-    """``(tokens of the rendered section, functions, rendering known)`` for Chat-shaped ``tools``.
+class Section(NamedTuple):
+    """A rendered tool section: its text's tokens, how many functions, whether every schema
+    keyword has a confirmed rendering, and how many functions :func:`commented` counts."""
+
+    tokens: int
+    functions: int
+    known: bool
+    commented: int
+
+
+def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
+    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`).
 
     Tool lists are static in practice: the count is kept for the list (and its tool objects)
     last seen and for its JSON, so an unchanged list is not rendered again every round.
@@ -252,7 +294,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> tuple[int, i
         text, known = render_functions(fns)
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
-    found = (counter.text(text), len(fns), known)
+    found = Section(counter.text(text), len(fns), known, commented(fns))
     state["openai-tools"] = (tools, items, key, found)
     return found
 
