@@ -17,6 +17,7 @@ from bench import inputs
 from bench.report import Figure
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
 from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters.openai_tools import count_functions
 
 SECTION = "Fit engine: 100 messages × ~340 tokens → 8,000"
 WARM_ALLOWANCE_S = 100e-6
@@ -255,12 +256,84 @@ def run(*, quick: bool = False) -> FitBenchResult:
             "langchain-core is not installed (pip install -e '.[bench]'): trim_messages not measured."
         )
     figures += anthropic_langchain_figures(conv, trials=trials)
+    figures += tool_rule_figures(trials=trials, warm_trials=warm_trials)
     noisy = [x for x in (*t.values(), *(x for pair in warm.values() for x in pair)) if x.spread > 0.5]
     if noisy:
         notes.append(
             "Noisy cases (interquartile range > 50% of the median): " + ", ".join(x.name for x in noisy) + "."
         )
     return FitBenchResult(figures, cold.median, notes)
+
+
+#: Rendering the tool definitions as the model reads them: a small share of a cold fit, and an
+#: unchanged tool list (kept from the round before) costs a warm round nothing it would notice.
+TOOL_RULES_TARGET = 0.10
+TOOL_WARM_TARGET = 1.05
+
+
+def tool_rule_figures(*, trials: int, warm_trials: int) -> list[Figure]:
+    """A tool-calling transcript (101 messages, 50 calls and results) with eight tool definitions:
+    the cold rendering of the tool section against the cold fit of the request, and a warm round
+    with the same tool list against the same round without tools."""
+    transcript = inputs.tool_transcript()
+    tools = inputs.tool_definitions()
+    # A window the whole request fits: both rounds do the same work but for the tool section.
+    roomy = BudgetPolicy(context_length=128_000, reserved_output=inputs.RESERVE)
+
+    def new_fitter() -> ContextFitter:
+        return ContextFitter(roomy, model=inputs.MODEL, encoding=inputs.ENCODING)
+
+    def cold_fit() -> Thunk:
+        fitter = new_fitter()
+        return lambda: fitter.fit(transcript, tools=tools)
+
+    def cold_rules() -> Thunk:
+        fitter = new_fitter()  # a fresh counter: nothing of the section is cached
+        return lambda: count_functions(fitter.counter, tools)
+
+    t = interleaved({"fit": cold_fit, "rules": cold_rules}, trials=trials)
+    with_tools, without = new_fitter(), new_fitter()
+    with_tools.fit(transcript, tools=tools)
+    without.fit(transcript)
+    news = iter(inputs.tool_transcript(seed=5, calls=warm_trials * 2 + 4)[1:])
+
+    def step() -> list[dict[str, Any]]:
+        return [next(news), next(news)]
+
+    rounds = [step() for _ in range(warm_trials * 2 + 2)]
+    feed_a, feed_b = iter(rounds[0::2]), iter(rounds[1::2])
+
+    def warm_with(f: ContextFitter = with_tools) -> Thunk:
+        msgs = [*transcript, *next(feed_a)]
+        return lambda: f.fit(msgs, tools=tools)
+
+    def warm_without(f: ContextFitter = without) -> Thunk:
+        msgs = [*transcript, *next(feed_b)]
+        return lambda: f.fit(msgs)
+
+    w = interleaved({"with": warm_with, "without": warm_without}, trials=warm_trials)
+    share = t["rules"].median / t["fit"].median
+    warm = w["with"].median / w["without"].median
+    return [
+        Figure(
+            SECTION,
+            "tool section rules ÷ cold fit of a tool-calling transcript",
+            f"{share:.1%}",
+            f"≤ {TOOL_RULES_TARGET:.0%}",
+            share <= TOOL_RULES_TARGET,
+            f"rendering and counting 8 definitions {fmt_seconds(t['rules'].median)}, cold fit of 101 "
+            f"messages (50 calls and results) with them {fmt_seconds(t['fit'].median)}",
+        ),
+        Figure(
+            SECTION,
+            "warm round with the same tool list ÷ without tools",
+            f"{warm:.2f}×",
+            f"≤ {TOOL_WARM_TARGET}×",
+            warm <= TOOL_WARM_TARGET,
+            f"with {fmt_seconds(w['with'].median)}, without {fmt_seconds(w['without'].median)}: an unchanged "
+            "list is recognised by identity and not rendered again",
+        ),
+    ]
 
 
 def _ratio(name: str, a: Timing, b: Timing, target: float, op: str, detail: str) -> Figure:

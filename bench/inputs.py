@@ -110,3 +110,82 @@ def huge_tool_result(scans: int = 30_000) -> str:
         for i in range(scans)
     ]
     return '{"parcel": "JJD0099887766", "scans": [' + ", ".join(rows) + "]}"
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    """Eight function tools of a support agent: descriptions, enums, optional fields, a nested
+    object and an array of objects, the schema shapes agent frameworks send."""
+    address = {
+        "type": "object",
+        "description": "Where the parcel goes.",
+        "properties": {"street": {"type": "string"}, "city": {"type": "string"}, "zip": {"type": "string"}},
+        "required": ["street", "city"],
+    }
+    line = {
+        "type": "object",
+        "properties": {
+            "sku": {"type": "string", "description": "Stock keeping unit."},
+            "qty": {"type": "integer"},
+        },
+        "required": ["sku"],
+    }
+    tools = []
+    for k, name in enumerate(
+        (
+            "get_order",
+            "track_parcel",
+            "refund",
+            "replace_item",
+            "update_address",
+            "open_case",
+            "note",
+            "escalate",
+        )
+    ):
+        props: dict[str, Any] = {
+            "order_id": {"type": "string", "description": "The order number, e.g. 88-1042."},
+            "reason": {"type": "string", "enum": ["damaged", "late", "wrong_item", "other"]},
+            "notify": {"type": "boolean", "default": True},
+        }
+        if k % 2:
+            props["address"] = address
+        else:
+            props["items"] = {"type": "array", "items": line, "description": "The lines concerned."}
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": f"{name.replace('_', ' ').capitalize()} for the buyer's order.",
+                    "parameters": {"type": "object", "properties": props, "required": ["order_id"]},
+                },
+            }
+        )
+    return tools
+
+
+def tool_transcript(seed: int = 4, calls: int = 50) -> list[dict[str, Any]]:
+    """The ticket, then ``calls`` rounds of a tool call and its ~300-token result (101 messages)."""
+    rng = random.Random(seed)
+    enc = encoding()
+    out: list[dict[str, Any]] = [{"role": "user", "content": _text(rng, enc, 120, f"[t{seed}]")}]
+    for k in range(calls):
+        call_id = f"call_{seed}_{k}"
+        arguments = f'{{"order_id": "88-{k:04d}", "reason": "damaged"}}'
+        out.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "get_order", "arguments": arguments},
+                    }
+                ],
+            }
+        )
+        out.append(
+            {"role": "tool", "tool_call_id": call_id, "content": _text(rng, enc, 300, f"[r{seed}.{k}]")}
+        )
+    return out
