@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import fit_bench, fleet_bench, instrument_bench, memory_bench, telemetry_bench
+from bench import fit_bench, fleet_bench, instrument_bench, memory_bench, telemetry_bench, traffic_bench
 from bench.report import Figure, markdown, text_table, write
 
 COMMAND = "make bench"
@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         if "fit" in only:
             figures += fit.figures
             notes += fit.notes
+            progress("the count against real bills, uncalibrated and calibrated")
+            traffic_figures, traffic_notes = traffic_bench.run()
+            figures += traffic_figures
+            notes += traffic_notes
     if "telemetry" in only and cold_fit_s is not None:
         progress("telemetry: per-round cost, collector down vs up")
         tel = telemetry_bench.run(cold_fit_s=cold_fit_s, quick=args.quick)
