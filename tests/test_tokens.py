@@ -140,6 +140,14 @@ def test_unknown_models_fall_back_clearly_and_warn_once(
     assert fitter.encoding_fallback
     assert fitter.encoding_name == "cl100k_base"
     assert "my-local-model-unique-1" in caplog.text and "cl100k_base" in caplog.text
+    # One sentence: what is missing for which model, and what counts instead.
+    assert (
+        caplog.records[0]
+        .getMessage()
+        .startswith(
+            "otel-ctx: no encoding is known for model 'my-local-model-unique-1'; counting with cl100k_base"
+        )
+    )
     assert len(caplog.records) == 1  # once per process, and no per-model state kept
     assert not any(isinstance(v, (set, dict)) and v for k, v in vars(tokens).items() if "warn" in k)
 

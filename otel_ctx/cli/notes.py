@@ -6,6 +6,7 @@ import logging
 
 import tiktoken.model
 
+from otel_ctx.engine.tokens import FALLBACK_MESSAGE
 from otel_ctx.fitting import ContextFitter
 
 
@@ -28,4 +29,4 @@ class EncodingFallbackFilter(logging.Filter):
     """The CLI states the fallback in its output (:func:`encoding_note`); no duplicate warning."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "is not installed offline" not in str(record.msg)
+        return record.msg != FALLBACK_MESSAGE

@@ -39,6 +39,11 @@ REPLY_PRIMING = 3
 TOKENS_PER_TOOL_CALL = 7
 
 DEFAULT_ENCODING = "cl100k_base"
+#: The warning a fallback to ``DEFAULT_ENCODING`` logs (a filter can match it by this template).
+FALLBACK_MESSAGE = (
+    "otel-ctx: %s; counting with %s (the calibration factor learns the difference from reported "
+    "usage; further models are reported at DEBUG)"
+)
 _OFFLINE_SUFFIX = "_offline"
 
 
@@ -82,15 +87,12 @@ def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None
     else:
         level = logging.DEBUG if _fallback_warned else logging.WARNING
         _fallback_warned = True
-    log.log(
-        level,
-        "otel-ctx: %s for model %r is not installed offline; counting with %s "
-        "(the calibration factor learns the difference from reported usage; "
-        "further models are reported at DEBUG)",
-        native or "no known encoding",
-        model,
-        DEFAULT_ENCODING,
+    why = (
+        f"no encoding is known for model {model!r}"
+        if native is None
+        else f"the {native} encoding of model {model!r} is not installed offline"
     )
+    log.log(level, FALLBACK_MESSAGE, why, DEFAULT_ENCODING)
     return ResolvedEncoding(encodings.get_encoding(DEFAULT_ENCODING), DEFAULT_ENCODING, native, True)
 
 

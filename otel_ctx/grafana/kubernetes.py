@@ -236,8 +236,16 @@ class _Dumper(yaml.SafeDumper):
     hold a string exactly."""
 
 
+#: Characters YAML reads as line breaks besides ``\n``: a block scalar would turn them into ``\n``
+#: (and ``\r\n`` into one break), so a string holding one is written double-quoted instead.
+_OTHER_BREAKS = frozenset("\r\x85\u2028\u2029")
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    if _OTHER_BREAKS.intersection(value):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
