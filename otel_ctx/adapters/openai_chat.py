@@ -43,10 +43,9 @@ from otel_ctx.adapters.media import (
 )
 from otel_ctx.adapters.openai_tools import (
     add_output_schema,
-    call_overhead,
+    chat_call_tokens,
     count_functions,
     is_reasoning_model,
-    output_schema,
     section_framing,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
@@ -213,9 +212,7 @@ class ChatReader:
             raise InvalidMessageError(
                 f"{where}.tool_calls", f"must be a list, got {type(calls).__name__}", index=index
             )
-        text = self.counter.text
-        out = []
-        framing = call_overhead(self.counter.model, len(calls))
+        named: list[tuple[str, str, str]] = []
         for k, raw in enumerate(calls):
             here = f"{where}.tool_calls[{k}]"
             call = as_mapping(raw)
@@ -231,8 +228,9 @@ class ChatReader:
                 raise InvalidMessageError(
                     f"{here}.{kind}", "needs a 'name' string and an 'arguments' JSON string", index=index
                 )
-            out.append(Part("tool_call", framing + text(name) + text(payload), call["id"]))
-        return out
+            named.append((call["id"], name, payload))
+        tokens = chat_call_tokens(self.counter, [(name, payload) for _, name, payload in named])
+        return [Part("tool_call", n, call_id) for (call_id, _, _), n in zip(named, tokens)]
 
     # -- messages ------------------------------------------------------------------------
 
@@ -413,15 +411,10 @@ class ChatReader:
         if turn is None:
             text = self.counter.text
             parts = [] if content is _ABSENT or content is None else [Part("assistant", text(content))]
-            framing = call_overhead(self.counter.model, len(calls))
-            parts += [
-                Part(
-                    "tool_call",
-                    framing + text(c["function"]["name"]) + text(c["function"]["arguments"]),
-                    c["id"],
-                )
-                for c in calls
-            ]
+            tokens = chat_call_tokens(
+                self.counter, [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+            )
+            parts += [Part("tool_call", n, c["id"]) for c, n in zip(calls, tokens)]
             turn = Turn(ROLE_LINES["assistant"], parts, self.role_cost["assistant"], calls=tuple(ids))
             self.call_turns.put(key, turn)
         for call_id in ids:
@@ -833,7 +826,7 @@ class OpenAIChatAdapter(Adapter):
                 raise InvalidRequestError("functions", "must be a list of function definitions")
             wrapped = [{"type": "function", "function": f} for f in functions]
             _add_tools(reading.model, wrapped, ctx.counter)
-        add_output_schema(reading.model, output_schema(body.get("response_format")), ctx.counter)
+        add_output_schema(reading.model, body.get("response_format"), ctx.counter)
         reading.body = body
         return reading
 

@@ -45,7 +45,6 @@ from otel_ctx.adapters.openai_tools import (
     call_overhead,
     count_functions,
     is_reasoning_model,
-    output_schema,
     section_framing,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
@@ -116,6 +115,13 @@ class _Reader:
         if is_reasoning_model(counter.model):
             # The reasoning models read an earlier answer with its channel marked (measured).
             self.role_cost["assistant"] += REASONING_ANSWER_CHANNEL
+
+    def call_tokens(self, item: Mapping[str, Any], name: str, args: str) -> int:
+        """A function call with its framing: the function's name is read twice, in the call and
+        in the header of the output that answers it (measured), so it is booked with the call."""
+        text = self.counter.text
+        n = call_overhead(self.counter.model, 1) + 2 * text(name) + text(args)
+        return n + STORED_CALL_EXTRA if item.get("id") else n
 
     def media(self, component: Component, cost: Cost) -> Part:
         """An image's or a document's part; what the body cannot show is recorded as unknown."""
@@ -213,7 +219,7 @@ class _Reader:
                 opened = [call_id]
             return (
                 "assistant",
-                [Part("tool_call", call_overhead(self.counter.model, 1) + text(name) + text(args), call_id)],
+                [Part("tool_call", self.call_tokens(item, name, args), call_id)],
                 0,
                 opened,
                 [],
@@ -375,16 +381,6 @@ class OpenAIResponsesAdapter(Adapter):
             calls = tuple(c for g in group for c in g[3])
             answers = tuple(a for g in group for a in g[4])
             overhead = sum(g[2] for g in group)
-            first = group[0]
-            if (
-                group_side == _ASSISTANT
-                and not first[2]
-                and first[1]
-                and first[1][0].component == "tool_call"
-            ):
-                # A call that opens the model's turn (no message of its before it) is framed as a
-                # message of its own (measured).
-                overhead += CALL_MESSAGE_FRAMING
             has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
             turns.append(Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user))
             starts.append(group_start)
@@ -441,7 +437,7 @@ class OpenAIResponsesAdapter(Adapter):
             ctx.unknown("reasoning mode")
         text_config = body.get("text")
         if isinstance(text_config, Mapping):
-            add_output_schema(model, output_schema(text_config.get("format")), counter)
+            add_output_schema(model, text_config.get("format"), counter, responses=True)
         model.unknowns = tuple(ctx.unknowns)  # images and files the body only names
         return Reading(model=model, body=body, items=items, state=state)
 
@@ -552,8 +548,10 @@ _SERVER_STATE = (
 )
 #: What the reasoning models add to an earlier answer of theirs: its channel (measured).
 REASONING_ANSWER_CHANNEL = 2
-#: The framing of a function call that opens the model's turn on its own (measured).
-CALL_MESSAGE_FRAMING = 6
+#: A function call replayed with the ``id`` of the stored output item it came from costs three
+#: tokens more than one without (measured on calls of several agents; one recorded call with an id
+#: was billed without them, so the server's stored item, not the body, has the last word).
+STORED_CALL_EXTRA = 3
 
 
 class _Prefix(Held):

@@ -33,6 +33,7 @@ is then flagged inexact rather than passed off as the provider's.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -45,11 +46,14 @@ __all__ = [
     "Section",
     "add_output_schema",
     "call_overhead",
+    "chat_call_tokens",
     "commented",
     "count_functions",
     "is_reasoning_model",
+    "output_format",
     "output_schema",
     "render_functions",
+    "render_output_format",
     "section_framing",
 ]
 
@@ -85,9 +89,9 @@ RESPONSES_CHAT = -3
 #: Each function after the first costs a token less than its text: the blank lines between
 #: functions merge with the line ends (measured).
 PER_FURTHER_FUNCTION = -1
-#: A tool call in the history is the call's name and arguments plus its framing: 7 for one call
-#: alone; a call of a parallel group is wrapped in the multi-tool envelope (its recipient name
-#: and parameters keys), 8 more; a reasoning model frames every call 6 more (measured).
+#: A tool call in a Responses input, or in a reasoning model's Chat transcript, is the call's name
+#: and arguments plus its framing: 7, and 6 more for a reasoning model (measured; the chat
+#: models' Chat calls follow :func:`chat_call_tokens` instead).
 TOKENS_PER_TOOL_CALL = 7
 PARALLEL_CALL_EXTRA = 8
 REASONING_CALL_EXTRA = 6
@@ -104,6 +108,46 @@ def call_overhead(model: str, calls_in_message: int) -> int:
     if is_reasoning_model(model):
         return TOKENS_PER_TOOL_CALL + REASONING_CALL_EXTRA
     return TOKENS_PER_TOOL_CALL + (PARALLEL_CALL_EXTRA if calls_in_message > 1 else 0)
+
+
+#: The chat models read a call back as the API re-serialises it, not as the request spells it:
+#: its arguments as compact JSON, its name both bare and as the ``functions.`` recipient. One
+#: call alone costs 4 tokens more than those; a parallel group is written as a single call of
+#: ``multi_tool_use.parallel``, ``{"tool_uses":[{"recipient_name":"functions.NAME",
+#: "parameters":{...}}, ...]}``, and costs 12 more than that JSON (measured).
+SINGLE_CALL = 4
+PARALLEL_GROUP = 12
+
+
+def _compact(arguments: str) -> str:
+    """``arguments`` as compact JSON, as the API stores a call (unchanged when not JSON)."""
+    if not arguments.lstrip().startswith(("{", "[")):
+        return arguments
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return arguments
+
+
+def chat_call_tokens(counter: TokenCounter, calls: Sequence[tuple[str, str]]) -> list[int]:
+    """The tokens of each tool call (``(name, arguments)``) of one assistant message of a Chat
+    Completions transcript; a parallel group's shared framing is booked on its first call."""
+    text = counter.text
+    if not calls:
+        return []
+    if is_reasoning_model(counter.model):
+        framing = call_overhead(counter.model, len(calls))
+        return [framing + text(name) + text(args) for name, args in calls]
+    if len(calls) == 1:
+        name, args = calls[0]
+        return [SINGLE_CALL + text(name) + text("functions." + name) + text(_compact(args))]
+    uses = []
+    for name, args in calls:
+        recipient = json.dumps("functions." + name, ensure_ascii=False)
+        uses.append(f'{{"recipient_name":{recipient},"parameters":{_compact(args) or "{}"}}}')
+    each = [text(use) for use in uses]
+    each[0] += PARALLEL_GROUP + text('{"tool_uses":[' + ",".join(uses) + "]}") - sum(each)
+    return each
 
 
 def section_framing(
@@ -197,13 +241,22 @@ def commented(functions: Sequence[Mapping[str, Any]]) -> int:
     return n
 
 
+def _cleaned(description: Any) -> str:
+    """A function's description as the model reads it: cleaned like a docstring (the common
+    indentation of its continuation lines removed) and stripped of surrounding whitespace
+    (measured: a docstring's indentation and a trailing space are not billed)."""
+    if not isinstance(description, str) or not description:
+        return ""
+    return inspect.cleandoc(description).strip()
+
+
 def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
     """The tool section's text for ``functions`` (``{"name", "description", "parameters"}`` each),
     and whether every schema keyword in them has a rendering the bills confirm."""
     known = [True]
     out = []
     for fn in functions:
-        desc = fn.get("description") or ""
+        desc = _cleaned(fn.get("description"))
         text = f"// {desc}\n" if desc else ""
         params = fn.get("parameters")
         if isinstance(params, Mapping) and params.get("properties"):
@@ -299,24 +352,103 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
     return found
 
 
-def add_output_schema(model: RequestModel, schema: Any, counter: TokenCounter) -> None:
-    """A structured-output schema (``response_format`` / ``text.format`` of type ``json_schema``):
-    the API shows it to the model, and the bills grow with it about as its compact JSON does.
-    Booked with the tool definitions (the marginal cost of what shapes the answer), an estimate."""
+#: Schema keywords the response-format section leaves out: what the API enforces while sampling
+#: (the required keys, closed objects) rather than shows (measured).
+_UNSHOWN_KEYWORDS = frozenset({"required", "additionalProperties", "$schema"})
+#: Schema keywords whose value is a schema, or a map or a list of schemas (the rest is data, kept
+#: as written).
+_SUBSCHEMA = frozenset({"items", "additionalItems", "contains", "not", "if", "then", "else", "propertyNames"})
+_SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_SUBSCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+#: The response-format section's framing in Chat Completions: a system message of its own (no
+#: system message and no tools in the request), joined to the request's first system or developer
+#: message, or joined to the tool section (measured).
+FORMAT_NEW_SYSTEM = 8
+FORMAT_IN_SYSTEM = 3
+FORMAT_AFTER_TOOLS = 1
+#: The Responses API adds the section to the prompt it builds anyway: one token of framing (measured).
+FORMAT_RESPONSES = 1
+
+
+def _shown_schema(schema: Any, depth: int = 0) -> Any:
+    """``schema`` without the keywords the model is not shown, at every level."""
+    if depth > 64:
+        raise RecursionError
     if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _UNSHOWN_KEYWORDS:
+            continue
+        if key in _SUBSCHEMA:
+            value = _shown_schema(value, depth + 1)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            value = {k: _shown_schema(v, depth + 1) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, Sequence) and not isinstance(value, str):
+            value = [_shown_schema(v, depth + 1) for v in value]
+        out[str(key)] = value
+    return out
+
+
+def render_output_format(name: Any, description: Any, schema: Any) -> str:
+    """The response-format section a ``json_schema`` format writes into the prompt: its name as a
+    heading, its description as a comment, and the schema as compact JSON without the keywords
+    that are enforced rather than shown (``required``, ``additionalProperties``, ``$schema``)."""
+    shown = json.dumps(_shown_schema(schema), ensure_ascii=False, separators=(",", ":"), default=str)
+    about = f"// {description}\n" if isinstance(description, str) and description else ""
+    return f"# Response Formats\n\n## {name if isinstance(name, str) else ''}\n\n{about}{shown}"
+
+
+def add_output_schema(
+    model: RequestModel, format_: Any, counter: TokenCounter, *, responses: bool = False
+) -> None:
+    """A structured-output format (``response_format`` / ``text.format`` of type ``json_schema``):
+    the API writes it into the prompt as a response-format section (see
+    :func:`render_output_format`), booked with the tool definitions (the marginal cost of what
+    shapes the answer). ``json_object`` and ``text`` add nothing (measured).
+
+    Chat Completions frames the section by where it joins the prompt (call this after the tools
+    are booked); the Responses API alike whatever the request holds. The reasoning models' framing
+    in Chat Completions is not measured: their section is an estimate."""
+    found = output_format(format_)
+    if found is None:
         return
+    name, description, schema = found
     try:
-        text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"), default=str)
+        text = render_output_format(name, description, schema)
     except (TypeError, ValueError, RecursionError):
         return
     n = counter.text(text)
+    estimate = False
+    if responses:
+        n += FORMAT_RESPONSES
+    else:
+        if model.tool_schema > 0:
+            n += FORMAT_AFTER_TOOLS
+        elif any(t.role == "system" for t in model.turns) or model.blocks:
+            n += FORMAT_IN_SYSTEM
+        else:
+            n += FORMAT_NEW_SYSTEM
+        estimate = is_reasoning_model(counter.model)
     model.tool_schema += n
-    model.schema_inexact += n
+    if estimate:
+        model.schema_inexact += n
+
+
+def output_format(format_: Any) -> tuple[Any, Any, Mapping[str, Any]] | None:
+    """``(name, description, schema)`` of a ``json_schema`` response format (Chat's nests them
+    under ``json_schema``, Responses' does not); None for any other format."""
+    if not isinstance(format_, Mapping) or format_.get("type") != "json_schema":
+        return None
+    nested = format_.get("json_schema")
+    spec = nested if isinstance(nested, Mapping) else format_
+    schema = spec.get("schema")
+    if not isinstance(schema, Mapping):
+        return None
+    return spec.get("name"), spec.get("description"), schema
 
 
 def output_schema(format_: Any) -> Any:
     """The JSON schema of a ``json_schema`` response format (Chat's nests it, Responses' does not)."""
-    if not isinstance(format_, Mapping) or format_.get("type") != "json_schema":
-        return None
-    nested = format_.get("json_schema")
-    return nested.get("schema") if isinstance(nested, Mapping) else format_.get("schema")
+    found = output_format(format_)
+    return None if found is None else found[2]

@@ -1,0 +1,113 @@
+"""How a Chat Completions transcript's tool calls are counted for the chat models.
+
+The API stores a call as it re-serialises it: its arguments as compact JSON, its name both bare
+and as the ``functions.`` recipient, and a parallel group as one ``multi_tool_use.parallel``
+call whose JSON lists every recipient and its parameters. The reasoning models frame calls
+their own way and keep their rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters.openai_tools import PARALLEL_GROUP, SINGLE_CALL, call_overhead
+from otel_ctx.encodings import get_encoding
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_item",
+            "parameters": {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]},
+        },
+    }
+]
+
+
+def _count(messages: list[dict[str, Any]], model: str = "gpt-4o") -> int:
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+    return fitter.count_request({"model": model, "messages": messages, "tools": TOOLS}, provider="openai")
+
+
+def _round(calls: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """A user turn, an assistant message making ``calls``, and one result per call."""
+    made = [
+        {"id": f"call_{k}", "type": "function", "function": {"name": name, "arguments": args}}
+        for k, (name, args) in enumerate(calls)
+    ]
+    results = [{"role": "tool", "tool_call_id": f"call_{k}", "content": "ok"} for k in range(len(calls))]
+    return [
+        {"role": "user", "content": "Find the item."},
+        {"role": "assistant", "content": None, "tool_calls": made},
+        *results,
+    ]
+
+
+def _tokens(text: str) -> int:
+    return len(get_encoding("o200k_base").encode(text, disallowed_special=()))
+
+
+def test_arguments_are_counted_as_compact_json() -> None:
+    spaced = _count(_round([("lookup_item", '{"sku": "A-1",   "qty": 2}')]))
+    compact = _count(_round([("lookup_item", '{"sku":"A-1","qty":2}')]))
+    assert spaced == compact
+
+
+def test_arguments_that_are_not_json_are_counted_as_sent() -> None:
+    broken = '{"sku": "A-1"'
+    base = _count(_round([("lookup_item", "")]))
+    assert _count(_round([("lookup_item", broken)])) == base + _tokens(broken)
+
+
+def test_a_single_call_costs_its_name_bare_and_as_recipient() -> None:
+    without = _count(_round([("lookup_item", "{}")])[:1])
+    one = _count(_round([("lookup_item", "{}")]))
+    results = 3 + _tokens("tool") + _tokens("ok")  # the result message as any tool message
+    assistant = 3 + _tokens("assistant")
+    call = SINGLE_CALL + _tokens("lookup_item") + _tokens("functions.lookup_item") + _tokens("{}")
+    assert one - without == assistant + call + results
+
+
+def test_a_parallel_group_is_counted_as_one_multi_tool_call() -> None:
+    calls = [("lookup_item", '{"sku": "A-1"}'), ("lookup_item", '{"sku": "B-2"}')]
+    without = _count(_round(calls)[:1])
+    both = _count(_round(calls))
+    envelope = json.dumps(
+        {"tool_uses": [{"recipient_name": f"functions.{n}", "parameters": json.loads(a)} for n, a in calls]},
+        separators=(",", ":"),
+    )
+    results = 2 * (3 + _tokens("tool") + _tokens("ok"))
+    assert both - without == 3 + _tokens("assistant") + PARALLEL_GROUP + _tokens(envelope) + results
+
+
+def test_reasoning_models_keep_their_call_framing() -> None:
+    calls = [("lookup_item", '{"sku": "A-1"}')]
+    enc = get_encoding("o200k_base")
+    without = _count(_round(calls)[:1], model="gpt-5")
+    one = _count(_round(calls), model="gpt-5")
+    call = call_overhead("gpt-5", 1) + len(enc.encode("lookup_item")) + len(enc.encode('{"sku": "A-1"}'))
+    rest = 3 + len(enc.encode("assistant")) + 3 + len(enc.encode("tool")) + len(enc.encode("ok"))
+    assert one - without == call + rest
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=4), st.integers(0, 4))
+def test_the_count_does_not_depend_on_how_the_arguments_are_spaced(args: dict[str, Any], indent: int) -> None:
+    spaced = json.dumps(args, indent=indent or None, ensure_ascii=False)
+    compact = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    assert _count(_round([("lookup_item", spaced)])) == _count(_round([("lookup_item", compact)]))
+    pair_spaced = [("lookup_item", spaced), ("lookup_item", spaced)]
+    pair_compact = [("lookup_item", compact), ("lookup_item", compact)]
+    assert _count(_round(pair_spaced)) == _count(_round(pair_compact))

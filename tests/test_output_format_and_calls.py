@@ -1,0 +1,106 @@
+"""Structured-output sections and replayed function calls, counted as the API writes them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters import openai_tools
+from otel_ctx.adapters.openai_responses import STORED_CALL_EXTRA
+from otel_ctx.adapters.openai_tools import render_output_format
+from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "required": {"type": "string", "description": "a property named like the keyword"},
+        "inner": {
+            "type": "object",
+            "properties": {"x": {"type": "integer"}},
+            "required": ["x"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["required", "inner"],
+    "additionalProperties": False,
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+}
+
+
+def _count(body: dict[str, Any], provider: str, model: str = "gpt-4o") -> int:
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+    return fitter.measure_request(body, provider=provider).breakdown.estimated
+
+
+def test_the_section_leaves_out_what_is_enforced_and_keeps_property_names() -> None:
+    text = render_output_format("Answer", "What to answer", SCHEMA)
+    head, _, shown = text.partition("// What to answer\n")
+    assert head == "# Response Formats\n\n## Answer\n\n"
+    schema = json.loads(shown)
+    assert "required" in schema["properties"]  # a property, not the keyword
+    assert "required" not in schema and "additionalProperties" not in schema and "$schema" not in schema
+    assert "required" not in schema["properties"]["inner"]
+    assert "additionalProperties" not in schema["properties"]["inner"]
+    assert SCHEMA["required"] == ["required", "inner"]  # the caller's schema is untouched
+
+
+def test_chat_frames_the_section_by_where_it_joins() -> None:
+    counter = TokenCounter(resolve_encoding("gpt-4o"))
+    section = counter.text(render_output_format("Answer", None, SCHEMA))
+    bare: dict[str, Any] = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA, "strict": True}}
+    alone = _count({**bare, "response_format": fmt}, "openai") - _count(bare, "openai")
+    assert alone == section + openai_tools.FORMAT_NEW_SYSTEM
+    with_system = copy.deepcopy(bare)
+    with_system["messages"].insert(0, {"role": "system", "content": "Be brief."})
+    joined = _count({**with_system, "response_format": fmt}, "openai") - _count(with_system, "openai")
+    assert joined == section + openai_tools.FORMAT_IN_SYSTEM
+    assert _count({**bare, "response_format": {"type": "json_object"}}, "openai") == _count(bare, "openai")
+
+
+def test_responses_reads_the_format_at_the_top_of_text() -> None:
+    counter = TokenCounter(resolve_encoding("gpt-4o"))
+    section = counter.text(render_output_format("Answer", None, SCHEMA))
+    bare: dict[str, Any] = {"model": "gpt-4o", "input": "hi"}
+    fmt = {"format": {"type": "json_schema", "name": "Answer", "schema": SCHEMA}}
+    added = _count({**bare, "text": fmt}, "openai-responses") - _count(bare, "openai-responses")
+    assert added == section + openai_tools.FORMAT_RESPONSES
+
+
+def _with_call(name: str, call: dict[str, Any] | None = None) -> dict[str, Any]:
+    item = {"type": "function_call", "call_id": "c1", "name": name, "arguments": "{}", **(call or {})}
+    return {
+        "model": "gpt-4o",
+        "input": [
+            {"role": "user", "content": "go"},
+            item,
+            {"type": "function_call_output", "call_id": "c1", "output": "done"},
+        ],
+    }
+
+
+@given(st.from_regex(r"[a-z]{1,12}(_[a-z]{1,12}){0,3}", fullmatch=True))
+def test_a_call_reads_its_function_name_twice(name: str) -> None:
+    counter = TokenCounter(resolve_encoding("gpt-4o"))
+    base = _count(_with_call("f"), "openai-responses")
+    assert _count(_with_call(name), "openai-responses") - base == 2 * (counter.text(name) - counter.text("f"))
+
+
+def test_a_call_replayed_with_its_stored_id_costs_more() -> None:
+    plain = _count(_with_call("get_weather"), "openai-responses")
+    stored = _count(_with_call("get_weather", {"id": "fc_1"}), "openai-responses")
+    assert stored - plain == STORED_CALL_EXTRA
+
+
+def test_a_description_is_read_without_its_docstring_indentation() -> None:
+    indented = "Get it.\n\n    Args:\n        x: the thing\n    "
+    clean = "Get it.\n\nArgs:\n    x: the thing"
+    fn = {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}
+    a, _ = openai_tools.render_functions([{**fn, "description": indented}])
+    b, _ = openai_tools.render_functions([{**fn, "description": clean}])
+    assert a == b
