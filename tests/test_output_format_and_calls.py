@@ -104,3 +104,27 @@ def test_a_description_is_read_without_its_docstring_indentation() -> None:
     a, _ = openai_tools.render_functions([{**fn, "description": indented}])
     b, _ = openai_tools.render_functions([{**fn, "description": clean}])
     assert a == b
+
+
+def test_naming_the_function_to_call_costs_its_name_on_the_chat_models_only() -> None:
+    tool = {"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}
+    base = {"model": "gpt-4o", "messages": [{"role": "user", "content": "where is it"}], "tools": [tool]}
+    named = {**base, "tool_choice": {"type": "function", "function": {"name": "lookup_order"}}}
+    counter = TokenCounter(resolve_encoding("gpt-4o"), model="gpt-4o")
+    added = counter.text("lookup_order") + openai_tools.FORCED_FUNCTION
+    assert _count(named, "openai") - _count({**base, "tool_choice": "auto"}, "openai") == added
+    # The Responses API names it flat; the cost is the same.
+    flat = {
+        "model": "gpt-4o",
+        "input": "where is it",
+        "tools": [{"type": "function", "name": "lookup_order"}],
+    }
+    forced = {**flat, "tool_choice": {"type": "function", "name": "lookup_order"}}
+    assert _count(forced, "openai-responses") - _count(flat, "openai-responses") == added
+    # The reasoning models' bills show no such cost, and without tools there is nothing to force.
+    reasoning = {**named, "model": "gpt-5-mini"}
+    assert _count(reasoning, "openai", "gpt-5-mini") == _count(
+        {**base, "model": "gpt-5-mini"}, "openai", "gpt-5-mini"
+    )
+    no_tools = {k: v for k, v in named.items() if k != "tools"}
+    assert _count(no_tools, "openai") == _count({k: v for k, v in base.items() if k != "tools"}, "openai")

@@ -126,7 +126,8 @@ def _measure(row: Mapping[str, Any]) -> Case:
 def cases() -> list[Case]:
     logging.getLogger("otel_ctx").setLevel(logging.ERROR)  # unknown models: one warning is enough
     try:
-        return [_measure(r) for r in _rows(FILES[0])]
+        # A zero bill is no bill (a fixture's made-up usage): there is nothing to compare with.
+        return [_measure(r) for r in _rows(FILES[0]) if billed(r) > 0]
     finally:
         logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
 
@@ -161,12 +162,12 @@ def test_openai_without_media_is_the_providers_count(cases: list[Case]) -> None:
     # Where the count stands today (floors it must not fall below): tool sections are rendered as
     # the model reads them but still miss by a token or two on some bills, so they are flagged
     # as estimates; the flag is what must be honest.
-    assert _share(plain, lambda c: c.within(0.01, 2)) >= 0.84
-    assert _share(plain, lambda c: c.within(0.15)) >= 0.96
-    assert _share(plain, lambda c: c.diff == 0) >= 0.66
-    assert _share(plain, lambda c: c.diff >= -max(2, 0.02 * c.billed)) >= 0.93
+    assert _share(plain, lambda c: c.within(0.01, 2)) >= 0.90
+    assert _share(plain, lambda c: c.within(0.15)) >= 0.98
+    assert _share(plain, lambda c: c.diff == 0) >= 0.77
+    assert _share(plain, lambda c: c.diff >= -max(2, 0.02 * c.billed)) >= 0.96
     text = [c for c in plain if not set(c.features) & {"tools", "schema"}]
-    assert _share(text, lambda c: c.diff == 0) >= 0.96
+    assert _share(text, lambda c: c.diff == 0) >= 0.97
     assert _share(text, lambda c: c.within(0.01, 2)) >= 0.97
     # A count flagged exact is the bill, to within max(2 tokens, 1%).
     flagged = [c for c in plain if c.exact]

@@ -42,6 +42,7 @@ from otel_ctx.adapters.media import (
     openai_image_tokens,
 )
 from otel_ctx.adapters.openai_tools import (
+    add_forced_function,
     add_output_schema,
     chat_call_tokens,
     count_functions,
@@ -827,6 +828,7 @@ class OpenAIChatAdapter(Adapter):
             wrapped = [{"type": "function", "function": f} for f in functions]
             _add_tools(reading.model, wrapped, ctx.counter)
         add_output_schema(reading.model, body.get("response_format"), ctx.counter)
+        add_forced_function(reading.model, body.get("tool_choice"), ctx.counter)
         reading.body = body
         return reading
 

@@ -41,6 +41,7 @@ from otel_ctx.adapters.media import (
     openai_image_tokens,
 )
 from otel_ctx.adapters.openai_tools import (
+    add_forced_function,
     add_output_schema,
     call_overhead,
     count_functions,
@@ -435,6 +436,7 @@ class OpenAIResponsesAdapter(Adapter):
         reasoning = body.get("reasoning")
         if isinstance(reasoning, Mapping) and reasoning.get("mode"):
             ctx.unknown("reasoning mode")
+        add_forced_function(model, body.get("tool_choice"), counter)
         text_config = body.get("text")
         if isinstance(text_config, Mapping):
             add_output_schema(model, text_config.get("format"), counter, responses=True)

@@ -44,6 +44,7 @@ from otel_ctx.engine.tokens import TokenCounter, to_json
 
 __all__ = [
     "Section",
+    "add_forced_function",
     "add_output_schema",
     "call_overhead",
     "chat_call_tokens",
@@ -397,6 +398,26 @@ def render_output_format(name: Any, description: Any, schema: Any) -> str:
     shown = json.dumps(_shown_schema(schema), ensure_ascii=False, separators=(",", ":"), default=str)
     about = f"// {description}\n" if isinstance(description, str) and description else ""
     return f"# Response Formats\n\n## {name if isinstance(name, str) else ''}\n\n{about}{shown}"
+
+
+#: A ``tool_choice`` naming one function: the chat models are told its name, with this framing
+#: (measured; the reasoning models' bills show no such cost).
+FORCED_FUNCTION = 5
+
+
+def add_forced_function(model: RequestModel, tool_choice: Any, counter: TokenCounter) -> None:
+    """What naming the function to call costs (``{"type": "function", ...}`` in either API), booked
+    with the tool definitions, as an estimate like them."""
+    if not isinstance(tool_choice, Mapping) or tool_choice.get("type") != "function":
+        return
+    if is_reasoning_model(counter.model) or not model.tool_schema:
+        return
+    nested = tool_choice.get("function")
+    name = nested.get("name") if isinstance(nested, Mapping) else tool_choice.get("name")
+    if isinstance(name, str) and name:
+        n = counter.text(name) + FORCED_FUNCTION
+        model.tool_schema += n
+        model.schema_inexact += n
 
 
 def add_output_schema(
