@@ -3,16 +3,13 @@
 Each rule is checked on a body made here: the hidden tool-use prompt per family and tool
 choice, the definitions as the prompt renders them (deferred tools left out), the thinking
 configuration and the thinking blocks the API strips, structured outputs, a prefill, the ids
-of tool calls and results, and the families' text ratio. The last tests read the recorded
-real-traffic set where it lies and hold the counts to the bills.
+of tool calls and results, and the families' text ratio. How close the counts come to the
+recorded bills is the real-traffic test's (tests/test_real_traffic.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +31,6 @@ from otel_ctx.engine.model import RequestModel
 from otel_ctx.engine.tokens import REPLY_PRIMING
 
 ROOMY = BudgetPolicy(context_length=10**7, reserved_output=0)
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real-traffic"
 
 WEATHER = {
     "name": "get_weather",
@@ -371,60 +367,3 @@ def test_the_newer_tokenizer_family_is_counted_by_its_ratio() -> None:
     new = _count({**body, "model": "claude-opus-4-7"})
     old = _count({**body, "model": "claude-opus-4-6"})
     assert new == pytest.approx(old * FAMILIES["claude-4.7"].text_ratio, rel=0.02)
-
-
-# -- the recorded bills ------------------------------------------------------------------------
-
-
-def _records(name: str) -> list[dict[str, Any]]:
-    path = DATA / name
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: the real-traffic truth set must be beside the repository in CI")
-        pytest.skip(f"{path} is not here")
-    with path.open() as f:
-        return [r for r in map(json.loads, f) if r["api"] == "anthropic.messages"]
-
-
-def _blocks(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        yield value
-        for v in value.values():
-            yield from _blocks(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _blocks(v)
-
-
-def _has_media(body: dict[str, Any]) -> bool:
-    parts = [body.get("messages"), body.get("system")]
-    return any(b.get("type") in ("image", "document") for b in _blocks(parts))
-
-
-def _billed(record: dict[str, Any]) -> int:
-    u = record["usage"]
-    return int(
-        u["input_tokens"]
-        + (u.get("cache_creation_input_tokens") or 0)
-        + (u.get("cache_read_input_tokens") or 0)
-    )
-
-
-def test_anthropic_counts_without_media_are_within_15_percent_of_the_bill() -> None:
-    cases = [r for r in _records("real_traffic.jsonl") if not _has_media(r["request"])]
-    assert len(cases) >= 100
-    within = 0
-    for r in cases:
-        result = ContextFitter(ROOMY, model=r["model"]).measure_request(r["request"], provider="anthropic")
-        assert result.exact is False
-        billed = _billed(r)
-        within += abs(result.breakdown.estimated - billed) <= 0.15 * billed
-    assert within / len(cases) >= 0.85, f"{within} of {len(cases)} within 15%"
-
-
-@pytest.mark.parametrize("name", ["real_traffic.jsonl", "real_traffic_indeterminate.jsonl"])
-def test_no_recorded_anthropic_body_is_refused(name: str) -> None:
-    for r in _records(name):
-        fitter = ContextFitter(ROOMY, model=r["model"])
-        assert fitter.count_request(r["request"], provider="anthropic") > 0
-        assert fitter.measure_request(r["request"], provider="anthropic").breakdown.estimated > 0

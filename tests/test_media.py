@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import math
-import os
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from real_traffic import PROVIDER, billed, part_types, rows
 
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx.adapters import media
@@ -457,60 +455,19 @@ def test_malformed_media_is_measured_without_raising_or_mutating(payload: str, m
 
 # -- the recorded bills -------------------------------------------------------------------------
 
-DATA = (
-    Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "real-traffic" / "real_traffic.jsonl"
-)
-PROVIDERS = {
-    "openai.chat": "openai",
-    "openai.responses": "openai-responses",
-    "anthropic.messages": "anthropic",
-}
-MEDIA = ("image_url", "input_image", "image", "file", "input_file", "document")
-
-
-def _billed(row: dict[str, Any]) -> int:
-    usage = row["usage"]
-    if row["api"] == "openai.chat":
-        return int(usage["prompt_tokens"])
-    if row["api"] == "openai.responses":
-        return int(usage["input_tokens"])
-    return int(
-        usage["input_tokens"]
-        + (usage.get("cache_creation_input_tokens") or 0)
-        + (usage.get("cache_read_input_tokens") or 0)
-    )
-
-
-def _kinds(value: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(value, dict):
-        if value.get("type") in MEDIA:
-            found.add(value["type"])
-        for v in value.values():
-            found |= _kinds(v)
-    elif isinstance(value, list):
-        for v in value:
-            found |= _kinds(v)
-    return found
+MEDIA = {"image_url", "input_image", "image", "file", "input_file", "document"}
 
 
 def test_media_cases_of_the_recorded_traffic() -> None:
-    if not DATA.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the real-traffic set is missing at {DATA}")
-        pytest.skip("the real-traffic set is not on this machine")
     images: dict[str, list[float]] = {"openai": [], "anthropic": []}
     files: list[float] = []
-    for line in DATA.read_text().splitlines():
-        row = json.loads(line)
-        kinds = _kinds(row["request"])
+    for row in rows():
+        kinds = set(part_types(row["request"])) & MEDIA
         if not kinds:
             continue
         body = row["request"]
-        count = (
-            _fitter(row["model"]).measure_request(body, provider=PROVIDERS[row["api"]]).breakdown.estimated
-        )
-        ratio = count / _billed(row)
+        count = _fitter(row["model"]).measure_request(body, provider=PROVIDER[row["api"]]).breakdown.estimated
+        ratio = count / billed(row)
         if kinds & {"image_url", "input_image", "image"}:
             if not body.get("tools"):  # a request with tools also depends on how its tools are counted
                 images["anthropic" if row["api"] == "anthropic.messages" else "openai"].append(ratio)

@@ -11,71 +11,26 @@ Without the data the test skips on a laptop; under ``CI=true`` it fails.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from real_traffic import FILES, PROVIDER, billed, part_types, rows
 
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx.encodings import is_known_model
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traffic"
-FILES = ("real_traffic.jsonl", "real_traffic_indeterminate.jsonl")
-PROVIDER = {
-    "openai.chat": "openai",
-    "openai.responses": "openai-responses",
-    "anthropic.messages": "anthropic",
-}
 _IMAGE_TYPES = {"image_url", "input_image", "image"}
 _FILE_TYPES = {"file", "input_file", "document"}
 
 
-def _rows(name: str) -> list[dict[str, Any]]:
-    path = DATA / name
-    if not path.is_file():
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"the real-traffic truth set is missing under CI: {path}")
-        pytest.skip(f"no real-traffic data at {path}")
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def billed(row: Mapping[str, Any]) -> int:
-    usage = row["usage"]
-    if row["api"] == "openai.chat":
-        return int(usage["prompt_tokens"])
-    if row["api"] == "openai.responses":
-        return int(usage["input_tokens"])
-    return int(
-        usage["input_tokens"]
-        + (usage.get("cache_creation_input_tokens") or 0)
-        + (usage.get("cache_read_input_tokens") or 0)
-    )
-
-
-def _part_types(value: Any) -> Iterator[str]:
-    """Every ``type`` of a content part or block anywhere in the request."""
-    if isinstance(value, Mapping):
-        kind = value.get("type")
-        if isinstance(kind, str):
-            yield kind
-        for v in value.values():
-            yield from _part_types(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _part_types(v)
-
-
 def features(row: Mapping[str, Any]) -> tuple[str, ...]:
     body = row["request"]
-    kinds = set(_part_types(body.get("messages", body.get("input"))))
+    kinds = set(part_types(body.get("messages", body.get("input"))))
     out = []
     if kinds & _IMAGE_TYPES:
         out.append("image")
@@ -127,7 +82,7 @@ def cases() -> list[Case]:
     logging.getLogger("otel_ctx").setLevel(logging.ERROR)  # unknown models: one warning is enough
     try:
         # A zero bill is no bill (a fixture's made-up usage): there is nothing to compare with.
-        return [_measure(r) for r in _rows(FILES[0]) if billed(r) > 0]
+        return [_measure(r) for r in rows(FILES[0]) if billed(r) > 0]
     finally:
         logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
 
@@ -198,7 +153,7 @@ def test_no_body_the_provider_billed_is_refused(name: str) -> None:
     logging.getLogger("otel_ctx").setLevel(logging.ERROR)
     refused = []
     try:
-        for row in _rows(name):
+        for row in rows(name):
             fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
             provider = PROVIDER[row["api"]]
             for call in (fitter.count_request, fitter.measure_request):

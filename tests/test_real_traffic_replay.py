@@ -12,12 +12,9 @@ against what the provider really billed.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -25,13 +22,11 @@ import openai
 import pytest
 from fake_provider import FakeProvider, Reply
 from instrument_support import Instrumented
+from real_traffic import FILES, billed, rows
 
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "real-traffic"
-FILES = ("real_traffic.jsonl", "real_traffic_indeterminate.jsonl")
 #: The truth set proper: bills that depend on the body alone.
 DETERMINATE = FILES[0]
 
@@ -45,19 +40,6 @@ def _tolerance(billed: int) -> float:
     return max(2.0, 0.01 * billed)
 
 
-def billed(api: str, usage: dict[str, Any]) -> int:
-    """The billed input, as the truth set's README defines it."""
-    if api == "openai.chat":
-        return int(usage["prompt_tokens"])
-    if api == "openai.responses":
-        return int(usage["input_tokens"])
-    return int(
-        usage["input_tokens"]
-        + (usage.get("cache_creation_input_tokens") or 0)
-        + (usage.get("cache_read_input_tokens") or 0)
-    )
-
-
 @dataclass
 class Case:
     file: str
@@ -67,7 +49,7 @@ class Case:
 
     @property
     def bill(self) -> int:
-        return billed(self.api, self.usage)
+        return billed({"api": self.api, "usage": self.usage})
 
 
 @dataclass
@@ -86,18 +68,7 @@ class Outcome:
 
 
 def _cases() -> list[Case]:
-    missing = [f for f in FILES if not (DATA / f).is_file()]
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the real-traffic truth set is missing under CI: {DATA} lacks {missing}")
-        pytest.skip(f"the real-traffic truth set is not here ({DATA})")
-    cases = []
-    for name in FILES:
-        with (DATA / name).open() as lines:
-            for line in lines:
-                record = json.loads(line)
-                cases.append(Case(name, record["api"], record["request"], record["usage"]))
-    return cases
+    return [Case(name, r["api"], r["request"], r["usage"]) for name in FILES for r in rows(name)]
 
 
 class _Sender:
@@ -197,7 +168,7 @@ def replay() -> Iterator[Replay]:
 
 def test_every_call_went_through_unchanged_and_none_was_dark(replay: Replay) -> None:
     outcomes = replay.outcomes
-    assert len(outcomes) == sum(1 for f in FILES for _ in (DATA / f).open())
+    assert len(outcomes) == sum(len(rows(f)) for f in FILES)
     raised = [(i, o.case.api, o.error) for i, o in enumerate(outcomes) if o.error]
     assert raised == [], f"{len(raised)} calls raised into the caller: {raised[:10]}"
     dark = [(i, o.case.api, len(o.spans)) for i, o in enumerate(outcomes) if len(o.spans) != 1]
