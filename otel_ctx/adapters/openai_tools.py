@@ -36,7 +36,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from otel_ctx.engine.errors import InvalidToolSchemaError, TooDeeplyNestedError, shown
 from otel_ctx.engine.model import RequestModel
@@ -96,6 +96,11 @@ PER_FURTHER_FUNCTION = -1
 TOKENS_PER_TOOL_CALL = 7
 PARALLEL_CALL_EXTRA = 8
 REASONING_CALL_EXTRA = 6
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """A JSON object: a dict at once (the schemas agents send are), any Mapping otherwise."""
+    return value.__class__ is dict or isinstance(value, Mapping)
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -169,13 +174,13 @@ def section_framing(
 
 
 def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]]) -> str:
-    if not isinstance(schema, Mapping):
+    if not _is_mapping(schema):
         known[0] = False
         return "any"
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) and len(refs) < 32:
         target = refs[0].get(ref.rsplit("/", 1)[-1])
-        if isinstance(target, Mapping):  # written in place, as the model reads it
+        if _is_mapping(target):  # written in place, as the model reads it
             return _type(target, known, [*refs, target])
     if not set(schema) <= _RENDERED:
         known[0] = False
@@ -205,13 +210,13 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]]) -> str:
 
 def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str, Any]]) -> str:
     props = schema.get("properties") or {}
-    if not isinstance(props, Mapping):
+    if not _is_mapping(props):
         known[0] = False
         return "object"
     required = schema.get("required") or ()
     lines = ["{"]
     for key, prop in props.items():
-        if isinstance(prop, Mapping):
+        if _is_mapping(prop):
             title = prop.get("title")
             if isinstance(title, str) and title:
                 lines.append(f"// {title}\n//")
@@ -219,7 +224,7 @@ def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str
             if isinstance(desc, str) and desc:
                 lines.append(f"// {desc}")
         line = f"{key}{'' if key in required else '?'}: {_type(prop, known, refs)},"
-        if isinstance(prop, Mapping) and "default" in prop:
+        if _is_mapping(prop) and "default" in prop:
             default = prop["default"]
             line += f" // default: {default if isinstance(default, str) else json.dumps(default)}"
         lines.append(line)
@@ -233,10 +238,10 @@ def commented(functions: Sequence[Mapping[str, Any]]) -> int:
     n = 0
     for fn in functions:
         params = fn.get("parameters")
-        props = params.get("properties") if isinstance(params, Mapping) else None
+        props = params.get("properties") if _is_mapping(params) else None
         if not props or (
-            isinstance(props, Mapping)
-            and any(isinstance(p, Mapping) and p.get("description") for p in props.values())
+            _is_mapping(props)
+            and any(_is_mapping(p) and p.get("description") for p in props.values())
         ):
             n += 1
     return n
@@ -260,9 +265,9 @@ def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]
         desc = _cleaned(fn.get("description"))
         text = f"// {desc}\n" if desc else ""
         params = fn.get("parameters")
-        if isinstance(params, Mapping) and params.get("properties"):
+        if _is_mapping(params) and params.get("properties"):
             defs = params.get("$defs", params.get("definitions"))
-            refs = [defs if isinstance(defs, Mapping) else {}]
+            refs = [defs if _is_mapping(defs) else {}]
             # The schema's own description opens the type; its title is billed as its text.
             about = params.get("description")
             head = f"// {about}\n" if isinstance(about, str) and about else ""
@@ -283,8 +288,8 @@ def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]
 
 
 def _function(tool: Any, where: str) -> Mapping[str, Any]:
-    fn = tool.get("function") if isinstance(tool, Mapping) else None
-    if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+    fn = tool.get("function") if _is_mapping(tool) else None
+    if not _is_mapping(fn) or not isinstance(fn.get("name"), str):
         raise InvalidToolSchemaError(
             where, "must be {'type': 'function', 'function': {'name': ..., 'parameters': {...}}}"
         )
@@ -292,13 +297,13 @@ def _function(tool: Any, where: str) -> Mapping[str, Any]:
     if desc is not None and not isinstance(desc, str):
         raise InvalidToolSchemaError(f"{where}.function.description", "must be a string")
     params = fn.get("parameters")
-    if params is not None and not isinstance(params, Mapping):
+    if params is not None and not _is_mapping(params):
         raise InvalidToolSchemaError(f"{where}.function.parameters", "must be a JSON Schema object")
     props = params.get("properties") if params is not None else None
-    if props is not None and not isinstance(props, Mapping):
+    if props is not None and not _is_mapping(props):
         raise InvalidToolSchemaError(f"{where}.function.parameters.properties", "must be an object")
     for key, prop in (props or {}).items():
-        if not isinstance(prop, Mapping):
+        if not _is_mapping(prop):
             raise InvalidToolSchemaError(
                 f"{where}.function.parameters.properties.{key}", "must be a JSON Schema object"
             )
@@ -375,7 +380,7 @@ def _shown_schema(schema: Any, depth: int = 0) -> Any:
     """``schema`` without the keywords the model is not shown, at every level."""
     if depth > 64:
         raise RecursionError
-    if not isinstance(schema, Mapping):
+    if not _is_mapping(schema):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
@@ -383,7 +388,7 @@ def _shown_schema(schema: Any, depth: int = 0) -> Any:
             continue
         if key in _SUBSCHEMA:
             value = _shown_schema(value, depth + 1)
-        elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+        elif key in _SUBSCHEMA_MAPS and _is_mapping(value):
             value = {k: _shown_schema(v, depth + 1) for k, v in value.items()}
         elif key in _SUBSCHEMA_LISTS and isinstance(value, Sequence) and not isinstance(value, str):
             value = [_shown_schema(v, depth + 1) for v in value]
@@ -408,12 +413,12 @@ FORCED_FUNCTION = 5
 def add_forced_function(model: RequestModel, tool_choice: Any, counter: TokenCounter) -> None:
     """What naming the function to call costs (``{"type": "function", ...}`` in either API), booked
     with the tool definitions, as an estimate like them."""
-    if not isinstance(tool_choice, Mapping) or tool_choice.get("type") != "function":
+    if not _is_mapping(tool_choice) or tool_choice.get("type") != "function":
         return
     if is_reasoning_model(counter.model) or not model.tool_schema:
         return
     nested = tool_choice.get("function")
-    name = nested.get("name") if isinstance(nested, Mapping) else tool_choice.get("name")
+    name = nested.get("name") if _is_mapping(nested) else tool_choice.get("name")
     if isinstance(name, str) and name:
         n = counter.text(name) + FORCED_FUNCTION
         model.tool_schema += n
@@ -459,12 +464,12 @@ def add_output_schema(
 def output_format(format_: Any) -> tuple[Any, Any, Mapping[str, Any]] | None:
     """``(name, description, schema)`` of a ``json_schema`` response format (Chat's nests them
     under ``json_schema``, Responses' does not); None for any other format."""
-    if not isinstance(format_, Mapping) or format_.get("type") != "json_schema":
+    if not _is_mapping(format_) or format_.get("type") != "json_schema":
         return None
     nested = format_.get("json_schema")
-    spec = nested if isinstance(nested, Mapping) else format_
+    spec = nested if _is_mapping(nested) else format_
     schema = spec.get("schema")
-    if not isinstance(schema, Mapping):
+    if not _is_mapping(schema):
         return None
     return spec.get("name"), spec.get("description"), schema
 
