@@ -1,6 +1,7 @@
 """Draw each dashboard from a real Prometheus run of the demo: ``python docs/make_dashboard_pictures.py``.
 
-Needs ``prometheus`` on PATH. The script starts a real Prometheus on a free 127.0.0.1 port with
+Needs the Prometheus ``make servers`` builds (``stack/build-servers.sh``: the release
+docker-compose.yml pins). The script starts a real Prometheus on a free 127.0.0.1 port with
 the shipped recording rules and alerts (``dashboards/alerts.yml``), feeds it ``otel-ctx demo
 --forever`` for a couple of minutes, then evaluates every panel's own PromQL over the run
 (``query_range``; the dashboard variables set to "All") and draws one SVG per dashboard, laid out
@@ -20,7 +21,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -119,12 +119,26 @@ class Prometheus:
 # --- the run -----------------------------------------------------------------------------------
 
 
+def built_prometheus() -> str:
+    """The Prometheus ``make servers`` built, the one docker-compose.yml pins."""
+    found = subprocess.run(
+        ["bash", str(ROOT / "stack" / "build-servers.sh"), "--paths"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    paths = dict(line.partition("=")[::2] for line in found.stdout.splitlines())
+    path = paths.get("prometheus", "")
+    if not path or not os.access(path, os.X_OK):
+        raise SystemExit(f"Prometheus is not built ({path or 'no path'}): run `make servers`")
+    return path
+
+
 @contextmanager
 def run_demo(seconds: float) -> Iterator[tuple[Prometheus, float, float]]:
     """A real Prometheus with the shipped rules, scraping ``otel-ctx demo`` for ``seconds``."""
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        raise SystemExit("prometheus is not on PATH (apt-get install prometheus)")
+    prometheus = built_prometheus()
     with tempfile.TemporaryDirectory(prefix="otel-ctx-pictures-") as tmp_name:
         tmp = Path(tmp_name)
         prom_port, demo_port = free_port(), free_port()

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Build the stack's two Go servers from their Go modules, at the versions docker-compose.yml
-# pins, so the end-to-end tests run the same Collector and Jaeger an SRE gets from compose:
+# Build the stack's Go servers from their Go modules, at the versions docker-compose.yml pins,
+# so the end-to-end tests run the same Collector, Jaeger and Prometheus an SRE gets from compose:
 #
 #   otelcol  the OpenTelemetry Collector, a custom distribution made by the Collector's own
 #            builder (go.opentelemetry.io/collector/cmd/builder) from stack/otelcol-builder.yaml,
 #            which lists exactly the components stack/otelcol.yaml uses;
 #   jaeger   Jaeger v2 (github.com/jaegertracing/jaeger/cmd/jaeger; the stack runs it with
-#            in-memory storage, stack/jaeger.yaml).
+#            in-memory storage, stack/jaeger.yaml);
+#   prometheus, promtool
+#            Prometheus 3 and its rule/config checker (github.com/prometheus/prometheus/cmd/...),
+#            built in the module's own directory so its go.mod's replace and exclude directives
+#            hold, as in an upstream build. The module carries no compiled web UI (the release
+#            build embeds it with the builtinassets tag); the tests use only the HTTP API.
 #
 # Everything comes through the Go module proxy. Builds land in a cache folder outside the
 # work tree (a fresh clone on the same machine finds them) keyed on the version, the
 # manifest and the Go toolchain, so a second run builds nothing. Go's module and build
-# caches live there too. A cold build of both takes tens of minutes on a 2-core machine
+# caches live there too. A cold build of all three takes tens of minutes on a 2-core machine
 # (measured figures: README, "The stack: docker compose up").
 #
 #   stack/build-servers.sh           build what is missing, then print name=path lines
@@ -41,14 +46,16 @@ die() {
     exit 1
 }
 
-pinned() { # the tag docker-compose.yml pins for an image
-    sed -n "s#^ *image: $1:\\([0-9][0-9.]*\\) *\$#\\1#p" "$COMPOSE"
+pinned() { # the tag docker-compose.yml pins for an image, without a leading v
+    sed -n "s#^ *image: $1:v\\{0,1\\}\\([0-9][0-9.]*\\) *\$#\\1#p" "$COMPOSE"
 }
 
 collector_version="$(pinned otel/opentelemetry-collector-contrib)"
 jaeger_version="$(pinned jaegertracing/jaeger)"
+prometheus_version="$(pinned prom/prometheus)"
 [ -n "$collector_version" ] || die "no otel/opentelemetry-collector-contrib:<version> image in $COMPOSE"
 [ -n "$jaeger_version" ] || die "no jaegertracing/jaeger:<version> image in $COMPOSE"
+[ -n "$prometheus_version" ] || die "no prom/prometheus:v<version> image in $COMPOSE"
 grep -q "^  version: $collector_version\$" "$MANIFEST" ||
     die "$MANIFEST: dist.version must be $collector_version, the Collector version $COMPOSE pins"
 
@@ -57,6 +64,17 @@ case "$jaeger_version" in
     2.13.0) jaeger_module=v1.76.0 ;;
     *) die "no Go module version known for Jaeger $jaeger_version: add it to this table" ;;
 esac
+
+# Prometheus tags release 3.N.M's Go module as v0.3NN.M: release 3.5.0 is module v0.305.0.
+case "$prometheus_version" in
+    3.*.*)
+        IFS=. read -r _ prometheus_minor prometheus_patch <<<"$prometheus_version"
+        prometheus_module="$(printf 'v0.3%02d.%d' "$prometheus_minor" "$prometheus_patch")"
+        ;;
+    *) die "Prometheus $prometheus_version: only 3.x releases map onto a Go module version (v0.3NN.M)" ;;
+esac
+# netgo as in the release build; builtinassets needs the compiled UI, which the module lacks.
+PROMETHEUS_TAGS=netgo
 
 find_go() {
     if command -v go >/dev/null 2>&1; then
@@ -74,21 +92,31 @@ otelcol_dir="$CACHE/otelcol-$collector_version-$(key "$collector_version" "$(cat
 jaeger_dir="$CACHE/jaeger-$jaeger_version-$(key "$jaeger_version" "$jaeger_module" "$JAEGER_REPLACES")"
 OTELCOL="$otelcol_dir/otelcol-otel-ctx"
 JAEGER="$jaeger_dir/jaeger"
+prometheus_dir="$CACHE/prometheus-$prometheus_version-$(key "$prometheus_version" "$prometheus_module" "$PROMETHEUS_TAGS")"
+PROMETHEUS="$prometheus_dir/prometheus"
+PROMTOOL="$prometheus_dir/promtool"
 
 print_paths() {
     echo "otelcol=$OTELCOL"
     echo "jaeger=$JAEGER"
+    echo "prometheus=$PROMETHEUS"
+    echo "promtool=$PROMTOOL"
+}
+
+all_built() {
+    [ -x "$OTELCOL" ] && [ -x "$JAEGER" ] && [ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ]
 }
 
 if [ "${1:-}" = "--paths" ]; then
     print_paths
-    [ -x "$OTELCOL" ] && [ -x "$JAEGER" ]
+    all_built
     exit
 fi
 [ $# -eq 0 ] || die "usage: $0 [--paths]"
 
-if [ -x "$OTELCOL" ] && [ -x "$JAEGER" ]; then
-    echo "build-servers: Collector $collector_version and Jaeger $jaeger_version already built in $CACHE" >&2
+if all_built; then
+    echo "build-servers: Collector $collector_version, Jaeger $jaeger_version and Prometheus" \
+        "$prometheus_version already built in $CACHE" >&2
     print_paths
     exit 0
 fi
@@ -96,7 +124,7 @@ fi
 if [ -z "$GO" ]; then
     msg="Go is not installed (the servers are built from their Go modules)"
     [ "$in_ci" = 1 ] && die "$msg"
-    echo "build-servers: WARNING: $msg; the Collector/Jaeger tests will skip" >&2
+    echo "build-servers: WARNING: $msg; the Collector/Jaeger/Prometheus tests will skip" >&2
     exit 0
 fi
 
@@ -142,6 +170,27 @@ EOF
     rm -rf "$work"
 }
 
+build_prometheus() {
+    local work src version_pkg=github.com/prometheus/common/version
+    work="$(mktemp -d "$CACHE/.prometheus-build.XXXXXX")"
+    src="$("$GO" mod download -json "github.com/prometheus/prometheus@$prometheus_module" |
+        sed -n 's#^\t"Dir": "\(.*\)",$#\1#p')"
+    [ -d "$src" ] || { echo "no source directory for prometheus@$prometheus_module" >&2; exit 1; }
+    (
+        cd "$src"
+        for cmd in prometheus promtool; do
+            CGO_ENABLED=0 "$GO" build -trimpath -tags "$PROMETHEUS_TAGS" \
+                -ldflags "-s -w -X $version_pkg.Version=$prometheus_version -X $version_pkg.Branch=HEAD" \
+                -o "$work/$cmd" "./cmd/$cmd"
+        done
+    )
+    mkdir -p "$prometheus_dir"
+    mv "$work/promtool" "$PROMTOOL.tmp" && mv "$PROMTOOL.tmp" "$PROMTOOL"
+    # prometheus last: all_built looks at both.
+    mv "$work/prometheus" "$PROMETHEUS.tmp" && mv "$PROMETHEUS.tmp" "$PROMETHEUS"
+    rm -rf "$work"
+}
+
 timed() { # name, function: run it, say how long it took
     local started=$SECONDS
     echo "build-servers: building $1 (first time: tens of minutes on 2 cores)..." >&2
@@ -156,6 +205,7 @@ timed() { # name, function: run it, say how long it took
 # What the build functions read, for the bash each runs in.
 export CACHE MANIFEST GO collector_version otelcol_dir OTELCOL
 export jaeger_version jaeger_module JAEGER_REPLACES jaeger_dir JAEGER
+export prometheus_version prometheus_module PROMETHEUS_TAGS prometheus_dir PROMETHEUS PROMTOOL
 
 # One build at a time per cache: make and a CI run on the same machine may both start one.
 exec 9>"$CACHE/.lock"
@@ -163,9 +213,11 @@ flock 9
 failed=0
 [ -x "$OTELCOL" ] || timed "otelcol-$collector_version" build_otelcol || failed=1
 [ -x "$JAEGER" ] || timed "jaeger-$jaeger_version" build_jaeger || failed=1
+[ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ] ||
+    timed "prometheus-$prometheus_version" build_prometheus || failed=1
 if [ "$failed" = 1 ]; then
-    [ "$in_ci" = 1 ] && die "a server build failed (CI=true: the end-to-end tests need both)"
-    echo "build-servers: WARNING: a server build failed; the Collector/Jaeger tests will skip" >&2
+    [ "$in_ci" = 1 ] && die "a server build failed (CI=true: the end-to-end tests need them all)"
+    echo "build-servers: WARNING: a server build failed; the tests that need it will skip" >&2
     exit 0
 fi
 print_paths

@@ -206,7 +206,8 @@ def assert_shipped_alerts_evaluate(query: Query) -> None:
 
 
 def built_servers(*wanted: str) -> dict[str, Path]:
-    """The server binaries ``make servers`` built (``otelcol``, ``jaeger``; default both).
+    """The server binaries ``make servers`` built (``otelcol``, ``jaeger``, ``prometheus``,
+    ``promtool``; default the Collector and Jaeger).
 
     Skips locally, and fails under ``CI=true``, when one of them is not built.
     """
@@ -223,3 +224,9 @@ def built_servers(*wanted: str) -> dict[str, Path]:
         where = ", ".join(str(paths.get(name, name)) for name in absent)
         missing(f"not built: {where}; run `make servers` (stack/build-servers.sh) {result.stderr.strip()}")
     return {name: paths[name] for name in wanted}
+
+
+def prometheus_tool(name: str) -> str:
+    """``prometheus`` or ``promtool`` as ``make servers`` built them: the Prometheus 3 release
+    docker-compose.yml pins, never whichever one PATH holds (skip/fail as built_servers does)."""
+    return str(built_servers(name)[name])

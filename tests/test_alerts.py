@@ -41,9 +41,8 @@ METRIC_OF = {
     for suffix in (("", "_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
     for series in (m.series(suffix), *(names.recorded(m, suffix, w) for w in WINDOWS))
 }
-#: Recording rules over native histograms. promtool's unit tests cannot load a native
-#: histogram series (not in Prometheus 2.42's test notation): test_e2e_native checks these on a
-#: real Prometheus fed by the Collector.
+#: Recording rules over native histograms. The unit tests here feed promtool classic series;
+#: test_e2e_native checks these, values included, on a real Prometheus fed by the Collector.
 NATIVE_RECORDS = alerts.NATIVE_RECORDS
 #: A recording rule's name: ``job:<series>:rate<window>``.
 RECORDED = re.compile(r"\bjob:([a-zA-Z0-9_]+):rate(\d+[smhdwy])\b")
@@ -66,7 +65,7 @@ def _recording() -> list[dict[str, Any]]:
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
-    promtool = support.require_binary("promtool", "apt-get install prometheus")
+    promtool = support.prometheus_tool("promtool")
     return subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -192,7 +192,7 @@ def test_dockerfile_copies_only_what_exists() -> None:
 @pytest.mark.e2e
 def test_prometheus_config_and_mounted_rules_pass_promtool(config: dict[str, Any], tmp_path: Path) -> None:
     """Lay the bind mounts out as the container sees them, then let promtool resolve rule_files."""
-    promtool = support.require_binary("promtool", "apt-get install prometheus")
+    promtool = support.prometheus_tool("promtool")
     service = config["services"]["prometheus"]
     assert "--enable-feature=exemplar-storage" in service["command"]
     config_flag = next(arg for arg in service["command"] if arg.startswith("--config.file="))

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from support import require_binary
+from support import prometheus_tool
 from typer.testing import CliRunner
 
 from otel_ctx import names
@@ -28,6 +28,7 @@ from otel_ctx.grafana import (
     render,
     variable_queries,
 )
+from otel_ctx.telemetry.exporters import DEFAULT_EXPORT_INTERVAL_MS
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "dashboards"
@@ -239,7 +240,7 @@ def test_template_variables_are_defined_and_come_from_registry_metrics() -> None
 
 
 def test_every_query_parses_with_promtool(tmp_path: Path) -> None:
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     rules = [
         {"record": f"otel_ctx:panel_{i}", "expr": substitute(expr)}
         for i, (_, _, expr) in enumerate(all_queries())
@@ -267,7 +268,7 @@ def series(metric: str, values: str, **labels: str) -> dict[str, str]:
 
 def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
     """Synthetic series through Prometheus's own engine (promtool test rules), recording rules loaded."""
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     task = names.prometheus_label(names.TASK_TYPE)
     outcome = names.prometheus_label(names.OUTCOME)
     component = names.prometheus_label(names.COMPONENT)
@@ -379,12 +380,18 @@ def test_panel_queries_compute_the_right_numbers(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+#: Samples of a counter per minute: the SDK's default metric export period (15 s).
+SAMPLES_PER_MINUTE = 60_000 // DEFAULT_EXPORT_INTERVAL_MS
+
+
 def _counter(increments: list[float]) -> str:
-    """promtool's values for a counter sampled once a minute from 0, given each minute's increment."""
+    """promtool's values for a counter sampled every export period from 0, given each minute's
+    increment, spread evenly over the minute's exports (fits arrive steadily within a minute)."""
     total, values = 0.0, ["0"]
     for inc in increments:
-        total += inc
-        values.append(f"{total:g}")
+        for _ in range(SAMPLES_PER_MINUTE):
+            total += inc / SAMPLES_PER_MINUTE
+            values.append(repr(total))
     return " ".join(values)
 
 
@@ -396,9 +403,11 @@ def test_panel_values_follow_a_deploy_that_grows_the_system_prompt_then_shrinks_
     rolled back. The dashboards' recorded rates span two minutes, so two minutes after each
     edge every panel reads the new state exactly, the mean budget never moves (numerator and
     denominator share one window), and the per-interval overflow count adds up to the 30
-    overflowed fits, each counted once.
+    overflowed fits, each counted once. The counters are sampled at the export period, as
+    Prometheus sees them: a one-step window (left-open in Prometheus 3) then holds the step's
+    exports, where a counter sampled once a step would leave it one sample and no increase.
     """
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     task = names.prometheus_label(names.TASK_TYPE)
     outcome = names.prometheus_label(names.OUTCOME)
     component = names.prometheus_label(names.COMPONENT)
@@ -461,7 +470,7 @@ def test_panel_values_follow_a_deploy_that_grows_the_system_prompt_then_shrinks_
         "evaluation_interval": "1m",
         "tests": [
             {
-                "interval": "1m",
+                "interval": f"{DEFAULT_EXPORT_INTERVAL_MS // 1000}s",
                 "input_series": inputs,
                 "promql_expr_test": [
                     {"expr": f"round({expr}, 0.001)", "eval_time": at, "exp_samples": expected}

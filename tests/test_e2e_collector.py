@@ -265,7 +265,7 @@ def _start(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subp
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorStack]:
     binaries = support.built_servers()
-    prometheus = support.require_binary("prometheus", "apt-get install prometheus")
+    prometheus = support.prometheus_tool("prometheus")
     tmp = tmp_path_factory.mktemp("collector-e2e")
     ports = Ports()
     jaeger_base = f"http://127.0.0.1:{ports('jaeger', 16686)}"

@@ -35,6 +35,7 @@ from test_e2e_collector import SAMPLE_PERCENT, SAMPLE_PERCENT_VARIABLE, Ports, l
 from bench import series_paths
 from otel_ctx import names
 from otel_ctx.grafana import alerts
+from otel_ctx.grafana.promql import seconds
 
 ROOT = support.ROOT
 SERVICE = "otel-ctx-e2e-native"
@@ -57,6 +58,8 @@ class NativeStack:
     report: dict[str, Any]
     started: float
     at: float = 0.0
+    #: When the workload ran its last ticket (it writes the report right after).
+    finished: float = 0.0
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         params = urllib.parse.urlencode({"query": expr, "time": f"{at or self.at:.3f}"})
@@ -86,7 +89,7 @@ def _start(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subp
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeStack]:
     # No Jaeger: nothing here reads traces (the Collector's trace export retries in vain).
     binaries = support.built_servers("otelcol")
-    prometheus = support.require_binary("prometheus", "apt-get install prometheus")
+    prometheus = support.prometheus_tool("prometheus")
     tmp = tmp_path_factory.mktemp("native-e2e")
     ports = Ports()
     jaeger_base = f"http://127.0.0.1:{ports('jaeger', 16686)}"
@@ -180,6 +183,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeStack]:
         built = NativeStack(
             prom_base, support.wait("the workload to finish", WORKLOAD_SECONDS + 60, report), started
         )
+        built.finished = report_path.stat().st_mtime
         total = sum(f["count"] for f in built.report["fits"])
         lines = len(built.report["lines"])
         assert lines == total
@@ -368,6 +372,68 @@ def test_the_native_recording_rules_and_every_alert_evaluate(stack: NativeStack)
     support.assert_shipped_alerts_evaluate(lambda expr: stack.query(expr, when))
     for name, signal in alerts.signals(fast).items():
         assert stack.query(signal, when), f"{name}: no value on the native path"
+
+
+def _by_group(
+    samples: list[dict[str, Any]], group: tuple[str, ...], pick: int
+) -> tuple[float, dict[tuple[str, ...], tuple[float, float]]]:
+    """(count, sum) of each series' ``pick``-th histogram in a range result, added up per
+    ``group``; and that histogram's timestamp (the latest over the series)."""
+    out: dict[tuple[str, ...], tuple[float, float]] = defaultdict(lambda: (0.0, 0.0))
+    stamp = 0.0
+    for s in samples:
+        t, histogram = s["histograms"][pick]
+        key = tuple(s["metric"][label] for label in group)
+        c, total = out[key]
+        out[key] = (c + float(histogram["count"]), total + float(histogram["sum"]))
+        stamp = max(stamp, float(t))
+    return stamp, dict(out)
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_the_recorded_native_rates_are_the_workloads_own(stack: NativeStack) -> None:
+    """Utilization, run tokens and run cost as the recording rules hold them (native histogram
+    rates summed to the service) count and add up what the workload observed, within 5 %.
+
+    One rule evaluation is read, 50 s after the workload's last ticket (its window holds the
+    last ten seconds of tickets at least). Its rate times the window is the workload's own total
+    (its report) less what the series already held at its first sample in that window (a rate
+    starts at a series' first sample: the observations made before the first export are never
+    an increase); the rest is the rate's extrapolation by up to 1.5 s of one-second exports. A
+    rate that lost samples, or was recorded from part of the series, misses this."""
+    time.sleep(max(0.0, stack.finished + 55.0 - time.time()))
+    resolution = names.prometheus_label(names.RESOLUTION)
+    checks = (
+        (names.UTILIZATION, stack.report["rounds"], (TASK,), ("task_type",), "utilization"),
+        (names.RUN_TOKENS, stack.report["runs"], (TASK, resolution), ("task_type", "resolution"), "tokens"),
+        (names.RUN_COST, stack.report["runs"], (TASK,), ("task_type",), "cost"),
+    )
+    window = seconds(WINDOW)
+    for metric, rows, group, key, value in checks:
+        record = names.recorded(metric, window=WINDOW)
+        evaluated, recorded = _by_group(
+            stack.query(f'{record}{{job="{SERVICE}"}}[20s]', stack.finished + 50.0), group, -1
+        )
+        assert recorded, record
+        # What each series held at its first sample inside the evaluation's window.
+        _, first = _by_group(
+            stack.query(f'{metric.prometheus}{{job="{SERVICE}"}}[{WINDOW}]', evaluated), group, 0
+        )
+        own: dict[tuple[str, ...], tuple[float, float]] = defaultdict(lambda: (0.0, 0.0))
+        for row in rows:
+            k = tuple(str(row[name]) for name in key)
+            own[k] = (own[k][0] + 1, own[k][1] + float(row[value]))
+        assert set(recorded) == set(first) <= set(own), (record, sorted(recorded), sorted(own))
+        increased = 0.0
+        for labels, (count, total) in recorded.items():
+            expected_count = own[labels][0] - first[labels][0]
+            expected_sum = own[labels][1] - first[labels][1]
+            where = (record, labels, count * window, expected_count)
+            assert count * window == pytest.approx(expected_count, rel=0.05, abs=1e-9), where
+            assert total * window == pytest.approx(expected_sum, rel=0.05, abs=1e-9), where
+            increased += expected_count
+        assert increased > 0, f"{record}: no increase in the window of the evaluation at {evaluated}"
 
 
 @pytest.mark.e2e

@@ -110,7 +110,7 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    prometheus = support.require_binary("prometheus", "apt-get install prometheus")
+    prometheus = support.prometheus_tool("prometheus")
     tmp = tmp_path_factory.mktemp("e2e")
     prom_port, metrics_port, cli_port = support.free_port(), support.free_port(), support.free_port()
     trims_port = support.free_port()

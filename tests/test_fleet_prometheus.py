@@ -51,7 +51,7 @@ COMPONENT = names.prometheus_label(names.COMPONENT)
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    prometheus = support.require_binary("prometheus", "apt-get install prometheus")
+    prometheus = support.prometheus_tool("prometheus")
     tmp = tmp_path_factory.mktemp("fleet")
     prom_port, agents_port = support.free_port(), support.free_port()
     rules = alerts.write(tmp / "rules.yml", alerts.AlertSettings.fast(WINDOW, overflow_ratio=OVERFLOW_RATIO))

@@ -29,7 +29,7 @@ from instrument_support import (
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import StatusCode
-from support import require_binary
+from support import prometheus_tool
 
 import otel_ctx
 import otel_ctx.instrumentation as oi
@@ -253,7 +253,7 @@ def test_a_dead_collector_does_not_slow_an_unmeasured_call(
 
 def test_the_dashboard_share_is_unmeasured_over_all_calls(tmp_path: Path) -> None:
     """The overview panel's query through Prometheus's engine: 1 unmeasured call in 10 is 10%."""
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     task = n.prometheus_label(n.TASK_TYPE)
     reason = n.prometheus_label(n.UNOBSERVED_REASON)
     model = n.prometheus_label(n.GEN_AI_REQUEST_MODEL)

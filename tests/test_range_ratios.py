@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import require_binary
+from support import prometheus_tool
 
 from otel_ctx import names
 from otel_ctx.grafana import alerts, build_dashboards, queries
@@ -101,7 +101,7 @@ def within(expr: str, truth: float, tolerance: float, **labels: str) -> dict[str
 
 
 def test_mean_budget_reads_the_one_budget_whatever_the_range(tmp_path: Path) -> None:
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     one = (*MODELS[:1], ("gpt-4o-late", 25, 10, 7300, 100))
     stat = panel("Mean budget (tokens)")
     cases = [
@@ -120,7 +120,7 @@ def test_mean_budget_weighs_every_fit_once_when_budgets_differ(tmp_path: Path) -
     """Two models of one task type, the second first seen 20 minutes later with a smaller budget:
     over a range that holds all of it the stat is the fits-weighted mean (6,745 here); each
     series' own average would read 6,225, the two models' budgets weighed by fits a minute."""
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     truth = fits_weighted(MODELS, 3)
     assert abs(truth - 6225) > 400  # the data tells the two readings apart
     stat = fill(panel("Mean budget (tokens)"), "1h")
@@ -137,7 +137,7 @@ def test_mean_budget_weighs_every_fit_once_when_budgets_differ(tmp_path: Path) -
 def test_mean_tokens_by_outcome_weighs_every_fit_once(tmp_path: Path) -> None:
     """The heavy requests (mean tokens per line, from the recorded rates): the fits-weighted
     mean over the range, within the recorded rate's two minutes at the range's ends."""
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     truth = fits_weighted(MODELS, 4)
     expr = fill(panel("The heavy requests"), "1h")
     labels = {OUTCOME: names.OUTCOME_FIT, COMPONENT: TOOL}
@@ -147,7 +147,7 @@ def test_mean_tokens_by_outcome_weighs_every_fit_once(tmp_path: Path) -> None:
 def test_share_of_the_budget_by_round_weighs_every_request_once(tmp_path: Path) -> None:
     """What grows round by round, from two services first seen 20 minutes apart: the tool
     results' share of the budget in round 01 is their total over the budgets' total."""
-    promtool = require_binary("promtool", "apt-get install prometheus")
+    promtool = prometheus_tool("promtool")
     data = []
     # (job, first minute, requests a minute, budget, tool tokens per request)
     jobs = (("early", 5, 30, 7300, 3650), ("late", 25, 10, 3000, 300))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from sys import getsizeof
 from typing import Any
 
@@ -894,11 +895,15 @@ class OpenAIChatAdapter(Adapter):
         return item, Turn(ROLE_LINES[str(role)], parts, reader.role_cost[str(role)])
 
 
+_ROLE = attrgetter("role")
+
+
 def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter) -> None:
     """The tool section's tokens on ``model``, an estimate: the rendering reproduces most bills to
     the token, but not all of them (a token or two either way), so the count does not claim it."""
     section = count_functions(counter, tools)
-    has_system = any(t.role == "system" for t in model.turns) or model.tool_schema > 0
+    # ``in`` over the roles runs in C: a long transcript with no system message costs no Python loop.
+    has_system = model.tool_schema > 0 or "system" in map(_ROLE, model.turns)
     n = max(0, section.tokens + section_framing(counter.model, counter.resolved.name, has_system, section))
     model.tool_schema += n
     model.schema_inexact += n

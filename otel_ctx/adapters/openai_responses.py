@@ -18,6 +18,7 @@ import itertools
 import sys
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from otel_ctx.adapters.base import (
@@ -427,7 +428,7 @@ class OpenAIResponsesAdapter(Adapter):
                     "instructions", f"must be a string, got {type(instructions).__name__}"
                 )
             model.blocks = (self.block("system_prompt", instructions, counter),)
-        has_system = instructions is not None or any(t.role == "system" for t in turns)
+        has_system = instructions is not None or "system" in map(attrgetter("role"), turns)
         self._tools(model, body.get("tools"), has_system, counter, ctx.unknowns)
         for key, reason in _SERVER_STATE:
             value = body.get(key)

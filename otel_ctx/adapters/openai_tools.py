@@ -240,8 +240,7 @@ def commented(functions: Sequence[Mapping[str, Any]]) -> int:
         params = fn.get("parameters")
         props = params.get("properties") if _is_mapping(params) else None
         if not props or (
-            _is_mapping(props)
-            and any(_is_mapping(p) and p.get("description") for p in props.values())
+            _is_mapping(props) and any(_is_mapping(p) and p.get("description") for p in props.values())
         ):
             n += 1
     return n

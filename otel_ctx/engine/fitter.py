@@ -549,13 +549,15 @@ class Fitter:
                 system_prompt += remainder
             else:
                 skills += remainder
-        estimated_lines: tuple[str, ...] = tuple(line for line in LINES if inexact_lines.get(line))
-        if schema_inexact:
-            estimated_lines += ("tool_schema",)
-        if block_inexact[0]:
-            estimated_lines += ("system_prompt",)
-        if block_inexact[1]:
-            estimated_lines += ("skills",)
+        estimated_lines: tuple[str, ...] = ()
+        if inexact:
+            estimated_lines = tuple(line for line in LINES if inexact_lines.get(line))
+            if schema_inexact:
+                estimated_lines += ("tool_schema",)
+            if block_inexact[0]:
+                estimated_lines += ("system_prompt",)
+            if block_inexact[1]:
+                estimated_lines += ("skills",)
         budget = policy.budget
         breakdown = Breakdown(
             context_length=policy.context_length,
