@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -40,11 +41,39 @@ def require_binary(name: str, hint: str = "") -> str:
     return path
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port on 127.0.0.1 that was free a moment ago, for a server a test starts next.
+
+    The port lies below the kernel's ephemeral range: the kernel hands ports in that range to
+    every outgoing connection (Prometheus scraping, an SDK calling the fake provider), so a port
+    found free there can be taken by one before the server binds it, and the server dies with
+    "Address already in use". Below the range only a bind can take it. Each port is handed out
+    once per session, so two servers of one test never get the same one.
+    """
+    low, _ = _ephemeral_range()
+    first = max(1024, low - 12000)
+    for port in random.sample(range(first, low), low - first):
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError(f"no free TCP port on 127.0.0.1 in {first}..{low - 1}")
 
 
 # --- the end-to-end checks, shared by every path telemetry takes into Prometheus ----------------
