@@ -33,7 +33,6 @@ is then flagged inexact rather than passed off as the provider's.
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypeGuard
@@ -246,13 +245,14 @@ def commented(functions: Sequence[Mapping[str, Any]]) -> int:
     return n
 
 
-def _cleaned(description: Any) -> str:
-    """A function's description as the model reads it: cleaned like a docstring (the common
-    indentation of its continuation lines removed) and stripped of surrounding whitespace
-    (measured: a docstring's indentation and a trailing space are not billed)."""
-    if not isinstance(description, str) or not description:
+def _comment(description: Any) -> str:
+    """A function's description as the model reads it: every line its own ``//`` comment, the
+    line's indentation and trailing space dropped, a blank line a bare ``//``, blank lines around
+    the whole dropped (measured: a docstring's indentation and a trailing space are not billed)."""
+    if not isinstance(description, str) or not description.strip():
         return ""
-    return inspect.cleandoc(description).strip()
+    lines = [line.strip() for line in description.strip().split("\n")]
+    return "".join(f"// {line}\n" if line else "//\n" for line in lines)
 
 
 def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
@@ -261,8 +261,7 @@ def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]
     known = [True]
     out = []
     for fn in functions:
-        desc = _cleaned(fn.get("description"))
-        text = f"// {desc}\n" if desc else ""
+        text = _comment(fn.get("description"))
         params = fn.get("parameters")
         if _is_mapping(params) and params.get("properties"):
             defs = params.get("$defs", params.get("definitions"))
