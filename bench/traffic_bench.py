@@ -10,41 +10,23 @@ publishes no offline tokenizer, so its counts are estimates the calibration corr
 
 from __future__ import annotations
 
-import json
 import logging
 import statistics
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from bench.report import Figure
 from otel_ctx import BudgetPolicy, ContextFitter
+from tests.real_traffic import DATA, FILES, PROVIDER, billed, read
 
 SECTION = "The count against real bills (recorded request bodies and their usage)"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traffic" / "real_traffic.jsonl"
-PROVIDER = {
-    "openai.chat": "openai",
-    "openai.responses": "openai-responses",
-    "anthropic.messages": "anthropic",
-}
 #: Anthropic's calibrated estimates: within ±15% of the bill on at least this share of calls.
 ANTHROPIC_TARGET = 0.85
 
 
-def billed(row: Mapping[str, Any]) -> int:
-    usage = row["usage"]
-    if row["api"] == "openai.chat":
-        return int(usage["prompt_tokens"])
-    if row["api"] == "openai.responses":
-        return int(usage["input_tokens"])
-    extra = (usage.get("cache_creation_input_tokens") or 0) + (usage.get("cache_read_input_tokens") or 0)
-    return int(usage["input_tokens"] + extra)
-
-
-def run(path: Path = DATA) -> tuple[list[Figure], list[str]]:
+def run(path: Path = DATA / FILES[0]) -> tuple[list[Figure], list[str]]:
     if not path.is_file():
         return [], [f"No real-traffic data at {path}: the count against real bills was not measured."]
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read(path)
     policy = BudgetPolicy(context_length=10**9, reserved_output=0)
     fitters: dict[str, ContextFitter] = {}
     errors: dict[str, dict[str, list[float]]] = {}

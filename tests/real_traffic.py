@@ -27,6 +27,12 @@ PROVIDER = {
 }
 
 
+def read(path: Path) -> list[dict[str, Any]]:
+    """Every record of the file at ``path`` (the bench reads the truth set through this too)."""
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def rows(name: str = FILES[0]) -> list[dict[str, Any]]:
     """Every record of ``name``; a skip without the data, a failure without it under CI."""
     path = DATA / name
@@ -34,8 +40,7 @@ def rows(name: str = FILES[0]) -> list[dict[str, Any]]:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"the real-traffic truth set is missing under CI: {path}")
         pytest.skip(f"no real-traffic data at {path}")
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read(path)
 
 
 def billed(row: Mapping[str, Any]) -> int:
