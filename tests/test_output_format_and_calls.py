@@ -128,3 +128,44 @@ def test_naming_the_function_to_call_costs_its_name_on_the_chat_models_only() ->
     )
     no_tools = {k: v for k, v in named.items() if k != "tools"}
     assert _count(no_tools, "openai") == _count({k: v for k, v in base.items() if k != "tools"}, "openai")
+
+
+def test_a_schema_description_is_the_formats_comment_when_the_format_has_none() -> None:
+    described = {**SCHEMA, "description": "An answer to file"}
+    text = render_output_format("Answer", None, described)
+    head, _, shown = text.partition("// An answer to file\n")
+    assert head == "# Response Formats\n\n## Answer\n\n"
+    assert "description" not in json.loads(shown)  # moved out of the JSON, not written twice
+    # The format's own description wins; the schema's then stays in the JSON where it is.
+    own = render_output_format("Answer", "What to answer", described)
+    assert "// What to answer\n" in own and '"description":"An answer to file"' in own
+
+
+def test_chat_frames_a_section_joined_to_the_system_message_with_four_tokens() -> None:
+    counter = TokenCounter(resolve_encoding("gpt-4o"))
+    section = counter.text(render_output_format("Answer", None, SCHEMA))
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    bare: dict[str, Any] = {"model": "gpt-4o", "messages": messages}
+    fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA}}
+    joined = _count({**bare, "response_format": fmt}, "openai") - _count(bare, "openai")
+    # A system message of its own costs the message's framing (3 tokens and the role) more.
+    assert openai_tools.FORMAT_IN_SYSTEM == 4
+    assert joined == section + 4
+    assert openai_tools.FORMAT_NEW_SYSTEM - openai_tools.FORMAT_IN_SYSTEM == 4
+
+
+def test_a_reasoning_models_format_in_responses_is_an_estimate_framed_apart() -> None:
+    model = "gpt-5.4-mini"
+    counter = TokenCounter(resolve_encoding(model))
+    section = counter.text(render_output_format("Answer", None, SCHEMA))
+    bare: dict[str, Any] = {"model": model, "input": "hi"}
+    fmt = {"format": {"type": "json_schema", "name": "Answer", "schema": SCHEMA}}
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+    with_format = fitter.measure_request({**bare, "text": fmt}, provider="openai-responses")
+    added = with_format.breakdown.estimated - _count(bare, "openai-responses", model)
+    assert added == section + openai_tools.FORMAT_RESPONSES_REASONING
+    assert not with_format.exact
+    assert "tool_schema" in with_format.estimated_lines
+    chat = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gpt-4o")
+    chat_body = {"model": "gpt-4o", "input": "hi", "text": fmt}
+    assert chat.measure_request(chat_body, provider="openai-responses").exact

@@ -33,6 +33,7 @@ __all__ = [
     "ANTHROPIC_DOCUMENT_FRAMING",
     "ANTHROPIC_IMAGE_BOUND",
     "AUDIO_BYTES_PER_TOKEN",
+    "AUDIO_PART_FRAMING",
     "Cost",
     "PdfDocument",
     "anthropic_document_bound",
@@ -657,6 +658,9 @@ AUDIO_MS_PER_TOKEN = 100
 #: A clip whose length cannot be read: one token per kilobyte errs high for every format
 #: the APIs take (16-bit PCM is about 10 tokens per 32 kB second).
 AUDIO_BYTES_PER_TOKEN = 1_000
+#: A Chat Completions audio part is framed by 4 text tokens besides its clip (measured: the bills'
+#: ``text_tokens`` are the text's, the messages' and the reply's, and 4 more for the clip).
+AUDIO_PART_FRAMING = 4
 #: MPEG-1 Layer III bitrates (kbit/s) by the header's index; MPEG-2/2.5 Layer III the second row.
 _MP3_KBPS = (
     (0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0),

@@ -368,10 +368,12 @@ _SUBSCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 #: system message and no tools in the request), joined to the request's first system or developer
 #: message, or joined to the tool section (measured).
 FORMAT_NEW_SYSTEM = 8
-FORMAT_IN_SYSTEM = 3
+FORMAT_IN_SYSTEM = 4
 FORMAT_AFTER_TOOLS = 1
-#: The Responses API adds the section to the prompt it builds anyway: one token of framing (measured).
+#: The Responses API adds the section to the prompt it builds anyway: one token of framing for the
+#: chat models, none for the reasoning models (measured; the latter on one bill, so an estimate).
 FORMAT_RESPONSES = 1
+FORMAT_RESPONSES_REASONING = 0
 
 
 def _shown_schema(schema: Any, depth: int = 0) -> Any:
@@ -397,7 +399,15 @@ def _shown_schema(schema: Any, depth: int = 0) -> Any:
 def render_output_format(name: Any, description: Any, schema: Any) -> str:
     """The response-format section a ``json_schema`` format writes into the prompt: its name as a
     heading, its description as a comment, and the schema as compact JSON without the keywords
-    that are enforced rather than shown (``required``, ``additionalProperties``, ``$schema``)."""
+    that are enforced rather than shown (``required``, ``additionalProperties``, ``$schema``).
+
+    A format without a description of its own is described by its schema's: the schema's
+    top-level ``description`` becomes the comment and leaves the JSON (measured)."""
+    if not (isinstance(description, str) and description) and _is_mapping(schema):
+        about = schema.get("description")
+        if isinstance(about, str) and about:
+            description = about
+            schema = {k: v for k, v in schema.items() if k != "description"}
     shown = json.dumps(_shown_schema(schema), ensure_ascii=False, separators=(",", ":"), default=str)
     about = f"// {description}\n" if isinstance(description, str) and description else ""
     return f"# Response Formats\n\n## {name if isinstance(name, str) else ''}\n\n{about}{shown}"
@@ -433,7 +443,8 @@ def add_output_schema(
 
     Chat Completions frames the section by where it joins the prompt (call this after the tools
     are booked); the Responses API alike whatever the request holds. The reasoning models' framing
-    in Chat Completions is not measured: their section is an estimate."""
+    is not measured in Chat Completions and on one bill only in Responses: their section is an
+    estimate."""
     found = output_format(format_)
     if found is None:
         return
@@ -443,9 +454,10 @@ def add_output_schema(
     except (TypeError, ValueError, RecursionError):
         return
     n = counter.text(text)
-    estimate = False
+    reasoning = is_reasoning_model(counter.model)
+    estimate = reasoning
     if responses:
-        n += FORMAT_RESPONSES
+        n += FORMAT_RESPONSES_REASONING if reasoning else FORMAT_RESPONSES
     else:
         if model.tool_schema > 0:
             n += FORMAT_AFTER_TOOLS
@@ -453,7 +465,6 @@ def add_output_schema(
             n += FORMAT_IN_SYSTEM
         else:
             n += FORMAT_NEW_SYSTEM
-        estimate = is_reasoning_model(counter.model)
     model.tool_schema += n
     if estimate:
         model.schema_inexact += n
