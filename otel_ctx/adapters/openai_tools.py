@@ -45,6 +45,7 @@ __all__ = [
     "Section",
     "add_forced_function",
     "add_output_schema",
+    "bare_first",
     "call_overhead",
     "chat_call_tokens",
     "commented",
@@ -78,8 +79,13 @@ _RENDERED = frozenset(
 #: into the request's first system or developer message (measured).
 NEW_SYSTEM = 2
 IN_SYSTEM = -1
-#: The older encodings' models (gpt-4, gpt-3.5-turbo) frame a new section one token more.
+#: Joined into a system message, a section whose first function has parameters but no
+#: description bills one token less (measured; see :func:`bare_first`).
+BARE_FIRST_IN_SYSTEM = -1
+#: The older encodings' models (gpt-4, gpt-3.5-turbo) frame the section one token more, as a
+#: system message of its own or joined into the first one (measured).
 NEW_SYSTEM_CL100K = 3
+IN_SYSTEM_CL100K = 0
 #: The reasoning models' tool preamble, whatever the request's system message (measured).
 REASONING_PREAMBLE = 84
 #: The Responses API frames the section alike with or without instructions: two tokens for the
@@ -166,7 +172,8 @@ def section_framing(
     if is_reasoning_model(model):
         return REASONING_PREAMBLE
     if has_system:
-        return IN_SYSTEM + further
+        joined = IN_SYSTEM_CL100K if encoding == "cl100k_base" else IN_SYSTEM
+        return joined + further + (BARE_FIRST_IN_SYSTEM if section.bare_first else 0)
     if encoding == "cl100k_base":
         return NEW_SYSTEM_CL100K + further
     return NEW_SYSTEM + further + section.commented
@@ -232,17 +239,30 @@ def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str
 
 
 def commented(functions: Sequence[Mapping[str, Any]]) -> int:
-    """Functions with no parameters or with a described property: in a section of its own, the
-    o200k chat models bill each of them one token more than its text (measured)."""
+    """Functions with no parameters or with a property that carries a comment (a description, or
+    a default, written as ``// default: ...``): in a section of its own, the o200k chat models
+    bill each of them one token more than its text (measured)."""
     n = 0
     for fn in functions:
         params = fn.get("parameters")
         props = params.get("properties") if _is_mapping(params) else None
         if not props or (
-            _is_mapping(props) and any(_is_mapping(p) and p.get("description") for p in props.values())
+            _is_mapping(props)
+            and any(_is_mapping(p) and (p.get("description") or "default" in p) for p in props.values())
         ):
             n += 1
     return n
+
+
+def bare_first(functions: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the first function has parameters but no description: joined into the request's
+    system or developer message, such a section bills one token less than its text (measured)."""
+    if not functions:
+        return False
+    first = functions[0]
+    params = first.get("parameters")
+    described = isinstance(first.get("description"), str) and first["description"].strip()
+    return bool(_is_mapping(params) and params.get("properties")) and not described
 
 
 def _comment(description: Any) -> str:
@@ -316,12 +336,14 @@ def _function(tool: Any, where: str) -> Mapping[str, Any]:
 
 class Section(NamedTuple):
     """A rendered tool section: its text's tokens, how many functions, whether every schema
-    keyword has a confirmed rendering, and how many functions :func:`commented` counts."""
+    keyword has a confirmed rendering, how many functions :func:`commented` counts, and whether
+    the first function is :func:`bare_first`."""
 
     tokens: int
     functions: int
     known: bool
     commented: int
+    bare_first: bool = False
 
 
 def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
@@ -351,7 +373,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
         text, known = render_functions(fns)
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
-    found = Section(counter.text(text), len(fns), known, commented(fns))
+    found = Section(counter.text(text), len(fns), known, commented(fns), bare_first(fns))
     state["openai-tools"] = (tools, items, key, found)
     return found
 
