@@ -558,9 +558,10 @@ class ChatReader:
             if audio is not None:  # a reference to an earlier audio reply, billed as audio
                 parts.append(Part("other", text(to_json(audio, f"{here}.audio", i, InvalidMessageError))))
         name = m.get("name")
-        if name is not None:
-            if not isinstance(name, str):
-                raise InvalidMessageError(f"{here}.name", "must be a string", index=i)
+        if name is not None and not isinstance(name, str):
+            raise InvalidMessageError(f"{here}.name", "must be a string", index=i)
+        # A tool result's ``name`` is not billed: the API names a result after its call (measured).
+        if name is not None and role != "tool":
             # o200k models write the name after the role with a colon (``user:alice``), which the
             # encoding merges; the older ones add a token to the name (measured on the bills).
             cost = (
