@@ -226,9 +226,10 @@ def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str
             title = prop.get("title")
             if isinstance(title, str) and title:
                 lines.append(f"// {title}\n//")
-            desc = prop.get("description")
-            if isinstance(desc, str) and desc:
-                lines.append(f"// {desc}")
+            # A property's description is commented line by line like a function's (measured).
+            desc = _comment(prop.get("description"))
+            if desc:
+                lines.append(desc[:-1])
         line = f"{key}{'' if key in required else '?'}: {_type(prop, known, refs)},"
         if _is_mapping(prop) and "default" in prop:
             default = prop["default"]
