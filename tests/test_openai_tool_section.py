@@ -1,0 +1,118 @@
+"""The Chat Completions tool section: how its text is written and framed for the chat models.
+
+Each rule is checked on made-up functions, as the difference it makes between two requests
+or as the section's text written out by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters import openai_tools
+from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+
+ASK = {"role": "user", "content": "Plan the trip."}
+RULES = {"role": "system", "content": "You plan trips."}
+
+
+def _fn(name: str, description: str | None = None, **props: dict[str, Any]) -> dict[str, Any]:
+    fn: dict[str, Any] = {"name": name}
+    if description is not None:
+        fn["description"] = description
+    if props:
+        fn["parameters"] = {"type": "object", "properties": props, "required": list(props)}
+    return {"type": "function", "function": fn}
+
+
+def _section(tools: list[dict[str, Any]], *, system: bool = False, model: str = "gpt-4o") -> int:
+    """The tokens booked for ``tools`` in a one-question request."""
+    messages = [RULES, ASK] if system else [ASK]
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+    body = {"model": model, "messages": messages, "tools": tools}
+    return fitter.measure_request(body, provider="openai").breakdown.tool_schema
+
+
+def _text(text: str, model: str = "gpt-4o") -> int:
+    return TokenCounter(resolve_encoding(model), model=model).text(text)
+
+
+def _wrapped(body: str) -> str:
+    return f"# Tools\n\n## functions\n\nnamespace functions {{\n\n{body}\n\n}} // namespace functions"
+
+
+def test_a_multi_line_description_bills_as_one_comment_a_line() -> None:
+    doc = "Book a room.\n\n    Args:\n        city: where to stay\n    "
+    tools = [_fn("book_room", doc, city={"type": "string"})]
+    expected = _wrapped(
+        "// Book a room.\n//\n// Args:\n// city: where to stay\n"
+        "type book_room = (_: {\ncity: string,\n}) => any;"
+    )
+    assert _section(tools) == _text(expected) + openai_tools.NEW_SYSTEM
+
+
+def test_a_multi_line_property_description_is_commented_line_by_line() -> None:
+    prop = {"type": "string", "description": "The city.\n    Spelled in full."}
+    tools = [_fn("find_hotel", "Find a hotel.", city=prop)]
+    expected = _wrapped(
+        "// Find a hotel.\ntype find_hotel = (_: {\n"
+        "// The city.\n// Spelled in full.\ncity: string,\n}) => any;"
+    )
+    assert openai_tools.render_functions([t["function"] for t in tools])[0] == expected
+
+
+def test_joined_into_a_system_message_a_bare_first_function_bills_one_token_less() -> None:
+    bare = _fn("find_hotel", city={"type": "string"})
+    described = _fn("find_train", "Find a train.", city={"type": "string"})
+    no_params = _fn("list_cities")
+
+    def framing(tools: list[dict[str, Any]], system: bool) -> int:
+        fns = [t["function"] for t in tools]
+        return _section(tools, system=system) - _text(openai_tools.render_functions(fns)[0])
+
+    joined = openai_tools.IN_SYSTEM + openai_tools.PER_FURTHER_FUNCTION
+    assert framing([bare, described], True) == joined + openai_tools.BARE_FIRST_IN_SYSTEM
+    assert framing([described, bare], True) == joined
+    # A first function without parameters is not bare, and in a section of its own nothing changes.
+    assert framing([no_params, bare], True) == joined
+    alone = openai_tools.NEW_SYSTEM + openai_tools.PER_FURTHER_FUNCTION
+    assert framing([bare, described], False) == framing([described, bare], False) == alone
+
+
+def test_a_default_is_a_comment_like_a_description() -> None:
+    plain = _fn("find_hotel", "Find a hotel.", pets={"type": "boolean"})
+    defaulted = _fn("find_hotel", "Find a hotel.", pets={"type": "boolean", "default": False})
+    text = {
+        name: _text(openai_tools.render_functions([tool["function"]])[0])
+        for name, tool in (("plain", plain), ("defaulted", defaulted))
+    }
+    # In a section of its own a commented function bills one token more than its text.
+    assert _section([plain]) - text["plain"] == openai_tools.NEW_SYSTEM
+    assert _section([defaulted]) - text["defaulted"] == openai_tools.NEW_SYSTEM + 1
+
+
+def test_the_cl100k_models_frame_a_joined_section_one_token_more() -> None:
+    tools = [_fn("find_hotel", "Find a hotel.", city={"type": "string", "description": "The city."})]
+    model = "gpt-3.5-turbo"
+    text = _text(openai_tools.render_functions([tools[0]["function"]])[0], model)
+    assert _section(tools, system=True, model=model) - text == openai_tools.IN_SYSTEM_CL100K
+    assert _section(tools, system=True) - _text(openai_tools.render_functions([tools[0]["function"]])[0]) == (
+        openai_tools.IN_SYSTEM
+    )
+    assert openai_tools.IN_SYSTEM_CL100K == openai_tools.IN_SYSTEM + 1
+
+
+def test_a_tool_results_name_is_not_billed() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "find_hotel", "arguments": "{}"}}
+    result = {"role": "tool", "tool_call_id": "call_1", "content": "Hotel Adler"}
+    messages = [ASK, {"role": "assistant", "content": None, "tool_calls": [call]}, result]
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gpt-4o")
+    tools = [_fn("find_hotel")]
+
+    def count(msgs: list[dict[str, Any]]) -> int:
+        return fitter.count_request({"model": "gpt-4o", "messages": msgs, "tools": tools}, provider="openai")
+
+    named = [*messages[:2], {**result, "name": "find_hotel"}]
+    assert count(named) == count(messages)
+    # A user's name still is.
+    assert count([{**ASK, "name": "ada"}, *messages[1:]]) > count(messages)
