@@ -114,7 +114,7 @@ def test_nested_schemas_are_charged_at_least_their_json(gpt4: ContextFitter) -> 
     text, known = render_functions([t["function"] for t in nested])
     assert "// Refund items.\ntype create_refund = (_: {\nitems?: {\nsku?: string,\n}[],\n}) => any;" in text
     assert known
-    assert count_functions(gpt4.counter, nested) == (gpt4.counter.text(text), 1, True, 0)
+    assert count_functions(gpt4.counter, nested)[:4] == (gpt4.counter.text(text), 1, True, 0)
 
 
 def test_encoding_comes_from_the_offline_bundle() -> None:

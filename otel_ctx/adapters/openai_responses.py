@@ -428,6 +428,11 @@ class OpenAIResponsesAdapter(Adapter):
                     "instructions", f"must be a string, got {type(instructions).__name__}"
                 )
             model.blocks = (self.block("system_prompt", instructions, counter),)
+            if not instructions.strip():
+                # An empty instructions string is not the same as none: every bill of one is
+                # higher than its body, by tens of tokens and by hundreds with tools (measured), so
+                # the API writes text of its own the body does not show; the count is a bound.
+                ctx.unknown("empty instructions")
         has_system = instructions is not None or "system" in map(attrgetter("role"), turns)
         self._tools(model, body.get("tools"), has_system, counter, ctx.unknowns)
         for key, reason in _SERVER_STATE:
@@ -489,7 +494,7 @@ class OpenAIResponsesAdapter(Adapter):
         n = 0
         if functions:
             try:
-                section = count_functions(counter, functions)
+                section = count_functions(counter, functions, responses=True)
             except InvalidToolSchemaError as exc:
                 # The counter names the wrapped shape; name the caller's flat tool instead.
                 raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None

@@ -53,6 +53,7 @@ __all__ = [
     "is_reasoning_model",
     "output_format",
     "output_schema",
+    "plain_after_first",
     "render_functions",
     "render_output_format",
     "section_framing",
@@ -79,9 +80,6 @@ _RENDERED = frozenset(
 #: into the request's first system or developer message (measured).
 NEW_SYSTEM = 2
 IN_SYSTEM = -1
-#: Joined into a system message, a section whose first function has parameters but no
-#: description bills one token less (measured; see :func:`bare_first`).
-BARE_FIRST_IN_SYSTEM = -1
 #: The older encodings' models (gpt-4, gpt-3.5-turbo) frame the section one token more, as a
 #: system message of its own or joined into the first one (measured).
 NEW_SYSTEM_CL100K = 3
@@ -92,9 +90,17 @@ REASONING_PREAMBLE = 84
 #: reasoning models, two fewer than its text for the others (measured).
 RESPONSES_REASONING = 2
 RESPONSES_CHAT = -3
-#: Each function after the first costs a token less than its text: the blank lines between
-#: functions merge with the line ends (measured).
+#: In a section of its own (Chat Completions) each function after the first costs a token less
+#: than its text (measured; the o200k models add :func:`commented` back).
 PER_FURTHER_FUNCTION = -1
+#: Joined into a system or developer message (Chat Completions) or in the Responses API, a section
+#: whose first function has parameters but no description costs a token less (measured; see
+#: :func:`bare_first`).
+BARE_FIRST = -1
+#: Joined into a system or developer message (Chat Completions) and in the Responses API (every
+#: model), a function after the first costs a token less only when its parameters open on a
+#: property with no comment (no title, no description); the others cost their text (measured).
+PLAIN_AFTER_FIRST = -1
 #: A tool call in a Responses input, or in a reasoning model's Chat transcript, is the call's name
 #: and arguments plus its framing: 7, and 6 more for a reasoning model (measured; the chat
 #: models' Chat calls follow :func:`chat_call_tokens` instead).
@@ -168,18 +174,22 @@ def section_framing(
     whose framing is its own and whose reasoning models add no preamble; measured)."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if responses:
-        return (RESPONSES_REASONING if is_reasoning_model(model) else RESPONSES_CHAT) + further
+        return (
+            (RESPONSES_REASONING if is_reasoning_model(model) else RESPONSES_CHAT)
+            + BARE_FIRST * section.bare_first
+            + PLAIN_AFTER_FIRST * section.plain_after_first
+        )
     if is_reasoning_model(model):
         return REASONING_PREAMBLE
     if has_system:
         joined = IN_SYSTEM_CL100K if encoding == "cl100k_base" else IN_SYSTEM
-        return joined + further + (BARE_FIRST_IN_SYSTEM if section.bare_first else 0)
+        return joined + BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
     if encoding == "cl100k_base":
         return NEW_SYSTEM_CL100K + further
     return NEW_SYSTEM + further + section.commented
 
 
-def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]]) -> str:
+def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: bool = False) -> str:
     if not _is_mapping(schema):
         known[0] = False
         return "any"
@@ -187,18 +197,18 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]]) -> str:
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) and len(refs) < 32:
         target = refs[0].get(ref.rsplit("/", 1)[-1])
         if _is_mapping(target):  # written in place, as the model reads it
-            return _type(target, known, [*refs, target])
+            return _type(target, known, [*refs, target], lone)
     if not set(schema) <= _RENDERED:
         known[0] = False
     for key in ("anyOf", "oneOf"):
         alternatives = schema.get(key)
         if isinstance(alternatives, Sequence) and not isinstance(alternatives, str):
-            return " | ".join(_type(a, known, refs) for a in alternatives)
+            return " | ".join(_type(a, known, refs, lone) for a in alternatives)
     kind = schema.get("type")
     if isinstance(kind, list):
         return " | ".join("number" if k == "integer" else str(k) for k in kind)
     if kind == "object" or (kind is None and "properties" in schema):
-        return _object(schema, known, refs)
+        return _titled(schema) + _object(schema, known, refs, lone)
     enum = schema.get("enum")
     if isinstance(enum, Sequence) and not isinstance(enum, str) and enum:
         return " | ".join(json.dumps(e, ensure_ascii=False) for e in enum)
@@ -208,13 +218,38 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]]) -> str:
         return str(kind)
     if kind == "array":
         items = schema.get("items")
-        return f"{_type(items, known, refs)}[]" if items is not None else "any[]"
+        return f"{_type(items, known, refs, lone)}[]" if items is not None else "any[]"
     if kind is not None:
         known[0] = False
     return "any"
 
 
-def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str, Any]]) -> str:
+def _is_object(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "object" or (kind is None and "properties" in schema)
+
+
+def _titled(schema: Mapping[str, Any]) -> str:
+    """An object's title as the comment line that opens it (``// Recipe`` before its ``{``)."""
+    title = schema.get("title")
+    return f"// {title}\n" if isinstance(title, str) and title else ""
+
+
+def _default(prop: Mapping[str, Any]) -> str:
+    """A default as the trailing comment shows it: a string quoted as JSON, but an enum's value
+    bare (as the open-weight models' renderer writes it)."""
+    default = prop["default"]
+    if isinstance(default, str):
+        return default if prop.get("enum") else json.dumps(default, ensure_ascii=False)
+    return json.dumps(default, ensure_ascii=False)
+
+
+def _object(
+    schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str, Any]], lone: bool = False
+) -> str:
+    """An object's members, one a line. ``lone``: a property's title with no description is one
+    comment line (the Responses API); else a blank comment follows it, as when a description does
+    (Chat Completions; measured on both APIs' bills)."""
     props = schema.get("properties") or {}
     if not _is_mapping(props):
         known[0] = False
@@ -223,17 +258,17 @@ def _object(schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str
     lines = ["{"]
     for key, prop in props.items():
         if _is_mapping(prop):
+            desc = prop.get("description")
+            described = isinstance(desc, str) and bool(desc)
             title = prop.get("title")
-            if isinstance(title, str) and title:
-                lines.append(f"// {title}\n//")
-            # A property's description is commented line by line like a function's (measured).
-            desc = _comment(prop.get("description"))
-            if desc:
-                lines.append(desc[:-1])
-        line = f"{key}{'' if key in required else '?'}: {_type(prop, known, refs)},"
+            if isinstance(title, str) and title and not _is_object(prop):
+                lines.append(f"// {title}" if lone and not described else f"// {title}\n//")
+            if described:
+                # A property's description is commented line by line like a function's (measured).
+                lines.append(_comment(desc)[:-1])
+        line = f"{key}{'' if key in required else '?'}: {_type(prop, known, refs, lone)},"
         if _is_mapping(prop) and "default" in prop:
-            default = prop["default"]
-            line += f" // default: {default if isinstance(default, str) else json.dumps(default)}"
+            line += f" // default: {_default(prop)}"
         lines.append(line)
     lines.append("}")
     return "\n".join(lines)
@@ -276,9 +311,10 @@ def _comment(description: Any) -> str:
     return "".join(f"// {line}\n" if line else "//\n" for line in lines)
 
 
-def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
+def render_functions(functions: Sequence[Mapping[str, Any]], *, responses: bool = False) -> tuple[str, bool]:
     """The tool section's text for ``functions`` (``{"name", "description", "parameters"}`` each),
-    and whether every schema keyword in them has a rendering the bills confirm."""
+    and whether every schema keyword in them has a rendering the bills confirm (``responses``: as
+    the Responses API writes a property's lone title, see :func:`_object`)."""
     known = [True]
     out = []
     for fn in functions:
@@ -287,13 +323,10 @@ def render_functions(functions: Sequence[Mapping[str, Any]]) -> tuple[str, bool]
         if _is_mapping(params) and params.get("properties"):
             defs = params.get("$defs", params.get("definitions"))
             refs = [defs if _is_mapping(defs) else {}]
-            # The schema's own description opens the type; its title is billed as its text.
+            # The schema's own title and description open the type as comments (``(_: // Args``).
             about = params.get("description")
-            head = f"// {about}\n" if isinstance(about, str) and about else ""
-            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs)}) => any;"
-            title = params.get("title")
-            if isinstance(title, str) and title:
-                text += title
+            head = _titled(params) + (f"// {about}\n" if isinstance(about, str) and about else "")
+            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs, responses)}) => any;"
             for key in params:
                 if key not in _RENDERED and key not in ("$defs", "definitions"):
                     known[0] = False
@@ -337,18 +370,44 @@ def _function(tool: Any, where: str) -> Mapping[str, Any]:
 
 class Section(NamedTuple):
     """A rendered tool section: its text's tokens, how many functions, whether every schema
-    keyword has a confirmed rendering, how many functions :func:`commented` counts, and whether
-    the first function is :func:`bare_first`."""
+    keyword has a confirmed rendering, how many functions :func:`commented` counts, whether the
+    first function has parameters but no description, and how many functions after the first
+    open their parameters on a property with no comment (see :func:`plain_after_first`)."""
 
     tokens: int
     functions: int
     known: bool
     commented: int
     bare_first: bool = False
+    plain_after_first: int = 0
 
 
-def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
-    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`).
+def _properties(fn: Mapping[str, Any]) -> Mapping[str, Any]:
+    params = fn.get("parameters")
+    props = params.get("properties") if _is_mapping(params) else None
+    return props if _is_mapping(props) else {}
+
+
+def plain_after_first(functions: Sequence[Mapping[str, Any]]) -> int:
+    """How many functions after the first have parameters whose first property has no comment
+    (no title, no description): see :data:`PLAIN_AFTER_FIRST`."""
+    n = 0
+    for fn in functions[1:]:
+        props = _properties(fn)
+        if props:
+            first = next(iter(props.values()))
+            if not (_is_mapping(first) and (_text(first.get("title")) or _text(first.get("description")))):
+                n += 1
+    return n
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: bool = False) -> Section:
+    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`; ``responses``: as the
+    Responses API renders them, see :func:`render_functions`).
 
     Tool lists are static in practice: the count is kept for the list (and its tool objects)
     last seen and for its JSON, so an unchanged list is not rendered again every round.
@@ -357,7 +416,8 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
         raise InvalidToolSchemaError("tools", f"must be a list of tool objects, got {type(tools).__name__}")
     items = tuple(tools)
     state = counter.dialect_state
-    last = state.get("openai-tools")
+    slot = "openai-tools-responses" if responses else "openai-tools"
+    last = state.get(slot)
     if (
         last is not None
         and last[0] is tools
@@ -368,14 +428,16 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any]) -> Section:
     fns = [_function(tool, f"tools[{i}]") for i, tool in enumerate(items)]
     key = to_json(fns, "tools", None, InvalidToolSchemaError)  # a typed error for what JSON cannot say
     if last is not None and key == last[2]:
-        state["openai-tools"] = (tools, items, key, last[3])
+        state[slot] = (tools, items, key, last[3])
         return last[3]  # type: ignore[no-any-return]
     try:
-        text, known = render_functions(fns)
+        text, known = render_functions(fns, responses=responses)
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
-    found = Section(counter.text(text), len(fns), known, commented(fns), bare_first(fns))
-    state["openai-tools"] = (tools, items, key, found)
+    found = Section(
+        counter.text(text), len(fns), known, commented(fns), bare_first(fns), plain_after_first(fns)
+    )
+    state[slot] = (tools, items, key, found)
     return found
 
 
