@@ -70,11 +70,15 @@ def test_joined_into_a_system_message_a_bare_first_function_bills_one_token_less
         fns = [t["function"] for t in tools]
         return _section(tools, system=system) - _text(openai_tools.render_functions(fns)[0])
 
-    joined = openai_tools.IN_SYSTEM + openai_tools.PER_FURTHER_FUNCTION
-    assert framing([bare, described], True) == joined + openai_tools.BARE_FIRST_IN_SYSTEM
+    # Joined, the second function opens on a property with no comment: a token less for it.
+    joined = openai_tools.IN_SYSTEM + openai_tools.PLAIN_AFTER_FIRST
+    assert framing([bare, described], True) == joined + openai_tools.BARE_FIRST
     assert framing([described, bare], True) == joined
     # A first function without parameters is not bare, and in a section of its own nothing changes.
     assert framing([no_params, bare], True) == joined
+    # A later function whose first property is described costs its text.
+    commented = _fn("find_train", "Find a train.", city={"type": "string", "description": "The city."})
+    assert framing([described, commented], True) == openai_tools.IN_SYSTEM
     alone = openai_tools.NEW_SYSTEM + openai_tools.PER_FURTHER_FUNCTION
     assert framing([bare, described], False) == framing([described, bare], False) == alone
 
@@ -91,15 +95,22 @@ def test_a_default_is_a_comment_like_a_description() -> None:
     assert _section([defaulted]) - text["defaulted"] == openai_tools.NEW_SYSTEM + 1
 
 
-def test_the_cl100k_models_frame_a_joined_section_one_token_more() -> None:
-    tools = [_fn("find_hotel", "Find a hotel.", city={"type": "string", "description": "The city."})]
-    model = "gpt-3.5-turbo"
-    text = _text(openai_tools.render_functions([tools[0]["function"]])[0], model)
-    assert _section(tools, system=True, model=model) - text == openai_tools.IN_SYSTEM_CL100K
-    assert _section(tools, system=True) - _text(openai_tools.render_functions([tools[0]["function"]])[0]) == (
-        openai_tools.IN_SYSTEM
+def test_legacy_functions_joined_into_a_system_message_cost_a_token_more_than_tools() -> None:
+    fn = _fn("find_hotel", "Find a hotel.", city={"type": "string", "description": "The city."})
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gpt-3.5-turbo")
+
+    def schema(body: dict[str, Any]) -> int:
+        return fitter.measure_request(body, provider="openai").breakdown.tool_schema
+
+    for messages, extra in (([RULES, ASK], openai_tools.LEGACY_FUNCTIONS_IN_SYSTEM), ([ASK], 0)):
+        as_tools = {"model": "gpt-3.5-turbo", "messages": messages, "tools": [fn]}
+        as_functions = {"model": "gpt-3.5-turbo", "messages": messages, "functions": [fn["function"]]}
+        assert schema(as_functions) == schema(as_tools) + extra
+    text = _text(openai_tools.render_functions([fn["function"]])[0], "gpt-3.5-turbo")
+    assert (
+        schema({"model": "gpt-3.5-turbo", "messages": [RULES, ASK], "tools": [fn]})
+        == text + openai_tools.IN_SYSTEM
     )
-    assert openai_tools.IN_SYSTEM_CL100K == openai_tools.IN_SYSTEM + 1
 
 
 def test_a_tool_results_name_is_not_billed() -> None:

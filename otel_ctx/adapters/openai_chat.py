@@ -834,7 +834,7 @@ class OpenAIChatAdapter(Adapter):
             if not isinstance(functions, ARRAY):
                 raise InvalidRequestError("functions", "must be a list of function definitions")
             wrapped = [{"type": "function", "function": f} for f in functions]
-            _add_tools(reading.model, wrapped, ctx.counter)
+            _add_tools(reading.model, wrapped, ctx.counter, legacy=True)
         add_output_schema(reading.model, body.get("response_format"), ctx.counter)
         add_forced_function(reading.model, body.get("tool_choice"), ctx.counter)
         reading.body = body
@@ -907,13 +907,14 @@ class OpenAIChatAdapter(Adapter):
 _ROLE = attrgetter("role")
 
 
-def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter) -> None:
+def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy: bool = False) -> None:
     """The tool section's tokens on ``model``, an estimate: the rendering reproduces most bills to
     the token, but not all of them (a token or two either way), so the count does not claim it."""
     section = count_functions(counter, tools)
     # ``in`` over the roles runs in C: a long transcript with no system message costs no Python loop.
     has_system = model.tool_schema > 0 or "system" in map(_ROLE, model.turns)
-    n = max(0, section.tokens + section_framing(counter.model, counter.resolved.name, has_system, section))
+    framing = section_framing(counter.model, counter.resolved.name, has_system, section, legacy=legacy)
+    n = max(0, section.tokens + framing)
     model.tool_schema += n
     model.schema_inexact += n
 

@@ -80,10 +80,12 @@ _RENDERED = frozenset(
 #: into the request's first system or developer message (measured).
 NEW_SYSTEM = 2
 IN_SYSTEM = -1
-#: The older encodings' models (gpt-4, gpt-3.5-turbo) frame the section one token more, as a
-#: system message of its own or joined into the first one (measured).
+#: The older encodings' models (gpt-4, gpt-3.5-turbo) frame a section of its own one token more
+#: (measured).
 NEW_SYSTEM_CL100K = 3
-IN_SYSTEM_CL100K = 0
+#: The legacy ``functions`` parameter joined into a system message costs a token more than the
+#: same definitions sent as ``tools`` (measured).
+LEGACY_FUNCTIONS_IN_SYSTEM = 1
 #: The reasoning models' tool preamble, whatever the request's system message (measured).
 REASONING_PREAMBLE = 84
 #: The Responses API frames the section alike with or without instructions: two tokens for the
@@ -168,10 +170,17 @@ def chat_call_tokens(counter: TokenCounter, calls: Sequence[tuple[str, str]]) ->
 
 
 def section_framing(
-    model: str, encoding: str, has_system: bool, section: Section, *, responses: bool = False
+    model: str,
+    encoding: str,
+    has_system: bool,
+    section: Section,
+    *,
+    responses: bool = False,
+    legacy: bool = False,
 ) -> int:
     """Tokens the tool section adds besides its rendered text (``responses``: the Responses API,
-    whose framing is its own and whose reasoning models add no preamble; measured)."""
+    whose framing is its own and whose reasoning models add no preamble; ``legacy``: the
+    definitions came as Chat Completions' ``functions``; measured)."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if responses:
         return (
@@ -182,7 +191,7 @@ def section_framing(
     if is_reasoning_model(model):
         return REASONING_PREAMBLE
     if has_system:
-        joined = IN_SYSTEM_CL100K if encoding == "cl100k_base" else IN_SYSTEM
+        joined = IN_SYSTEM + (LEGACY_FUNCTIONS_IN_SYSTEM if legacy else 0)
         return joined + BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
     if encoding == "cl100k_base":
         return NEW_SYSTEM_CL100K + further
