@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.openai_tools import PARALLEL_GROUP, SINGLE_CALL, call_overhead
+from otel_ctx.adapters.openai_tools import PARALLEL_GROUP, REASONING_CHAT_CALL, SINGLE_CALL, call_overhead
 from otel_ctx.encodings import get_encoding
 
 TOOLS: list[dict[str, Any]] = [
@@ -90,7 +90,9 @@ def test_reasoning_models_keep_their_call_framing() -> None:
     enc = get_encoding("o200k_base")
     without = _count(_round(calls)[:1], model="gpt-5")
     one = _count(_round(calls), model="gpt-5")
-    call = call_overhead("gpt-5", 1) + len(enc.encode("lookup_item")) + len(enc.encode('{"sku": "A-1"}'))
+    # The name is read twice: in the call and in the header of the tool message answering it.
+    name = 2 * len(enc.encode("lookup_item"))
+    call = call_overhead("gpt-5", 1) + REASONING_CHAT_CALL + name + len(enc.encode('{"sku": "A-1"}'))
     rest = 3 + len(enc.encode("assistant")) + 3 + len(enc.encode("tool")) + len(enc.encode("ok"))
     assert one - without == call + rest
 

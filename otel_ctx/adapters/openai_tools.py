@@ -86,7 +86,8 @@ NEW_SYSTEM_CL100K = 3
 #: The legacy ``functions`` parameter joined into a system message costs a token more than the
 #: same definitions sent as ``tools`` (measured).
 LEGACY_FUNCTIONS_IN_SYSTEM = 1
-#: The reasoning models' tool preamble, whatever the request's system message (measured).
+#: The reasoning models' tool preamble, whatever the request's system message; their functions
+#: after the first and those :func:`commented` counts shift it as they do the chat models' (measured).
 REASONING_PREAMBLE = 84
 #: The Responses API frames the section alike with or without instructions: two tokens for the
 #: reasoning models, two fewer than its text for the others (measured).
@@ -109,6 +110,9 @@ PLAIN_AFTER_FIRST = -1
 TOKENS_PER_TOOL_CALL = 7
 PARALLEL_CALL_EXTRA = 8
 REASONING_CALL_EXTRA = 6
+#: A reasoning model's Chat call reads its name twice as well, in the call and in the header of
+#: the tool message that answers it, and is framed with 2 tokens fewer than that (measured).
+REASONING_CHAT_CALL = -2
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -155,8 +159,8 @@ def chat_call_tokens(counter: TokenCounter, calls: Sequence[tuple[str, str]]) ->
     if not calls:
         return []
     if is_reasoning_model(counter.model):
-        framing = call_overhead(counter.model, len(calls))
-        return [framing + text(name) + text(args) for name, args in calls]
+        framing = call_overhead(counter.model, len(calls)) + REASONING_CHAT_CALL
+        return [framing + 2 * text(name) + text(args) for name, args in calls]
     if len(calls) == 1:
         name, args = calls[0]
         return [SINGLE_CALL + text(name) + text("functions." + name) + text(_compact(args))]
@@ -180,7 +184,8 @@ def section_framing(
 ) -> int:
     """Tokens the tool section adds besides its rendered text (``responses``: the Responses API,
     whose framing is its own and whose reasoning models add no preamble; ``legacy``: the
-    definitions came as Chat Completions' ``functions``; measured)."""
+    definitions came as Chat Completions' ``functions``; measured). A reasoning
+    model's functions shift its Chat preamble whether or not the request has a system message."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if responses:
         return (
@@ -189,7 +194,7 @@ def section_framing(
             + PLAIN_AFTER_FIRST * section.plain_after_first
         )
     if is_reasoning_model(model):
-        return REASONING_PREAMBLE
+        return REASONING_PREAMBLE + further + section.commented
     if has_system:
         joined = IN_SYSTEM + (LEGACY_FUNCTIONS_IN_SYSTEM if legacy else 0)
         return joined + BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
@@ -283,12 +288,16 @@ def _object(
     return "\n".join(lines)
 
 
-def commented(functions: Sequence[Mapping[str, Any]]) -> int:
+def commented(functions: Sequence[Mapping[str, Any]], reasoning: bool = False) -> int:
     """Functions with no parameters or with a property that carries a comment (a description, or
     a default, written as ``// default: ...``): in a section of its own, the o200k chat models
-    bill each of them one token more than its text (measured)."""
+    bill each of them one token more than its text (measured). The reasoning models
+    (``reasoning``) bill them so in any section, and a function without a description one token
+    less than its text (measured: a parameterless one without a description costs its text)."""
     n = 0
     for fn in functions:
+        if reasoning and not fn.get("description"):
+            n -= 1
         params = fn.get("parameters")
         props = params.get("properties") if _is_mapping(params) else None
         if not props or (
@@ -379,9 +388,9 @@ def _function(tool: Any, where: str) -> Mapping[str, Any]:
 
 class Section(NamedTuple):
     """A rendered tool section: its text's tokens, how many functions, whether every schema
-    keyword has a confirmed rendering, how many functions :func:`commented` counts, whether the
-    first function has parameters but no description, and how many functions after the first
-    open their parameters on a property with no comment (see :func:`plain_after_first`)."""
+    keyword has a confirmed rendering, what :func:`commented` counts for the counter's model,
+    whether the first function has parameters but no description, and how many functions after
+    the first open their parameters on a property with no comment (see :func:`plain_after_first`)."""
 
     tokens: int
     functions: int
@@ -444,7 +453,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
     found = Section(
-        counter.text(text), len(fns), known, commented(fns), bare_first(fns), plain_after_first(fns)
+        counter.text(text), len(fns), known, commented(fns, is_reasoning_model(counter.model)), bare_first(fns), plain_after_first(fns)
     )
     state[slot] = (tools, items, key, found)
     return found

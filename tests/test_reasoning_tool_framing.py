@@ -1,0 +1,108 @@
+"""How the reasoning models (o-series, gpt-5 family) frame a function-tool section and a call.
+
+Their section is framed by a preamble of its own in Chat Completions; within it each function
+after the first costs a token less than its text, a function with no parameters or with a
+described property one more, and a function without a description one less. A call in a Chat
+transcript reads its function's name twice, once in the call and once in the header of the tool
+message that answers it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters.openai_tools import (
+    REASONING_CHAT_CALL,
+    REASONING_PREAMBLE,
+    call_overhead,
+    count_functions,
+)
+from otel_ctx.encodings import get_encoding
+from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+
+MODEL = "gpt-5-mini"
+
+
+def _fn(
+    name: str, description: str | None = None, properties: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    fn: dict[str, Any] = {"name": name, "parameters": {"type": "object", "properties": properties or {}}}
+    if description is not None:
+        fn["description"] = description
+    return {"type": "function", "function": fn}
+
+
+PLAIN = _fn("paint_fence", "Paint a fence in one colour.", {"colour": {"type": "string"}})
+DESCRIBED_PROPERTY = _fn(
+    "water_plants", "Water the plants.", {"litres": {"type": "number", "description": "How much water."}}
+)
+PARAMETERLESS = _fn("ring_bell", "Ring the garden bell.")
+UNDESCRIBED = _fn("feed_cat", None, {"portion": {"type": "string"}})
+BARE = _fn("open_gate")
+
+
+def _tokens(text: str) -> int:
+    return len(get_encoding("o200k_base").encode(text, disallowed_special=()))
+
+
+def _section(tools: list[dict[str, Any]]) -> int:
+    return count_functions(TokenCounter(resolve_encoding(MODEL), model=MODEL), tools).tokens
+
+
+def _chat(tools: list[dict[str, Any]], messages: list[dict[str, Any]] | None = None) -> int:
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=MODEL)
+    body: dict[str, Any] = {"model": MODEL, "messages": messages or [{"role": "user", "content": "Garden."}]}
+    if tools:
+        body["tools"] = tools
+    return fitter.count_request(body, provider="openai")
+
+
+@pytest.mark.parametrize(
+    ("tool", "own"),
+    [(PLAIN, 0), (PARAMETERLESS, 1), (DESCRIBED_PROPERTY, 1), (UNDESCRIBED, -1), (BARE, 0)],
+)
+def test_a_chat_section_alone_is_its_text_the_preamble_and_the_functions_own_token(
+    tool: dict[str, Any], own: int
+) -> None:
+    assert _chat([tool]) - _chat([]) == _section([tool]) + REASONING_PREAMBLE + own
+
+
+@pytest.mark.parametrize(
+    ("tool", "own"),
+    [(PLAIN, 0), (PARAMETERLESS, 1), (DESCRIBED_PROPERTY, 1), (UNDESCRIBED, -1), (BARE, 0)],
+)
+def test_a_further_function_costs_a_token_less_than_its_text_and_its_own_token(
+    tool: dict[str, Any], own: int
+) -> None:
+    added = _chat([PLAIN, tool]) - _chat([PLAIN])
+    assert added == _section([PLAIN, tool]) - _section([PLAIN]) - 1 + own
+
+
+def _round(name: str, args: str) -> list[dict[str, Any]]:
+    call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
+    return [
+        {"role": "user", "content": "Garden."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+    ]
+
+
+def test_a_chat_call_reads_its_name_twice() -> None:
+    tools = [_fn("go"), _fn("trim_the_overgrown_hedgerow_carefully")]
+    short, long = "go", "trim_the_overgrown_hedgerow_carefully"
+    assert _tokens(long) > _tokens(short)
+    difference = _chat(tools, _round(long, "{}")) - _chat(tools, _round(short, "{}"))
+    assert difference == 2 * (_tokens(long) - _tokens(short))
+
+
+def test_a_chat_call_costs_its_framing_its_name_twice_and_its_arguments() -> None:
+    tools = [PLAIN]
+    args = '{"colour":"green"}'
+    without = _chat(tools, _round("paint_fence", args)[:1])
+    one = _chat(tools, _round("paint_fence", args))
+    call = call_overhead(MODEL, 1) + REASONING_CHAT_CALL + 2 * _tokens("paint_fence") + _tokens(args)
+    rest = 3 + _tokens("assistant") + 3 + _tokens("tool") + _tokens("done")
+    assert one - without == call + rest
