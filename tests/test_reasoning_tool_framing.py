@@ -1,10 +1,10 @@
 """How the reasoning models (o-series, gpt-5 family) frame a function-tool section and a call.
 
-Their section is framed by a preamble of its own in Chat Completions; within it each function
-after the first costs a token less than its text, a function with no parameters or with a
-described property one more, and a function without a description one less. A call in a Chat
-transcript reads its function's name twice, once in the call and once in the header of the tool
-message that answers it.
+Their section is framed by a preamble of its own in Chat Completions and by two tokens in the
+Responses API; within it each function after the first costs a token less than its text, a
+function with no parameters or with a described property one more, and a function without a
+description one less. A call in a Chat transcript reads its function's name twice, once in the
+call and once in the header of the tool message that answers it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx.adapters.openai_tools import (
     REASONING_CHAT_CALL,
     REASONING_PREAMBLE,
+    RESPONSES_REASONING,
     call_overhead,
     count_functions,
 )
@@ -60,6 +61,14 @@ def _chat(tools: list[dict[str, Any]], messages: list[dict[str, Any]] | None = N
     return fitter.count_request(body, provider="openai")
 
 
+def _responses(tools: list[dict[str, Any]]) -> int:
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=MODEL)
+    body: dict[str, Any] = {"model": MODEL, "input": "Garden."}
+    if tools:
+        body["tools"] = [{"type": "function", **t["function"]} for t in tools]
+    return fitter.count_request(body, provider="openai-responses")
+
+
 @pytest.mark.parametrize(
     ("tool", "own"),
     [(PLAIN, 0), (PARAMETERLESS, 1), (DESCRIBED_PROPERTY, 1), (UNDESCRIBED, -1), (BARE, 0)],
@@ -79,6 +88,12 @@ def test_a_further_function_costs_a_token_less_than_its_text_and_its_own_token(
 ) -> None:
     added = _chat([PLAIN, tool]) - _chat([PLAIN])
     assert added == _section([PLAIN, tool]) - _section([PLAIN]) - 1 + own
+
+
+def test_the_responses_section_follows_the_same_rule_with_its_own_framing() -> None:
+    tools = [PLAIN, DESCRIBED_PROPERTY, UNDESCRIBED, PARAMETERLESS]
+    own = 0 + 1 - 1 + 1
+    assert _responses(tools) - _responses([]) == _section(tools) + RESPONSES_REASONING - 3 + own
 
 
 def _round(name: str, args: str) -> list[dict[str, Any]]:

@@ -90,7 +90,8 @@ LEGACY_FUNCTIONS_IN_SYSTEM = 1
 #: after the first and those :func:`commented` counts shift it as they do the chat models' (measured).
 REASONING_PREAMBLE = 84
 #: The Responses API frames the section alike with or without instructions: two tokens for the
-#: reasoning models, two fewer than its text for the others (measured).
+#: reasoning models (their functions shift it as in Chat Completions), three fewer than its text
+#: for the others (measured).
 RESPONSES_REASONING = 2
 RESPONSES_CHAT = -3
 #: In a section of its own (Chat Completions) each function after the first costs a token less
@@ -187,11 +188,11 @@ def section_framing(
     definitions came as Chat Completions' ``functions``; measured). A reasoning
     model's functions shift its Chat preamble whether or not the request has a system message."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
+    if responses and is_reasoning_model(model):
+        return RESPONSES_REASONING + further + section.commented
     if responses:
         return (
-            (RESPONSES_REASONING if is_reasoning_model(model) else RESPONSES_CHAT)
-            + BARE_FIRST * section.bare_first
-            + PLAIN_AFTER_FIRST * section.plain_after_first
+            RESPONSES_CHAT + BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
         )
     if is_reasoning_model(model):
         return REASONING_PREAMBLE + further + section.commented
@@ -453,7 +454,12 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
     found = Section(
-        counter.text(text), len(fns), known, commented(fns, is_reasoning_model(counter.model)), bare_first(fns), plain_after_first(fns)
+        counter.text(text),
+        len(fns),
+        known,
+        commented(fns, is_reasoning_model(counter.model)),
+        bare_first(fns),
+        plain_after_first(fns),
     )
     state[slot] = (tools, items, key, found)
     return found
