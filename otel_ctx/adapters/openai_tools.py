@@ -183,22 +183,21 @@ def section_framing(
     responses: bool = False,
     legacy: bool = False,
 ) -> int:
-    """Tokens the tool section adds besides its rendered text (``responses``: the Responses API,
-    whose framing is its own and whose reasoning models add no preamble; ``legacy``: the
-    definitions came as Chat Completions' ``functions``; measured). A reasoning
-    model's functions shift its Chat preamble whether or not the request has a system message."""
+    """Tokens the tool section adds besides its rendered text (measured).
+
+    ``responses``: the Responses API, whose framing is its own; ``legacy``: the definitions came
+    as Chat Completions' ``functions``. The reasoning models' functions shift the framing alike in
+    both APIs, with or without a system message; the chat models' joined section (into a system
+    message, or in the Responses API) and their section of its own follow two other rules.
+    """
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
-    if responses and is_reasoning_model(model):
-        return RESPONSES_REASONING + further + section.commented
-    if responses:
-        return (
-            RESPONSES_CHAT + BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
-        )
     if is_reasoning_model(model):
-        return REASONING_PREAMBLE + further + section.commented
+        return (RESPONSES_REASONING if responses else REASONING_PREAMBLE) + further + section.commented
+    joined = BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
+    if responses:
+        return RESPONSES_CHAT + joined
     if has_system:
-        joined = IN_SYSTEM + (LEGACY_FUNCTIONS_IN_SYSTEM if legacy else 0)
-        return joined + BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
+        return IN_SYSTEM + (LEGACY_FUNCTIONS_IN_SYSTEM if legacy else 0) + joined
     if encoding == "cl100k_base":
         return NEW_SYSTEM_CL100K + further
     return NEW_SYSTEM + further + section.commented
