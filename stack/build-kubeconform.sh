@@ -38,29 +38,9 @@ PROMETHEUSRULE_CRD=example/prometheus-operator-crd/monitoring.coreos.com_prometh
 GRAFANADASHBOARD_CRD=config/crd/bases/grafana.integreatly.org_grafanadashboards.yaml
 CORE_OPENAPI=api/openapi-spec/v3/api__v1_openapi.json
 
-# A CI run may start without HOME; the cache must still be the one the last build filled.
-HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
-CACHE="${OTEL_CTX_SERVER_CACHE:-$HOME/.cache/otel-ctx/servers}"
-
-case "${CI:-}" in 1 | true | TRUE | True | yes) in_ci=1 ;; *) in_ci=0 ;; esac
-
-die() {
-    echo "build-kubeconform: $*" >&2
-    exit 1
-}
-
-find_go() {
-    if command -v go >/dev/null 2>&1; then
-        command -v go
-    elif [ -x /usr/local/go/bin/go ]; then
-        echo /usr/local/go/bin/go
-    fi
-}
-GO="$(find_go)"
-
-key() { # a short hash of the inputs that make a build different
-    { printf '%s\n' "$@"; [ -z "$GO" ] || "$GO" version; } | sha256sum | cut -c1-12
-}
+NAME=build-kubeconform
+# shellcheck source=stack/go-env.sh
+. "$(dirname "$0")/go-env.sh"
 dir="$CACHE/kubeconform-$KUBECONFORM_VERSION-$(key "$KUBECONFORM_VERSION" \
     "$PROMETHEUS_OPERATOR_VERSION" "$GRAFANA_OPERATOR_VERSION" "$KUBERNETES_VERSION")"
 KUBECONFORM="$dir/kubeconform"
@@ -94,20 +74,8 @@ if complete; then
     exit 0
 fi
 
-if [ -z "$GO" ]; then
-    msg="Go is not installed (kubeconform and the schemas come from Go modules)"
-    [ "$in_ci" = 1 ] && die "$msg"
-    echo "build-kubeconform: WARNING: $msg; the Kubernetes manifest validation will skip" >&2
-    exit 0
-fi
-
-export GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build"
-export GOPROXY="${OTEL_CTX_GOPROXY:-https://proxy.golang.org}" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-mkdir -p "$CACHE"
-
-module_dir() { # module@version -> its extracted directory in the module cache
-    "$GO" mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
-}
+require_go "kubeconform and the schemas come from Go modules" "the Kubernetes manifest validation"
+go_env
 
 fetch() { # module@version, path in it, destination
     local from

@@ -30,21 +30,14 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-# A CI run may start without HOME; the cache must still be the one the last build filled.
-HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
-CACHE="${OTEL_CTX_SERVER_CACHE:-$HOME/.cache/otel-ctx/servers}"
+NAME=build-servers
+# shellcheck source=stack/go-env.sh
+. "$ROOT/stack/go-env.sh"
 MANIFEST="$ROOT/stack/otelcol-builder.yaml"
 COMPOSE="$ROOT/docker-compose.yml"
 # The jaeger build's module file: Jaeger's own replace directive, which a module that
 # depends on Jaeger must repeat (Go ignores a dependency's replaces).
 JAEGER_REPLACES='replace github.com/Shopify/sarama => github.com/Shopify/sarama v1.33.0'
-
-case "${CI:-}" in 1 | true | TRUE | True | yes) in_ci=1 ;; *) in_ci=0 ;; esac
-
-die() {
-    echo "build-servers: $*" >&2
-    exit 1
-}
 
 pinned() { # the tag docker-compose.yml pins for an image, without a leading v
     sed -n "s#^ *image: $1:v\\{0,1\\}\\([0-9][0-9.]*\\) *\$#\\1#p" "$COMPOSE"
@@ -76,18 +69,6 @@ esac
 # netgo as in the release build; builtinassets needs the compiled UI, which the module lacks.
 PROMETHEUS_TAGS=netgo
 
-find_go() {
-    if command -v go >/dev/null 2>&1; then
-        command -v go
-    elif [ -x /usr/local/go/bin/go ]; then
-        echo /usr/local/go/bin/go
-    fi
-}
-GO="$(find_go)"
-
-key() { # a short hash of the inputs that make a build different
-    { printf '%s\n' "$@"; [ -z "$GO" ] || "$GO" version; } | sha256sum | cut -c1-12
-}
 otelcol_dir="$CACHE/otelcol-$collector_version-$(key "$collector_version" "$(cat "$MANIFEST")")"
 jaeger_dir="$CACHE/jaeger-$jaeger_version-$(key "$jaeger_version" "$jaeger_module" "$JAEGER_REPLACES")"
 OTELCOL="$otelcol_dir/otelcol-otel-ctx"
@@ -121,16 +102,8 @@ if all_built; then
     exit 0
 fi
 
-if [ -z "$GO" ]; then
-    msg="Go is not installed (the servers are built from their Go modules)"
-    [ "$in_ci" = 1 ] && die "$msg"
-    echo "build-servers: WARNING: $msg; the Collector/Jaeger/Prometheus tests will skip" >&2
-    exit 0
-fi
-
-export GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build"
-export GOPROXY="${OTEL_CTX_GOPROXY:-https://proxy.golang.org}" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-mkdir -p "$CACHE"
+require_go "the servers are built from their Go modules" "the Collector/Jaeger/Prometheus tests"
+go_env
 
 build_otelcol() {
     local builder_dir="$CACHE/tools/builder-$collector_version" work
@@ -173,8 +146,7 @@ EOF
 build_prometheus() {
     local work src version_pkg=github.com/prometheus/common/version
     work="$(mktemp -d "$CACHE/.prometheus-build.XXXXXX")"
-    src="$("$GO" mod download -json "github.com/prometheus/prometheus@$prometheus_module" |
-        sed -n 's#^\t"Dir": "\(.*\)",$#\1#p')"
+    src="$(module_dir "github.com/prometheus/prometheus@$prometheus_module")"
     [ -d "$src" ] || { echo "no source directory for prometheus@$prometheus_module" >&2; exit 1; }
     (
         cd "$src"
@@ -195,7 +167,7 @@ timed() { # name, function: run it, say how long it took
     local started=$SECONDS
     echo "build-servers: building $1 (first time: tens of minutes on 2 cores)..." >&2
     # A bash of its own, so `set -e` holds: bash ignores it in a function called as a condition.
-    if ! bash -euo pipefail -c "$(declare -f "$2"); $2" >"$CACHE/$1.log" 2>&1; then
+    if ! bash -euo pipefail -c "$(declare -f module_dir "$2"); $2" >"$CACHE/$1.log" 2>&1; then
         tail -n 40 "$CACHE/$1.log" >&2
         return 1
     fi
