@@ -412,6 +412,22 @@ class Metric:
             raise ValueError(f"{self.name} is a {self.kind}; only histograms have {suffix!r}")
         return self.prometheus + suffix
 
+    @property
+    def utf8(self) -> str:
+        """The metric family name where Prometheus keeps OTLP names as they are.
+
+        Prometheus 3's OTLP receiver with ``translation_strategy: NoUTF8EscapingWithSuffixes``
+        keeps the dots and adds the same suffixes as the underscore translation: ``_total`` on
+        counters, no unit suffix for the curly-brace units and ``1`` chosen here.
+        """
+        return self.name + "_total" if self.kind == "counter" else self.name
+
+    def utf8_series(self, suffix: str = "") -> str:
+        """:meth:`series` under UTF-8 names (``context_budget.utilization_bucket``)."""
+        if suffix and self.kind != "histogram":
+            raise ValueError(f"{self.name} is a {self.kind}; only histograms have {suffix!r}")
+        return self.utf8 + suffix
+
 
 # Series per process are the product of every label's values, so a label sits only where a
 # panel or an alert reads it: the round label (13 values) on one counter, without the model;
@@ -677,8 +693,21 @@ OTHER_RESOLUTION = "other"
 
 
 def prometheus_label(attribute: str) -> str:
-    """The Prometheus label an attribute becomes (dots to underscores)."""
+    """The Prometheus label an attribute becomes (dots to underscores).
+
+    Where Prometheus keeps UTF-8 names (:data:`NAMES_UTF8`) the label is the attribute itself.
+    """
     return re.sub(r"[^a-zA-Z0-9_]", "_", attribute)
+
+
+#: How the series and labels are named in Prometheus: dots to underscores (the Collector's
+#: Prometheus exporters, the SDK's scrape endpoint, Prometheus 3's OTLP receiver by default:
+#: ``translation_strategy: UnderscoreEscapingWithSuffixes``) ...
+NAMES_UNDERSCORE = "underscore"
+#: ... or the OpenTelemetry names kept, dots and all (Prometheus 3's OTLP receiver with
+#: ``translation_strategy: NoUTF8EscapingWithSuffixes``); PromQL then quotes them.
+NAMES_UTF8 = "utf8"
+NAMINGS: tuple[str, ...] = (NAMES_UNDERSCORE, NAMES_UTF8)
 
 
 # --- distributions: each line per request, as native (exponential) histograms ----------

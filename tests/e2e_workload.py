@@ -8,7 +8,9 @@ final scrape the test compares against. With ``--otlp`` it exports spans and met
 OTLP/gRPC instead (``tests/test_e2e_collector.py``: through the real Collector), and the report
 lists each run's trace id and whether it overflowed. With ``--native`` it pushes native
 histograms (``configure(native_histograms=True)``) and the report lists every round's breakdown
-lines too (``tests/test_e2e_native.py``: the quantiles Prometheus reads against the fits').
+lines too (``tests/test_e2e_native.py``: the quantiles Prometheus reads against the fits'). With
+``--otlp-http`` it pushes metrics only, over OTLP/HTTP, to Prometheus's own OTLP receiver
+(``tests/test_e2e_otlp_prometheus.py``: no Collector between them).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--port", type=int, help="serve metrics for Prometheus on 127.0.0.1:PORT")
     where.add_argument("--otlp", help="export spans and metrics over OTLP/gRPC to this endpoint")
+    where.add_argument(
+        "--otlp-http", help="push metrics only over OTLP/HTTP to this base URL (Prometheus's /api/v1/otlp)"
+    )
     parser.add_argument("--service", required=True)
     parser.add_argument("--tickets", type=int, default=80, help="tickets to run (deterministic counts)")
     parser.add_argument("--seconds", type=float, default=30.0, help="stop early after this long")
@@ -90,7 +95,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    if args.otlp is not None:
+    if args.otlp_http is not None:
+        # Prometheus takes metrics only; every second, so the last fits arrive soon after the run.
+        handle = configure(
+            exporter="otlp",
+            traces_exporter="none",
+            service_name=args.service,
+            endpoint=args.otlp_http,
+            protocol="http/protobuf",
+            export_interval_millis=1000,
+            native_histograms=args.native,
+        )
+    elif args.otlp is not None:
         # Metrics every second, so the Collector's exporter has the last fits soon after the run.
         handle = configure(
             exporter="otlp",

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import time
 import urllib.error
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -143,11 +143,16 @@ def substitute(expr: str) -> str:
     return expr
 
 
-def panel_queries() -> list[tuple[str, str, str]]:
-    """(dashboard file, panel title, expr) for every target of every committed dashboard."""
+def committed_dashboards() -> dict[str, dict[str, Any]]:
+    """File name -> model of every committed dashboard."""
+    return {path.name: json.loads(path.read_text(encoding="utf-8")) for path in DASHBOARDS}
+
+
+def panel_queries(models: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
+    """(dashboard file, panel title, expr) for every target of every committed dashboard (or of
+    ``models``, file name -> model)."""
     found = []
-    for path in DASHBOARDS:
-        model = json.loads(path.read_text(encoding="utf-8"))
+    for name, model in (committed_dashboards() if models is None else models).items():
         stack = list(model.get("panels") or [])
         while stack:
             panel = stack.pop(0)
@@ -155,7 +160,7 @@ def panel_queries() -> list[tuple[str, str, str]]:
             for target in panel.get("targets") or []:
                 expr = target.get("expr")
                 if isinstance(expr, str) and expr.strip():
-                    found.append((path.name, str(panel.get("title", "")), expr))
+                    found.append((name, str(panel.get("title", "")), expr))
     return found
 
 
@@ -181,28 +186,40 @@ def _value(sample: dict[str, Any]) -> float:
     return float(sample["value"][1])
 
 
-def needs_distributions(expr: str) -> bool:
+def _family(metric: names.Metric, naming: str) -> str:
+    return metric.utf8 if naming == names.NAMES_UTF8 else metric.prometheus
+
+
+def needs_distributions(expr: str, naming: str = names.NAMES_UNDERSCORE) -> bool:
     """True when a query reads only the per-round distributions (native histograms only), not a
     classic series beside them as a fallback."""
-    return any(m.prometheus in expr for m in names.DISTRIBUTIONS) and not any(
-        m.prometheus in expr for m in names.METRICS
+    return any(_family(m, naming) in expr for m in names.DISTRIBUTIONS) and not any(
+        _family(m, naming) in expr for m in names.METRICS
     )
 
 
-def assert_panel_queries_answer(query: Query, *, distributions: bool = False) -> None:
-    """Every panel query of every committed dashboard returns plausible series.
+def assert_panel_queries_answer(
+    query: Query,
+    *,
+    distributions: bool = False,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
+    naming: str = names.NAMES_UNDERSCORE,
+) -> None:
+    """Every panel query of every committed dashboard (or of ``models``, built for ``naming``)
+    returns plausible series.
 
     Without ``distributions`` (metrics scraped from the SDK, or pushed with classic buckets) the
     queries of the distribution panels must return nothing at all, never another number: the
     panel then says what it needs.
     """
-    queries = panel_queries()
+    queries = panel_queries(models)
     assert queries
     empty = []
-    outcome = names.prometheus_label(names.OUTCOME)
+    outcome = names.OUTCOME if naming == names.NAMES_UTF8 else names.prometheus_label(names.OUTCOME)
+    outcome = f'"{outcome}"' if naming == names.NAMES_UTF8 else outcome
     for dashboard, title, expr in queries:
         result = query(substitute(expr))
-        if needs_distributions(expr) and not distributions:
+        if needs_distributions(expr, naming) and not distributions:
             assert not result, (f"{dashboard}: {title} answers without distributions", result)
             continue
         if not result:
@@ -211,24 +228,29 @@ def assert_panel_queries_answer(query: Query, *, distributions: bool = False) ->
         values = [_value(s) for s in result]
         where = f"{dashboard}: {title}"
         assert all(math.isfinite(v) and v >= 0 for v in values), (where, values)
-        if names.UTILIZATION.prometheus in expr and expr.startswith("histogram_quantile"):
+        if _family(names.UTILIZATION, naming) in expr and expr.startswith("histogram_quantile"):
             assert all(0 < v <= 4 for v in values), (where, values)
         if f'{outcome}="overflow"' in expr and "/" in expr:
             assert all(v <= 1 for v in values), (where, values)
-        if names.ESTIMATE_ACCURACY.prometheus in expr and "increase" not in expr:
+        if _family(names.ESTIMATE_ACCURACY, naming) in expr and "increase" not in expr:
             assert all(0.5 < v < 2 for v in values), (where, values)
     assert not empty, "panel queries with no data on the demo workload:\n" + "\n".join(empty)
 
 
-def assert_shipped_alerts_evaluate(query: Query) -> None:
-    """The committed rules run as written (ten-minute windows: they may not fire on seconds of data)."""
-    shipped = yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text(encoding="utf-8"))
+def assert_shipped_alerts_evaluate(query: Query, rules: Mapping[str, Any] | None = None) -> None:
+    """The committed rules (or ``rules``, a loaded rule file) run as written (ten-minute windows:
+    they may not fire on seconds of data)."""
+    shipped = rules or yaml.safe_load((ROOT / "dashboards" / "alerts.yml").read_text(encoding="utf-8"))
+    absent = None
     for group in shipped["groups"]:
         for rule in group["rules"]:
+            if rule.get("alert") == alerts.TELEMETRY_ABSENT:
+                absent = rule["expr"]
             for sample in query(rule["expr"]):
                 assert math.isfinite(_value(sample)), rule.get("alert", rule.get("record"))
     # Telemetry is flowing: the absent alert's expression returns nothing.
-    assert query(alerts.expressions()[alerts.TELEMETRY_ABSENT]) == []
+    assert absent is not None
+    assert query(absent) == []
 
 
 # --- the servers stack/build-servers.sh builds ------------------------------------------------

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from importlib.abc import Traversable
     from types import ModuleType
 
 app = typer.Typer(no_args_is_help=True, help="Build or push the shipped Grafana dashboards.")
@@ -32,6 +33,22 @@ def _fail(command: str, message: str, code: int) -> NoReturn:
     # Plain echo, not Rich: an error must stay on one line whatever the terminal width.
     typer.echo(f"otel-ctx dashboards {command}: error: {message}", err=True)
     raise typer.Exit(code)
+
+
+class Names(str, Enum):
+    """How the Prometheus the dashboards read names the series (``--names``)."""
+
+    underscore = "underscore"
+    utf8 = "utf8"
+
+
+#: Help of ``--names``, shared by every command that writes or uploads dashboards or rules.
+NAMES_HELP = (
+    "How Prometheus names the series: underscore (context_budget_fits_total; the Collector, the "
+    "scrape endpoint, Prometheus 3's OTLP receiver by default) or utf8 (context_budget.fits_total: "
+    "the OTLP receiver with translation_strategy: NoUTF8EscapingWithSuffixes)."
+)
+NamesOption = Annotated[Names, typer.Option("--names", help=NAMES_HELP, case_sensitive=False)]
 
 
 def _grafana(command: str) -> ModuleType:
@@ -53,7 +70,8 @@ def _grafana(command: str) -> ModuleType:
         "  otel-ctx dashboards build --out /etc/grafana/dashboards/otel-ctx\n\n"
         "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale\n\n"
         "  otel-ctx dashboards build --out /etc/otel-ctx --jaeger-url https://jaeger.example.com "
-        "--set overflow_ratio=0.1"
+        "--set overflow_ratio=0.1\n\n"
+        "  otel-ctx dashboards build --out /etc/otel-ctx --names utf8  # Prometheus 3 keeping OTLP names"
     )
 )
 def build(
@@ -99,6 +117,7 @@ def build(
             show_default=False,
         ),
     ] = None,
+    names: NamesOption = Names.underscore,
 ) -> None:
     """Generate the Grafana dashboards (JSON for file provisioning) and the Prometheus alert rules.
 
@@ -132,8 +151,8 @@ def build(
 
     console = Console()
     if check:
-        drift = [f"{item.path} {item.problem}" for item in grafana.check(out, chosen)]
-        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen)
+        drift = [f"{item.path} {item.problem}" for item in grafana.check(out, chosen, names.value)]
+        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen, names.value)
         if rules_problem is not None:
             drift.append(rules_problem)
         if drift:
@@ -150,11 +169,11 @@ def build(
         )
         return
     try:
-        written = grafana.write(out, chosen)
-        rules = alerts.write(out / alerts.RULES_FILENAME, chosen)
+        written = grafana.write(out, chosen, names.value)
+        rules = alerts.write(out / alerts.RULES_FILENAME, chosen, names.value)
     except OSError as exc:
         _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
-    models = grafana.build_dashboards(chosen)
+    models = grafana.build_dashboards(chosen, names.value)
     table = Table(title=f"Dashboards written to {out}", title_justify="left")
     for column in ("file", "title", "panels", "queries"):
         table.add_column(column, justify="right" if column in ("panels", "queries") else "left")
@@ -182,6 +201,7 @@ _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--in
     epilog=(
         "Examples:\n\n"
         "  otel-ctx dashboards export ./otel-ctx            # dashboards/, alerts.yml, otelcol.yaml\n\n"
+        "  otel-ctx dashboards export ./otel-ctx --names utf8  # for Prometheus 3 keeping OTLP names\n\n"
         "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies\n\n"
         "  otel-ctx dashboards export - --kubernetes prometheusrule --kubernetes configmap "
         "--namespace monitoring --label release=kube-prometheus-stack | kubectl apply --server-side -f -\n\n"
@@ -256,6 +276,7 @@ def export(
             show_default=False,
         ),
     ] = None,
+    names: NamesOption = Names.underscore,
 ) -> None:
     """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config,
     or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects.
@@ -264,12 +285,14 @@ def export(
     ``dashboards/*.json`` in Grafana, load ``dashboards/alerts.yml`` into Prometheus, run the
     OpenTelemetry Collector with ``otelcol.yaml``. To change URLs or thresholds, regenerate
     with ``otel-ctx dashboards build`` (needs the ``dashboards`` extra). The Kubernetes
-    manifests need the extra too (PyYAML writes them).
+    manifests need the extra too (PyYAML writes them), as does ``--names utf8``: the shipped
+    files rewritten for a Prometheus that keeps OpenTelemetry's names.
     """
     if kubernetes:
         _export_kubernetes(
             out,
             force,
+            names=names.value,
             kinds=list(dict.fromkeys(kind.value for kind in kubernetes)),
             source=source,
             namespace=namespace,
@@ -295,6 +318,7 @@ def export(
     if out.exists() and not out.is_dir():
         _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
     shipped = artefacts.files()
+    contents = _shipped_contents(shipped, names.value)
     existing = [name for name in shipped if (out / name).exists()]
     if existing and not force:
         _fail(
@@ -304,10 +328,10 @@ def export(
         )
     written = []
     try:
-        for name, source_file in shipped.items():
+        for name, data in contents.items():
             target = out / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source_file.read_bytes())
+            target.write_bytes(data)
             written.append(target)
     except OSError as exc:
         _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
@@ -315,6 +339,55 @@ def export(
     for path in written:
         console.print(f"  {path}")
     console.print(f"{len(written)} files written to {out}")
+
+
+def _shipped_contents(shipped: dict[str, Traversable], names: str) -> dict[str, bytes]:
+    """The shipped files' bytes, the dashboards and rules rewritten for ``names``."""
+    if names == Names.underscore.value:
+        return {name: entry.read_bytes() for name, entry in shipped.items()}
+    _grafana("export")
+    from otel_ctx.grafana import alerts
+
+    out: dict[str, bytes] = {}
+    for name, entry in shipped.items():
+        text = entry.read_text(encoding="utf-8")
+        if name.endswith(".json"):
+            text = _boards_for({name: text}, names)[name]
+        elif name.endswith("/" + alerts.RULES_FILENAME):
+            text = _rules_for(text, names)
+        elif name.endswith("/" + alerts.RULES_FILENAME.replace(".yml", ".test.yml")):
+            text = alerts.rule_tests(text, names)
+        out[name] = text.encode("utf-8")
+    return out
+
+
+def _boards_for(boards: dict[str, str], names: str) -> dict[str, str]:
+    """Dashboard texts (file name -> JSON) rewritten for ``names`` (needs the extra)."""
+    import json
+
+    grafana = _grafana("export")
+    from otel_ctx.grafana import naming
+
+    if names == Names.underscore.value:
+        return boards
+    try:
+        return {name: grafana.render(naming.dashboard(json.loads(text))) for name, text in boards.items()}
+    except (ValueError, naming.NamingError) as exc:
+        _fail("export", f"cannot rewrite the dashboards for {names} names: {exc}", EXIT_USAGE)
+
+
+def _rules_for(text: str, names: str) -> str:
+    """A rule file's text rewritten for ``names`` (needs the extra)."""
+    import yaml
+
+    from otel_ctx.grafana import alerts, naming
+
+    if names == Names.underscore.value:
+        return text
+    try:
+        return alerts.dump(naming.rules(yaml.safe_load(text), names))
+    except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:
+        _fail("export", f"cannot rewrite the alert rules for {names} names: {exc}", EXIT_USAGE)
 
 
 def _read_inputs(source: Path | None) -> tuple[dict[str, str], str]:
@@ -354,6 +427,7 @@ def _export_kubernetes(
     out: Path,
     force: bool,
     *,
+    names: str,
     kinds: list[str],
     source: Path | None,
     namespace: str | None,
@@ -384,6 +458,7 @@ def _export_kubernetes(
             folder=k8s.FOLDER if folder is None else (folder or None),
         )
         boards, rules = _read_inputs(source)
+        boards, rules = _boards_for(boards, names), _rules_for(rules, names)
         objects = {kind: k8s.manifests(kind, boards, rules, options) for kind in kinds}
     except k8s.KubernetesError as exc:
         _fail("export", str(exc), EXIT_USAGE)
@@ -424,7 +499,8 @@ def _basic_auth(user: str | None) -> tuple[str, str] | None:
         "Examples:\n\n"
         "  GRAFANA_URL=https://grafana.example.com GRAFANA_TOKEN=glsa_... otel-ctx dashboards push\n\n"
         "  otel-ctx dashboards push --url http://localhost:3000 --user admin:$GRAFANA_PASSWORD\n\n"
-        "  otel-ctx dashboards push --folder 'LLM agents' --datasource-uid prometheus-prod"
+        "  otel-ctx dashboards push --folder 'LLM agents' --datasource-uid prometheus-prod\n\n"
+        "  otel-ctx dashboards push --url http://localhost:3000 --names utf8"
     )
 )
 def push(
@@ -462,6 +538,7 @@ def push(
         float,
         typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
     ] = 10.0,
+    names: NamesOption = Names.underscore,
 ) -> None:
     """Upload every dashboard to a Grafana, into a folder, overwriting earlier versions."""
     if not url:
@@ -493,7 +570,7 @@ def push(
     try:
         result = pusher.push(
             target,
-            grafana.build_dashboards(),
+            grafana.build_dashboards(names=names.value),
             folder=folder,
             datasource=None if datasource_uid else datasource,
             datasource_uid=datasource_uid,

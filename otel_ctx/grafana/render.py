@@ -17,7 +17,7 @@ from typing import Any
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from otel_ctx.grafana import alerts, cost, overview, task_type
+from otel_ctx.grafana import alerts, cost, naming, overview, task_type
 
 #: File name → the function that builds it; the order is the order they are listed/pushed in.
 DASHBOARDS: dict[str, Callable[[], dash_b.Dashboard]] = {
@@ -34,14 +34,18 @@ def _to_dict(board: dash_b.Dashboard) -> dict[str, Any]:
     return model
 
 
-def build_dashboards(settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS) -> dict[str, dict[str, Any]]:
+def build_dashboards(
+    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS, names: str = naming.UNDERSCORE
+) -> dict[str, dict[str, Any]]:
     """Every shipped dashboard as a JSON model, keyed by its file name (``<uid>.json``).
 
     ``settings`` are the alert rules' settings: the panels' thresholds and the Jaeger URL
-    come from the same place as the rules', so a changed threshold moves both.
+    come from the same place as the rules', so a changed threshold moves both. ``names`` is how
+    the Prometheus names the series: underscore names, or UTF-8 ones (:mod:`.naming`).
     """
     with alerts.using(settings):
-        return {filename: _to_dict(build()) for filename, build in DASHBOARDS.items()}
+        models = {filename: _to_dict(build()) for filename, build in DASHBOARDS.items()}
+    return naming.dashboards(models, names)
 
 
 def render(model: Mapping[str, Any]) -> str:
@@ -92,21 +96,25 @@ class Drift:
     problem: str
 
 
-def write(out: Path, settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS) -> list[Path]:
+def write(
+    out: Path, settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS, names: str = naming.UNDERSCORE
+) -> list[Path]:
     """Write every dashboard under ``out`` (created if needed); returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for filename, model in build_dashboards(settings).items():
+    for filename, model in build_dashboards(settings, names).items():
         path = out / filename
         path.write_text(render(model), encoding="utf-8")
         written.append(path)
     return written
 
 
-def check(out: Path, settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS) -> list[Drift]:
+def check(
+    out: Path, settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS, names: str = naming.UNDERSCORE
+) -> list[Drift]:
     """Differences between the files under ``out`` and what the code generates now."""
     drift = []
-    expected = build_dashboards(settings)
+    expected = build_dashboards(settings, names)
     for filename, model in expected.items():
         path = out / filename
         if not path.is_file():
