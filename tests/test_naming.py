@@ -88,6 +88,14 @@ def test_a_label_where_the_rewrite_cannot_tell_its_place_raises(bad: str) -> Non
         naming.promql(bad)
 
 
+def test_a_rule_matching_on_a_utf8_label_is_refused() -> None:
+    """Prometheus 3.5 evaluates a rule from its printed form, which drops an ``on`` list's quotes."""
+    expr = "a > 1 and on (job, context_budget_task_type) b"
+    assert naming.promql(expr) == 'a > 1 and on (job, "context_budget.task_type") b'
+    with pytest.raises(naming.NamingError, match=r"3\.5"):
+        naming.promql(expr, rule=True)
+
+
 def test_every_generated_expression_round_trips_exactly_and_idempotently() -> None:
     exprs = _generated()
     assert len(exprs) > 80

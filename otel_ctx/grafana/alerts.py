@@ -315,8 +315,10 @@ def overflow_expr(s: AlertSettings) -> str:
         # Fits in the window = the recorded per-second rate times the window's seconds.
         fits = q.summed(names.recorded(names.FITS, window=s.overflow_window), PER_TASK)
         window = q.number(q.seconds(s.overflow_window))
-        on = ", ".join(PER_TASK)
-        expr += f"\nand on ({on})\n  {fits} * {window} >= {q.number(s.overflow_min_fits)}"
+        # Both sides carry exactly the service and the task type, so ``and`` matches on them
+        # without an ``on (...)`` list: a rule re-reads its expression as Prometheus prints it,
+        # and Prometheus 3.5 prints an ``on`` list's UTF-8 label unquoted, which it cannot read.
+        expr += f"\nand\n  {fits} * {window} >= {q.number(s.overflow_min_fits)}"
     return expr
 
 

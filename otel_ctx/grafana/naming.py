@@ -101,14 +101,21 @@ def _skip_space(expr: str, i: int) -> int:
     return i
 
 
-def promql(expr: str) -> str:
+#: The keywords whose label list Prometheus 3.5 prints without quotes when it re-reads a rule's
+#: expression (a rule is evaluated from its printed form): a UTF-8 label there breaks the rule.
+_MATCHING = frozenset({"on", "ignoring", "group_left", "group_right"})
+
+
+def promql(expr: str, *, rule: bool = False) -> str:
     """A generated PromQL expression with its registry names in their UTF-8 form.
 
     A series name becomes a quoted name inside the selector's braces (``m{a="b"}`` →
     ``{"m.x", a="b"}``, ``m[5m]`` → ``{"m.x"}[5m]``); a label name is quoted inside a
     selector and in the label lists of ``by``, ``without``, ``on``, ``ignoring``,
     ``group_left`` and ``group_right``. Strings, numbers, durations and other names are
-    copied as they are.
+    copied as they are. A ``rule`` expression may not match on a UTF-8 label (``on``,
+    ``ignoring``, ``group_left``, ``group_right``): Prometheus 3.5 evaluates a rule from its
+    printed form and prints those lists unquoted, so the rule would fail at every evaluation.
     """
     out: list[str] = []
     stack: list[str] = []
@@ -154,6 +161,8 @@ def promql(expr: str) -> str:
             stack.append("{")
         elif c == "(":
             stack.append("grouping" if previous in _GROUPING else "(")
+            if rule and previous in _MATCHING:
+                stack[-1] = "matching"
         elif c in ")}":
             if not stack:
                 raise NamingError(f"unbalanced {c!r} in {expr!r}")
@@ -171,6 +180,10 @@ def _word(expr: str, word: str, stack: list[str]) -> str:
     """A name that is not a series: a registry label is quoted where PromQL reads label names."""
     if word not in LABELS:
         return word
+    if stack and stack[-1] == "matching":
+        raise NamingError(
+            f"rule matches on label {word}, which Prometheus 3.5 cannot re-read under UTF-8 names: {expr!r}"
+        )
     if stack and stack[-1] in ("{", "grouping"):
         return quote(LABELS[word])
     raise NamingError(f"label {word} outside a selector or a label list in {expr!r}")
@@ -178,7 +191,7 @@ def _word(expr: str, word: str, stack: list[str]) -> str:
 
 def _selector(expr: str, word: str, i: int, stack: list[str], out: list[str]) -> int:
     """Write the selector of the series ``word`` (read up to ``i``); return where reading goes on."""
-    if stack and stack[-1] in ("{", "grouping"):
+    if stack and stack[-1] in ("{", "grouping", "matching"):
         raise NamingError(f"series name {word} where a label name belongs in {expr!r}")
     name = quote(SERIES[word])
     j = _skip_space(expr, i)
@@ -316,7 +329,7 @@ def dashboards(models: Mapping[str, Mapping[str, Any]], naming: str) -> dict[str
 
 def _rule(rule: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(rule)
-    out["expr"] = promql(str(rule["expr"]))
+    out["expr"] = promql(str(rule["expr"]), rule=True)
     for field in ("labels", "annotations"):
         if field in rule:
             out[field] = {k: template(str(v)) for k, v in rule[field].items()}
