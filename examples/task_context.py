@@ -7,9 +7,12 @@ from otel_ctx.instrumentation import current_task  # what a provider call made h
 
 
 def conversation(ticket: str):  # an agent loop that yields after each model call
-    with otel_ctx.task("returns", conversation_id=ticket):
+    @otel_ctx.task("returns", conversation_id=ticket)  # each generator in a context of its own
+    def steps():
         for _ in range(2):
             yield current_task().conversation_id
+
+    return steps()
 
 
 a, b = conversation("T-1"), conversation("T-2")

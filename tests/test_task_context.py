@@ -8,6 +8,7 @@ itself as a hypothesis property over arbitrary interleavings of generators.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import operator
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -21,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from instrument_support import CHAT, Instrumented, async_openai_client, instrumented, openai_client
 from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import ReadableSpan
 from support import missing
 
 import otel_ctx
@@ -162,32 +164,73 @@ def test_a_worker_handed_opentelemetrys_context_gets_the_task(
 # -- generators --------------------------------------------------------------------------------
 
 
-def test_two_conversations_as_interleaved_generators_keep_their_own_rounds(
+def _runs(cap: Instrumented) -> dict[str, ReadableSpan]:
+    """The ended run spans, by conversation."""
+    return {str((s.attributes or {})[n.GEN_AI_CONVERSATION_ID]): s for s in cap.spans(n.SPAN_RUN)}
+
+
+def _under(span: ReadableSpan, parent: ReadableSpan) -> bool:
+    """Whether ``span`` is a direct child of ``parent``."""
+    return (
+        span.parent is not None
+        and parent.context is not None
+        and span.parent.span_id == parent.context.span_id
+        and span.context is not None
+        and span.context.trace_id == parent.context.trace_id
+    )
+
+
+def test_two_conversations_as_decorated_generators_each_have_their_own_run(
     instrumented: Instrumented, fake_provider: FakeProvider
 ) -> None:
     oc = openai_client(fake_provider)
+    tracer = instrumented.tracer_provider.get_tracer("agent")
 
     def conversation(task_type: str, conv: str) -> Iterator[str]:
-        with otel_ctx.task(task_type, conversation_id=conv):
+        @otel_ctx.task(task_type, conversation_id=conv)
+        def steps() -> Iterator[str]:
             for _ in range(3):
                 yield oc.chat.completions.create(model="gpt-4o", messages=CHAT).id
 
+        return steps()
+
     a, b = conversation("returns", "A"), conversation("status", "B")
-    for _ in range(3):
+    for i in range(3):
         next(a)
         next(b)
-        oc.chat.completions.create(model="gpt-4o", messages=CHAT)  # the caller's own call, between
+        with tracer.start_as_current_span(f"caller-{i}"):  # the caller's own work, between steps
+            oc.chat.completions.create(model="gpt-4o", messages=CHAT)
+        assert current_task() == TaskInfo()
     assert list(a) == [] and list(b) == []
     booked = _booked(instrumented)
     assert [(t, c) for t, c, _ in booked] == [("returns", "A"), ("status", "B"), (DEFAULT, None)] * 3
     assert [r for _, c, r in booked if c == "A"] == [1, 2, 3]
     assert [r for _, c, r in booked if c == "B"] == [1, 2, 3]
 
+    runs = _runs(instrumented)
+    assert set(runs) == {"A", "B"}
+    run_a, run_b = runs["A"], runs["B"]
+    assert run_a.parent is None and run_b.parent is None  # each ticket is a trace of its own
+    assert run_a.context is not None and run_b.context is not None
+    assert run_a.context.trace_id != run_b.context.trace_id
+    for span in instrumented.rounds():
+        conv = (span.attributes or {}).get(n.GEN_AI_CONVERSATION_ID)
+        if conv is None:  # the caller's call: under the caller's span, in no ticket's trace
+            assert not _under(span, run_a) and not _under(span, run_b)
+            assert span.parent is not None and span.context is not None
+            assert span.context.trace_id not in {run_a.context.trace_id, run_b.context.trace_id}
+        else:
+            assert _under(span, runs[str(conv)])
+    for caller in (s for s in instrumented.spans() if s.name.startswith("caller-")):
+        assert caller.parent is None, f"{caller.name} was made a child of a ticket's run"
+    assert {(s.attributes or {})[n.ROUNDS] for s in runs.values()} == {3}
+
 
 def test_the_decorator_on_a_generator_function(
     instrumented: Instrumented, fake_provider: FakeProvider
 ) -> None:
     oc = openai_client(fake_provider)
+    tracer = instrumented.tracer_provider.get_tracer("agent")
 
     @otel_ctx.task("returns", conversation_id="gen-1")
     def steps(n_calls: int) -> Iterator[int]:
@@ -199,20 +242,70 @@ def test_the_decorator_on_a_generator_function(
         return got
 
     assert steps.__name__ == "steps" and steps.__doc__ == "An agent loop that yields each answer's length."
+    assert inspect.isgeneratorfunction(steps)  # frameworks that check still see a generator function
     gen = steps(2)
     next(gen)
-    oc.chat.completions.create(model="gpt-4o", messages=CHAT)  # between steps: not the generator's
+    with tracer.start_as_current_span("between"):
+        oc.chat.completions.create(model="gpt-4o", messages=CHAT)  # between steps: not the generator's
     gen.send(5)
+    assert instrumented.spans(n.SPAN_RUN) == []  # the run is open while the generator is
     with pytest.raises(StopIteration) as done:
         gen.send(7)
     assert done.value.value == 12  # values sent in and the return value go through the decorator
     assert _booked(instrumented) == [("returns", "gen-1", 1), (DEFAULT, None, 2), ("returns", "gen-1", 2)]
+    (run,) = instrumented.spans(n.SPAN_RUN)  # ended when the generator returned
+    (between,) = instrumented.spans("between")
+    assert between.parent is None
+    assert (run.attributes or {})[n.ROUNDS] == 2
+    assert (run.attributes or {})[n.RESOLUTION] != "error"
+
+
+def test_a_decorated_generator_thrown_into_and_closed_ends_its_run(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    oc = openai_client(fake_provider)
+
+    def conversation(conv: str) -> Iterator[str]:
+        @otel_ctx.task("returns", conversation_id=conv)
+        def steps() -> Iterator[str]:
+            while True:
+                try:
+                    yield oc.chat.completions.create(model="gpt-4o", messages=CHAT).id
+                except LookupError as exc:
+                    yield f"handled {type(exc).__name__}"
+
+        return steps()
+
+    closed = conversation("closed")
+    next(closed)
+    assert closed.throw(KeyError("x")) == "handled KeyError"  # handled inside, in its own context
+    assert current_task() == TaskInfo()
+    next(closed)
+    closed.close()
+    (run,) = instrumented.spans(n.SPAN_RUN)  # closing ended the run ...
+    assert (run.attributes or {})[n.ROUNDS] == 2
+    assert (run.attributes or {})[n.RESOLUTION] == "unresolved"  # ... and closing is no error
+    assert not run.events  # no exception recorded
+
+    failed = conversation("failed")
+    next(failed)
+    next(failed)  # suspended at the call's yield: a ValueError goes through the handler
+    with pytest.raises(ValueError, match="bad"):
+        failed.throw(ValueError("bad"))
+    runs = _runs(instrumented)
+    assert (runs["failed"].attributes or {})[n.RESOLUTION] == "error"
+    assert runs["failed"].context is not None and runs["closed"].context is not None
+    assert runs["failed"].context.trace_id != runs["closed"].context.trace_id
+    assert current_task() == TaskInfo()
+    oc.chat.completions.create(model="gpt-4o", messages=CHAT)
+    assert _booked(instrumented)[-1][:2] == (DEFAULT, None)
 
 
 def test_the_decorator_on_an_async_generator_function_and_interleaved_async_generators(
     instrumented: Instrumented, fake_provider: FakeProvider
 ) -> None:
     aoc = async_openai_client(fake_provider)
+    tracer = instrumented.tracer_provider.get_tracer("agent")
 
     @otel_ctx.task("status", conversation_id="agen-1")
     async def steps() -> AsyncIterator[Any]:
@@ -224,26 +317,36 @@ def test_the_decorator_on_an_async_generator_function_and_interleaved_async_gene
             await aoc.chat.completions.create(model="gpt-4o", messages=CHAT)
             yield "after"
 
-    async def conversation(conv: str) -> AsyncIterator[str]:
-        async with otel_ctx.task("returns", conversation_id=conv):
+    def conversation(conv: str) -> AsyncIterator[str]:
+        @otel_ctx.task("returns", conversation_id=conv)
+        async def rounds() -> AsyncIterator[str]:
             for _ in range(2):
+                await asyncio.sleep(0)  # a real suspension to the event loop, inside the step
                 yield (await aoc.chat.completions.create(model="gpt-4o", messages=CHAT)).id
+
+        return rounds()
 
     async def agent() -> list[Any]:
         out: list[Any] = []
         gen = steps()
         out.append(await gen.__anext__())
         out.append(await gen.asend("hello"))
-        await aoc.chat.completions.create(model="gpt-4o", messages=CHAT)  # the caller's, between
+        with tracer.start_as_current_span("between"):
+            await aoc.chat.completions.create(model="gpt-4o", messages=CHAT)  # the caller's, between
         out.append(await gen.athrow(KeyError("x")))
         out.append(await gen.__anext__())
+        assert instrumented.spans(n.SPAN_RUN) == []
         await gen.aclose()
+        assert len(instrumented.spans(n.SPAN_RUN)) == 1  # closing ended its run
         x, y = conversation("X"), conversation("Y")
         for _ in range(2):
             await x.__anext__()
             await y.__anext__()
+            assert current_task() == TaskInfo()
+        assert [s async for s in x] == [] and [s async for s in y] == []
         return out
 
+    assert inspect.isasyncgenfunction(steps)
     out = asyncio.run(agent())
     assert out[1:] == ["hello", "handled KeyError", "after"]
     assert _booked(instrumented) == [
@@ -255,6 +358,19 @@ def test_the_decorator_on_an_async_generator_function_and_interleaved_async_gene
         ("returns", "X", 2),
         ("returns", "Y", 2),
     ]
+    runs = _runs(instrumented)
+    assert set(runs) == {"agen-1", "X", "Y"}
+    assert len({s.context.trace_id for s in runs.values() if s.context is not None}) == 3
+    assert (runs["agen-1"].attributes or {})[n.RESOLUTION] == "unresolved"  # closed, not failed
+    (between,) = instrumented.spans("between")
+    assert between.parent is None
+    for span in instrumented.rounds():
+        conv = (span.attributes or {}).get(n.GEN_AI_CONVERSATION_ID)
+        if conv is None:
+            assert span.parent is not None and between.context is not None
+            assert span.parent.span_id == between.context.span_id
+        else:
+            assert _under(span, runs[str(conv)])
 
 
 def test_asyncio_tasks_started_inside_a_generators_block_keep_it(
@@ -269,13 +385,59 @@ def test_asyncio_tasks_started_inside_a_generators_block_keep_it(
             )
             yield len(replies)
 
+    @otel_ctx.task("status", conversation_id="fan-out-decorated")
+    async def decorated() -> AsyncIterator[int]:
+        replies = await asyncio.gather(
+            *(aoc.chat.completions.create(model="gpt-4o", messages=CHAT) for _ in range(2))
+        )
+        yield len(replies)
+
     async def agent() -> None:
         async for _ in conversation():
+            pass
+        async for _ in decorated():
             pass
 
     asyncio.run(agent())
     booked = _booked(instrumented)
-    assert {(t, c) for t, c, _ in booked} == {("returns", "fan-out")} and len(booked) == 3
+    assert sorted({(t, c) for t, c, _ in booked}) == [("returns", "fan-out"), ("status", "fan-out-decorated")]
+    assert len(booked) == 5
+    run = _runs(instrumented)["fan-out-decorated"]
+    assert sum(_under(s, run) for s in instrumented.rounds()) == 2
+
+
+def test_a_block_inside_an_undecorated_generator_shares_the_callers_context(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    # Python runs a generator's steps in its caller's context: the block stays in force in
+    # the caller between steps, and blocks of generators stepped in turn nest. What the
+    # docs say, and why they point to the decorator.
+    oc = openai_client(fake_provider)
+
+    def conversation(task_type: str, conv: str) -> Iterator[str]:
+        with otel_ctx.task(task_type, conversation_id=conv):
+            for _ in range(2):
+                yield oc.chat.completions.create(model="gpt-4o", messages=CHAT).id
+
+    a, b = conversation("returns", "A"), conversation("status", "B")
+    next(a)
+    assert current_task() == TaskInfo("returns", "A")  # in force in the caller, between steps
+    next(b)
+    assert current_task() == TaskInfo("status", "B")  # nested in A's
+    next(a)  # A's second call runs with B's block innermost
+    assert len(list(b)) == 1  # B's second call, then B's block exits ...
+    assert current_task() == TaskInfo("returns", "A")  # ... and A's is in force again
+    assert list(a) == []
+    assert current_task() == TaskInfo()  # both exited: the caller's context is as before
+    assert [(t, c) for t, c, _ in _booked(instrumented)] == [
+        ("returns", "A"),
+        ("status", "B"),
+        ("status", "B"),
+        ("status", "B"),
+    ]
+    (run,) = instrumented.spans(n.SPAN_RUN)  # B's block opened no run: A's was open
+    assert (run.attributes or {})[n.GEN_AI_CONVERSATION_ID] == "A"
+    assert all(_under(s, run) for s in instrumented.rounds())
 
 
 def test_a_task_block_inside_a_context_manager_generator_belongs_to_the_with_that_uses_it() -> None:
@@ -293,8 +455,9 @@ def test_a_task_block_inside_a_context_manager_generator_belongs_to_the_with_tha
         assert current_task() == TaskInfo("returns", "cm-1")
     assert current_task() == TaskInfo()
 
+    @otel_ctx.task()  # a context of its own for the generator: its ``with`` stays its own
     def conversation(conv: str) -> Iterator[str | None]:
-        with ticket(conv):  # ... and inside a generator, to that generator
+        with ticket(conv):
             for _ in range(2):
                 yield current_task().conversation_id
 
@@ -372,11 +535,12 @@ def test_one_task_object_in_many_threads_at_once() -> None:
 def test_interleaved_generators_each_see_their_own_task(
     schedule: list[int], close_order: list[int], nested_at: list[int]
 ) -> None:
-    """However generators are interleaved and closed, each sees its own task, the caller its own."""
+    """However decorated generators are interleaved and closed, each sees its own task, the caller its own."""
     shared = otel_ctx.task("shared")  # one object, entered by every generator (re-entry)
     caller = TaskInfo("caller", "caller-conv")
     seen: list[tuple[int, TaskInfo, TaskInfo]] = []
 
+    @otel_ctx.task()  # each generator's steps run in a context of its own
     def conversation(i: int) -> Iterator[None]:
         own = TaskInfo(f"type-{i}", f"conv-{i}")
         with otel_ctx.task(own.task_type, conversation_id=own.conversation_id):

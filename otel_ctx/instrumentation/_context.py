@@ -16,11 +16,15 @@ Where a task follows the agent, exactly:
   ``Thread(target=otel_ctx.carry(work))``. Code that hands OpenTelemetry's context to a
   thread (``context.attach(captured)``, as ``opentelemetry-instrumentation-threading``
   does for ``Thread.start`` and ``ThreadPoolExecutor.submit``) hands the task with it.
-- **Generators**: a ``with otel_ctx.task(...)`` block inside a generator or an async
-  generator is in force while that generator runs, not while it is suspended at a
-  ``yield``: two conversations run as interleaved generators keep their own task and
-  conversation. The decorator on a generator function works the same way. A block
-  inside a ``@contextmanager`` generator belongs to the ``with`` that uses it.
+- **Generators**: the decorator on a generator or async generator function gives each
+  generator a context of its own (a copy of the one in force at its first step, the task
+  entered in it), and runs every step in it: the task, its run span and whatever the
+  steps set stay the generator's, the caller's context is the same after a step as
+  before. A ``with otel_ctx.task(...)`` block written inside an undecorated generator
+  shares its caller's context, as every context variable does in Python: it stays in
+  force in the caller while the generator waits at a ``yield``, and blocks of generators
+  stepped in turn nest. A block inside a ``@contextmanager`` generator belongs to the
+  ``with`` that uses it, by the same rule.
 
 A ``task`` object may be entered again while it is in force (nested, or in several
 threads at once); each exit undoes its own entry, so the state before is back after
@@ -32,11 +36,9 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import sys
-import threading
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from dataclasses import dataclass
-from types import CodeType, FrameType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from opentelemetry import baggage
@@ -53,14 +55,10 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 #: Where the innermost entry lives in the OpenTelemetry context.
 _KEY = otel_context.create_key("otel_ctx.task")
-#: Frames that can be suspended with a ``with`` block open in them.
-_SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
-#: A generator driven by one of these is a context manager (``contextlib.contextmanager``):
-#: a block it opens is meant for its caller's ``with`` body, which runs while it is suspended.
-_CONTEXT_MANAGER_METHODS = frozenset({"__enter__", "__aenter__", "__exit__", "__aexit__"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,41 +68,15 @@ class TaskInfo:
 
 
 class _Entry:
-    """One ``task`` in force: a link of an immutable chain, innermost first.
+    """One ``task`` in force: a link of an immutable chain, innermost first."""
 
-    An entry made in a generator's frame remembers that frame (its id and code: a
-    reference would keep the generator's locals alive), the thread and the asyncio
-    task: it applies in that thread and task only while the frame is running.
-    """
+    __slots__ = ("conversation_id", "owner", "parent", "run", "task_type")
 
-    __slots__ = (
-        "code",
-        "conversation_id",
-        "frame",
-        "loop_task",
-        "owner",
-        "parent",
-        "run",
-        "task_type",
-        "thread",
-    )
-
-    def __init__(
-        self,
-        owner: task,
-        parent: _Entry | None,
-        frame: FrameType | None,
-        thread: int,
-        loop_task: object | None,
-    ) -> None:
+    def __init__(self, owner: task, parent: _Entry | None) -> None:
         self.owner = owner
         self.task_type = owner.task_type
         self.conversation_id = owner.conversation_id
         self.parent = parent
-        self.frame = id(frame) if frame is not None else None
-        self.code: CodeType | None = frame.f_code if frame is not None else None
-        self.thread = thread
-        self.loop_task = loop_task
         #: The ticket-view run this entry opened (the outermost block under the instrumentor).
         self.run: tuple[Run, Token[Run | None]] | None = None
 
@@ -116,54 +88,12 @@ class _Entry:
         return copy
 
 
-def _owner(frame: FrameType | None) -> FrameType | None:
-    """The generator frame a block opened in ``frame`` belongs to; None for an ordinary frame.
-
-    A generator-based context manager's block belongs to the frame whose ``with`` drives
-    it (and so, if that frame is a generator, to that generator).
-    """
-    f = frame
-    while f is not None and f.f_code.co_flags & _SUSPENDABLE:
-        driver = f.f_back
-        if driver is None or driver.f_code.co_name not in _CONTEXT_MANAGER_METHODS:
-            return f
-        f = driver.f_back
-    return None
-
-
-def _loop_task() -> object | None:
-    """The running asyncio task, if any (asyncio is not imported for this)."""
-    aio = sys.modules.get("asyncio")
-    if aio is None:
-        return None
-    try:
-        running: object | None = aio.current_task()
-    except RuntimeError:  # no running loop in this thread
-        return None
-    return running
-
-
-def _running(frame_id: int, code: CodeType | None, thread: int, loop_task: object | None) -> bool:
-    """Whether an entry bound to a generator's frame applies here and now."""
-    if thread != threading.get_ident():
-        return True  # the context was handed to another thread: what was in force comes along
-    if loop_task is not None and loop_task is not _loop_task():
-        return True  # ... or to another asyncio task
-    f: FrameType | None = sys._getframe(1)
-    while f is not None:
-        if id(f) == frame_id and f.f_code is code:
-            return True
-        f = f.f_back
-    return False  # that generator is suspended: its block is not in force here
-
-
 def _in_force(context: otel_context.Context | None = None) -> list[_Entry]:
-    """The entries that apply here, innermost first."""
+    """The entries in force, innermost first."""
     out = []
     entry = otel_context.get_value(_KEY, context)
     while isinstance(entry, _Entry):
-        if entry.frame is None or _running(entry.frame, entry.code, entry.thread, entry.loop_task):
-            out.append(entry)
+        out.append(entry)
         entry = entry.parent
     return out
 
@@ -214,6 +144,21 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
     they do not set. The same object may be entered again while in force; each exit
     undoes its own entry. The decorator opens a fresh block per call.
 
+    On a generator or async generator function, the decorator gives each generator a
+    context of its own: a copy of the caller's at its first step, with the block entered
+    in it, and every step (``next``, ``send``, ``throw``, ``close`` and their async
+    forms) runs in it. The block, its run span and what the steps set stay the
+    generator's; conversations written as decorated generators and stepped in turn each
+    have their own run, and the caller's own calls between steps are the caller's. The
+    run ends when the generator returns, raises or is closed (closing is no error).
+
+    A ``with`` block written inside an *undecorated* generator cannot do that: Python
+    runs a generator's steps in its caller's context, so the block stays in force in the
+    caller while the generator waits at a ``yield``, and the blocks of generators stepped
+    in turn nest (the later one's calls go into the earlier one's run). Decorate the
+    generator function instead, or, to hand the task entered here to a function that runs
+    elsewhere, wrap it with :func:`carry`.
+
     While the instrumentor is active, the outermost block is also one run of the ticket
     view (see :mod:`otel_ctx.instrumentation._ticket`): ``run_ceiling`` caps its tokens,
     ``resolve()`` says how it ended, and its exit records it once.
@@ -256,50 +201,38 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
                 return entry.run[0]
         return None
 
-    # The frame that holds the ``with`` is the caller's: these are plain functions, not
-    # coroutines, so that ``sys._getframe(1)`` is it for ``async with`` too.
-
     def __enter__(self) -> task:
-        self._push(sys._getframe(1))
+        self._push()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._pop(sys._getframe(1), exc)
+        self._pop(exc)
 
     def __aenter__(self) -> Any:
-        self._push(sys._getframe(1))
+        self._push()
         return _ready(self)
 
     def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Any:
-        self._pop(sys._getframe(1), exc)
+        self._pop(exc)
         return _ready(self)
 
-    def _push(self, frame: FrameType) -> None:
+    def _push(self) -> None:
         head = otel_context.get_value(_KEY)
-        bound = _owner(frame)
-        entry = _Entry(
-            self,
-            head if isinstance(head, _Entry) else None,
-            bound,
-            threading.get_ident(),
-            _loop_task() if bound is not None else None,
-        )
+        entry = _Entry(self, head if isinstance(head, _Entry) else None)
         _set_chain(entry)
         info = current_task()
         entry.run = _ticket.open_run(info.task_type, info.conversation_id, self.run_ceiling)
 
-    def _pop(self, frame: FrameType, exc: BaseException | None = None) -> None:
-        """Remove this object's innermost entry made in ``frame``, whatever was entered since."""
+    def _pop(self, exc: BaseException | None = None) -> None:
+        """Remove this object's innermost entry, whatever was entered since."""
         head = otel_context.get_value(_KEY)
         above: list[_Entry] = []
         entry = head if isinstance(head, _Entry) else None
-        owner = _owner(frame)
-        frame_id = id(owner) if owner is not None else None
-        while entry is not None and not (entry.owner is self and entry.frame == frame_id):
+        while entry is not None and entry.owner is not self:
             above.append(entry)
             entry = entry.parent
         if entry is None:
@@ -307,60 +240,150 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
         if entry.run is not None:
             _ticket.close_run(entry.run, exc)
         new = entry.parent
-        for kept in reversed(above):  # entered since, by a generator now suspended, say
+        for kept in reversed(above):  # entered since and still open (an undecorated generator's, say)
             new = kept.relinked(new)
         _set_chain(new)
 
+    def _fresh(self) -> task:
+        return task(self.task_type, conversation_id=self.conversation_id, run_ceiling=self.run_ceiling)
+
     def __call__(self, fn: F) -> F:
-        task_type, conversation_id, ceiling = self.task_type, self.conversation_id, self.run_ceiling
         if inspect.isasyncgenfunction(fn):
-
-            @functools.wraps(fn)
-            async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-                inner = fn(*args, **kwargs)
-                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
-                    # ``yield from`` for an async generator: what is sent or thrown goes through.
-                    try:
-                        value = await inner.__anext__()
-                        while True:
-                            try:
-                                sent = yield value
-                            except GeneratorExit:
-                                await inner.aclose()
-                                raise
-                            except BaseException as exc:
-                                value = await inner.athrow(exc)
-                            else:
-                                value = await inner.asend(sent)
-                    except StopAsyncIteration:
-                        return
-
-            return async_gen_wrapper  # type: ignore[return-value]
-
+            return _decorate_async_generator(self, fn)  # type: ignore[return-value]
         if inspect.isgeneratorfunction(fn):
-
-            @functools.wraps(fn)
-            def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
-                    return (yield from fn(*args, **kwargs))
-
-            return gen_wrapper  # type: ignore[return-value]
+            return _decorate_generator(self, fn)  # type: ignore[return-value]
 
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
+                with self._fresh():
                     return await fn(*args, **kwargs)
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with task(task_type, conversation_id=conversation_id, run_ceiling=ceiling):
+            with self._fresh():
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+# -- generators with a context of their own -----------------------------------------------------
+#
+# Python runs a generator's steps in its caller's context (the generator-local context of
+# PEP 568 was never adopted), so a block entered in one step would stay in force in the
+# caller until the generator exits it. The decorator keeps a ``contextvars.Context`` per
+# generator and runs each step of the decorated function inside it. The wrappers stay
+# generator functions (``inspect.isgeneratorfunction`` and ``isasyncgenfunction`` still say
+# so, as FastAPI, pytest and LangChain check), so the context is copied when the body
+# starts, at the first step: the moment a block written first in the body would be entered.
+
+
+def _ended_by(exc: BaseException) -> BaseException | None:
+    """What the run records for how a decorated generator ended.
+
+    Closing a generator (a consumer that stops early, or the garbage collector) is how
+    iteration ends normally, not a failure of the ticket.
+    """
+    return None if isinstance(exc, GeneratorExit) else exc
+
+
+def _decorate_generator(block: task, fn: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        context = contextvars.copy_context()
+        entered = block._fresh()
+        inner = context.run(fn, *args, **kwargs)
+        context.run(entered.__enter__)
+        try:
+            # ``yield from`` with every step of ``inner`` in ``context``.
+            value = context.run(next, inner)
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    context.run(inner.close)
+                    raise
+                except BaseException as exc:
+                    value = context.run(inner.throw, exc)
+                else:
+                    value = context.run(inner.send, sent)
+        except StopIteration as done:
+            context.run(entered.__exit__, None, None, None)
+            return done.value
+        except BaseException as exc:
+            ended = _ended_by(exc)
+            context.run(entered.__exit__, type(ended) if ended else None, ended, None)
+            raise
+
+    return gen_wrapper
+
+
+class _InContext(Awaitable[T]):
+    """An awaitable whose every step runs in ``context``, whoever awaits it.
+
+    Each resumption of the wrapped awaitable (``send`` and ``throw``, as the event loop
+    drives it) runs under ``context.run``, the way an asyncio task runs its coroutine's
+    steps in the task's context; what it yields to the loop (a future, a trio trap) goes
+    through untouched, so it works under any event loop and keeps cancellation as it is.
+    """
+
+    __slots__ = ("_awaitable", "_context")
+
+    def __init__(self, context: contextvars.Context, awaitable: Awaitable[T]) -> None:
+        self._context = context
+        self._awaitable = awaitable
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        run = self._context.run
+        steps = self._awaitable.__await__()
+        try:
+            signal = run(steps.send, None)
+            while True:
+                try:
+                    message = yield signal
+                except GeneratorExit:
+                    run(steps.close)
+                    raise
+                except BaseException as exc:
+                    signal = run(steps.throw, exc)
+                else:
+                    signal = run(steps.send, message)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+
+def _decorate_async_generator(block: task, fn: Callable[..., AsyncGenerator[Any, Any]]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def async_gen_wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        context = contextvars.copy_context()
+        entered = block._fresh()
+        inner = context.run(fn, *args, **kwargs)
+        context.run(entered.__enter__)
+        try:
+            # ``yield from`` for an async generator, every step of ``inner`` in ``context``.
+            value = await _InContext(context, inner.__anext__())
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    await _InContext(context, inner.aclose())
+                    raise
+                except BaseException as exc:
+                    value = await _InContext(context, inner.athrow(exc))
+                else:
+                    value = await _InContext(context, inner.asend(sent))
+        except StopAsyncIteration:
+            context.run(entered.__exit__, None, None, None)
+        except BaseException as exc:
+            ended = _ended_by(exc)
+            context.run(entered.__exit__, type(ended) if ended else None, ended, None)
+            raise
+
+    return async_gen_wrapper
 
 
 def carry(fn: Callable[P, R]) -> Callable[P, R]:
@@ -383,12 +406,6 @@ def carry(fn: Callable[P, R]) -> Callable[P, R]:
             "asyncio tasks carry the context by themselves (wrap the function that awaits it)"
         )
     snapshot = contextvars.copy_context()
-    # What is in force here and now, without the blocks of suspended generators.
-    settled: _Entry | None = None
-    for entry in reversed(_in_force()):
-        settled = _Entry(entry.owner, settled, None, entry.thread, None)
-        settled.task_type, settled.conversation_id = entry.task_type, entry.conversation_id
-    snapshot.run(_set_chain, settled)
 
     @functools.wraps(fn)
     def carried(*args: P.args, **kwargs: P.kwargs) -> R:
