@@ -18,7 +18,9 @@ with the whole context it saw plus its output; ``previous_response_id`` and
 the new items. Conversations are created and filled through ``/v1/conversations``.
 ``truncation="auto"`` drops the oldest items beyond :attr:`FakeProvider.window`;
 ``context_management=[{"type": "compaction", "compact_threshold": N}]`` replaces a
-context above N with one compaction item, and ``/v1/responses/compact`` does it on demand.
+rendered context above N with one compaction item during that response (the item leads its
+output; the bill is the rendered context unless the reply sets one), and
+``/v1/responses/compact`` does it on demand.
 """
 
 from __future__ import annotations
@@ -246,11 +248,14 @@ class FakeProvider:
                 and self.usage_for(seen) > self.window
             ):
                 seen["input"] = seen["input"][1:]
-        billed = reply.input_tokens if reply.input_tokens is not None else self.usage_for(seen)
+        rendered = self.usage_for(seen)
+        billed = reply.input_tokens if reply.input_tokens is not None else rendered
         context = seen["input"]
+        # As OpenAI documents server-side compaction: the rendered input crossing the
+        # threshold compacts during this response, whose output carries the compaction item.
         for entry in body.get("context_management") or []:
             threshold = entry.get("compact_threshold")
-            if entry.get("type") == "compaction" and threshold is not None and billed > threshold:
+            if entry.get("type") == "compaction" and threshold is not None and rendered > threshold:
                 context = [_compaction_item(n, context)]
         with self._lock:
             self.billed.append(billed)

@@ -183,27 +183,112 @@ def test_truncation_by_the_server_is_a_provider_trim(
     assert trimmed == {"provider": removed, "otel_ctx": 0, "framework": 0, "agent": 0}
 
 
+def _trims(span: Any) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for e in span.events if e.name == n.EVENT_TRIM]
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_server_compaction_is_recorded_once_with_what_it_left(
-    instrumented: Instrumented, fake_provider: FakeProvider
+    instrumented: Instrumented, fake_provider: FakeProvider, stream: bool
 ) -> None:
     _bill_exactly(fake_provider)
     client = openai_client(fake_provider)
     manage = [{"type": "compaction", "compact_threshold": 200}]
-    previous = client.responses.create(model="gpt-4o", input=ORDER, context_management=manage).id  # type: ignore[arg-type]
+    carried: list[bool] = []
+
+    def ask(text: str, previous: str | None) -> str:
+        kwargs: dict[str, Any] = {"previous_response_id": previous} if previous else {}
+        if stream:
+            with client.responses.stream(
+                model="gpt-4o",
+                input=text,
+                context_management=manage,  # type: ignore[arg-type]
+                **kwargs,
+            ) as events:
+                answer = events.get_final_response()
+        else:
+            answer = client.responses.create(model="gpt-4o", input=text, context_management=manage, **kwargs)  # type: ignore[arg-type]
+        carried.append(any(item.type == "compaction" for item in answer.output))
+        return answer.id
+
+    previous = ask(ORDER, None)
     for text in TURNS[1:3]:
-        previous = client.responses.create(
-            model="gpt-4o",
-            input=text,
-            previous_response_id=previous,
-            context_management=manage,  # type: ignore[arg-type]
-        ).id
-    trims = [e for s in instrumented.rounds() for e in s.events if e.name == n.EVENT_TRIM]
-    assert len(trims) == 1
-    ev = dict(trims[0].attributes or {})
+        previous = ask(text, previous)
+    assert carried == [True, False, False]  # the order lookup crossed the threshold at once
+    rounds = instrumented.rounds()
+    # The cut is the call whose answer carries the compaction item, once, and never a truncation.
+    assert [len(_trims(s)) for s in rounds] == [1, 0, 0]
+    (ev,) = _trims(rounds[0])
     assert ev[n.TRIM_PERFORMER] == "provider" and ev[n.TRIM_KIND] == "compaction"
-    assert ev[n.TRIM_TOKENS_BEFORE] > 200 > ev[n.TRIM_TOKENS_AFTER]
-    for a, bill in zip((_attrs(s) for s in instrumented.rounds()), fake_provider.billed, strict=True):
+    first = _attrs(rounds[0])
+    # The bill counted the whole rendered input: before is what the call held, after what the
+    # stored context is known to hold past the opaque item (the answer kept beside it).
+    assert ev[n.TRIM_TOKENS_BEFORE] == max(first[n.ESTIMATED_TOKENS], fake_provider.billed[0]) > 200
+    assert 0 < ev[n.TRIM_TOKENS_AFTER] < 200
+    assert first[n.COMPACTED] is True
+    for a, bill in zip((_attrs(s) for s in rounds), fake_provider.billed, strict=True):
         assert abs(a[n.ESTIMATED_TOKENS] - bill) <= 0.10 * bill
+    # The next round's server-held line is the compacted context, filled from its usage.
+    second = _attrs(rounds[1])
+    assert second[n.FIGURE_SOURCE] == n.FIGURE_USAGE and second[n.SERVER_HELD_TOKENS] > 0
+    assert second[n.ESTIMATED_TOKENS] == fake_provider.billed[1]
+    _closes(second)
+
+
+def test_a_compaction_billed_below_the_estimate_is_a_compaction_not_a_truncation(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    _bill_exactly(fake_provider)
+    client = openai_client(fake_provider)
+    previous = client.responses.create(model="gpt-4o", input=ORDER).id
+    manage = [{"type": "compaction", "compact_threshold": 200}]
+    # The server compacts the held order lookup and bills the model's run on what was left.
+    fake_provider.queue(Reply(input_tokens=60))
+    answer = client.responses.create(
+        model="gpt-4o",
+        input=TURNS[1],
+        previous_response_id=previous,
+        context_management=manage,  # type: ignore[arg-type]
+        truncation="auto",  # the server may cut either way: the item says which it did
+    )
+    assert answer.output[0].type == "compaction"
+    client.responses.create(model="gpt-4o", input=TURNS[2], previous_response_id=answer.id)
+    rounds = instrumented.rounds()
+    assert [len(_trims(s)) for s in rounds] == [0, 1, 0]
+    (ev,) = _trims(rounds[1])
+    assert ev[n.TRIM_PERFORMER] == "provider" and ev[n.TRIM_KIND] == "compaction"
+    assert ev[n.TRIM_TOKENS_BEFORE] == _attrs(rounds[1])[n.ESTIMATED_TOKENS] > 200
+    assert ev[n.TRIM_TOKENS_AFTER] == 60  # the bill: what the model ran on after the cut
+    trimmed = {
+        dict(p.attributes)[n.TRIM_PERFORMER]: p.value for p in instrumented.points(n.TRIMMED_TOKENS.name)
+    }
+    assert trimmed["provider"] == ev[n.TRIM_TOKENS_BEFORE] - 60
+    third = _attrs(rounds[2])
+    assert third[n.FIGURE_SOURCE] == n.FIGURE_USAGE
+    assert third[n.ESTIMATED_TOKENS] == fake_provider.billed[2]
+    _closes(third)
+
+
+def test_a_compaction_billed_above_the_estimate_starts_from_the_bill(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    _bill_exactly(fake_provider)
+    client = openai_client(fake_provider)
+    previous = client.responses.create(model="gpt-4o", input=ORDER).id
+    estimate = int(_attrs(instrumented.rounds()[0])[n.ESTIMATED_TOKENS])
+    fake_provider.queue(Reply(input_tokens=3 * estimate))  # the server held more than was seen here
+    answer = client.responses.create(
+        model="gpt-4o",
+        input=TURNS[1],
+        previous_response_id=previous,
+        context_management=[{"type": "compaction", "compact_threshold": 200}],  # type: ignore[arg-type]
+    )
+    assert answer.output[0].type == "compaction"
+    second = instrumented.rounds()[1]
+    (ev,) = _trims(second)
+    assert ev[n.TRIM_KIND] == "compaction"
+    assert ev[n.TRIM_TOKENS_BEFORE] == 3 * estimate == _attrs(second)[n.ESTIMATED_TOKENS]
+    assert 0 < ev[n.TRIM_TOKENS_AFTER] < 200  # the answer kept beside the opaque item
 
 
 def test_request_bodies_are_unchanged_by_the_chain_store(fake_provider: FakeProvider) -> None:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 #: holds that this process did not see (items added elsewhere); below it, counting error.
 _UNSEEN_TOLERANCE = 0.10
 #: A reported input this much below the estimate, on a request that lets the server cut,
-#: is the server's truncation or compaction.
+#: is the server's truncation (a compaction names itself with an item in the output).
 _SHRINK_TOLERANCE = 0.10
 _RESPONSES_DONE = frozenset({"response.completed", "response.incomplete"})
 
@@ -58,9 +58,6 @@ class ChainState:
     #: The server changed the stored context in a way not measurable here (compaction):
     #: the next round's server-held line is filled from its usage again.
     unknown: bool = False
-    #: The held context's tokens before the server compacted it (0: not compacted): the
-    #: compaction is recorded on the next round, whose usage says what it left.
-    compacted_from: int = 0
 
 
 class ChainStore:
@@ -229,15 +226,39 @@ def begin(store: ChainStore, body: Mapping[str, Any], result: FitResult) -> tupl
     return chain, _with_lines(result, base.by_role, base.server_held)
 
 
-def _output_lines(fitter: ContextFitter, model: str, output: list[Any]) -> tuple[dict[str, int], bool]:
-    """The transcript lines the response's output adds to the stored context, and whether the
-    server compacted (a compaction item replaces what came before)."""
-    compacted = any(getattr(item, "type", None) == "compaction" for item in output)
+def _compacted(output: list[Any]) -> bool:
+    """The server compacted during the response: a compaction item replaces what came before."""
+    return any(getattr(item, "type", None) == "compaction" for item in output)
+
+
+def _output_lines(fitter: ContextFitter, model: str, output: list[Any]) -> dict[str, int]:
+    """The transcript lines the response's output adds to the stored context (a compaction
+    item is opaque: what it holds is known from the next round's usage)."""
     kept = [item for item in output if getattr(item, "type", None) != "compaction"]
     if not kept:
-        return {}, compacted
+        return {}
     measured = fitter.measure_request({"model": model, "input": kept}, provider="openai-responses")
-    return _without_priming(measured.breakdown.transcript_by_role), compacted
+    return _without_priming(measured.breakdown.transcript_by_role)
+
+
+def _compaction(chain: ChainRound, result: FitResult, reported_input: int | None, kept: int) -> None:
+    """The server compacted during this response (its output carries the compaction item).
+
+    OpenAI compacts when the rendered input crosses ``compact_threshold`` and emits the item
+    in that response's output, so the cut is this call's: before is what the call held (the
+    estimate, or the bill if it is higher). After is the bill when it is well below the
+    estimate (the model then ran on what the compaction left, and was billed for that);
+    a bill near the estimate counted the context before the cut, so after is what the
+    stored context is known to hold past it, the output items kept beside the opaque
+    compaction item (whose own size the next round's usage tells, as its server-held line).
+    """
+    estimated = result.breakdown.estimated
+    before = max(estimated, reported_input or 0)
+    if reported_input is not None and reported_input < (1 - _SHRINK_TOLERANCE) * estimated:
+        after = reported_input
+    else:
+        after = kept
+    chain.trim = ("compaction", before, min(before, after), 0)
 
 
 def settle(
@@ -247,37 +268,35 @@ def settle(
     store the chain as it stands after this response. Returns the round's final result."""
     b = result.breakdown
     seen = b.estimated - b.server_held
+    output = chain.output or []
+    compacted = _compacted(output)
+    stored = chain.response_id is not None and (chain.keep or chain.conversation is not None)
+    output_lines = _output_lines(fitter, model, output) if compacted or stored else {}
+    shrank = (
+        reported_input is not None
+        and chain.cut_allowed
+        and reported_input < (1 - _SHRINK_TOLERANCE) * b.estimated
+    )
     if reported_input is not None and reported_input > 0 and chain.continues:
         excess = reported_input - seen
         if chain.pending or excess > _UNSEEN_TOLERANCE * max(1, seen):
             result = _with_lines(result, {}, max(0, excess))
             chain.figure_source = names.FIGURE_USAGE
-        elif chain.cut_allowed and reported_input < (1 - _SHRINK_TOLERANCE) * b.estimated:
-            chain.trim = ("truncation", b.estimated, reported_input, 0)
-    elif (
-        reported_input is not None
-        and chain.cut_allowed
-        and reported_input < (1 - _SHRINK_TOLERANCE) * b.estimated
-    ):
-        chain.trim = ("truncation", b.estimated, reported_input, 0)
-    if chain.base is not None and chain.base.compacted_from and reported_input:
-        held_after = max(0, result.breakdown.estimated - chain.request_estimated)
-        chain.trim = ("compaction", chain.base.compacted_from, held_after, 0)
-    if (not chain.keep and chain.conversation is None) or chain.response_id is None:
-        return result
-    output_lines, compacted = _output_lines(fitter, model, chain.output or [])
-    base_lines = chain.base.by_role if chain.base is not None else {}
-    held_lines = _add(base_lines, chain.request)
-    held_before = sum(_add(held_lines, output_lines).values()) + result.breakdown.server_held
+            shrank = False
     if compacted:
-        held_lines = {}
+        _compaction(chain, result, reported_input, sum(output_lines.values()))
+    elif shrank and reported_input is not None:
+        chain.trim = ("truncation", b.estimated, reported_input, 0)
+    if not stored or chain.response_id is None:
+        return result
+    base_lines = chain.base.by_role if chain.base is not None else {}
+    held_lines = {} if compacted else _add(base_lines, chain.request)
     state = ChainState(
         by_role=_add(held_lines, output_lines),
         server_held=0 if compacted else result.breakdown.server_held,
         round=chain.round_number,
         conversation_id=chain.conversation_id or chain.response_id,
         unknown=compacted,
-        compacted_from=held_before if compacted else 0,
     )
     keys = tuple(k for k in (chain.response_id if chain.keep else None, chain.conversation) if k)
     chain.store.put(keys, state)
