@@ -113,3 +113,36 @@ def test_the_count_does_not_depend_on_how_the_arguments_are_spaced(args: dict[st
     pair_spaced = [("lookup_item", spaced), ("lookup_item", spaced)]
     pair_compact = [("lookup_item", compact), ("lookup_item", compact)]
     assert _count(_round(pair_spaced)) == _count(_round(pair_compact))
+
+
+def _answered(results: list[str], model: str = "gpt-4o") -> int:
+    """A round of one call per result (a parallel group when more than one), answered so."""
+    calls = [("lookup_item", json.dumps({"sku": f"A-{k}"})) for k in range(len(results))]
+    messages = _round(calls)
+    for message, result in zip(messages[2:], results):
+        message["content"] = result
+    return _count(messages, model)
+
+
+def test_a_parallel_groups_results_are_read_back_as_one_json_list() -> None:
+    pretty = json.dumps({"sku": "A-1", "stock": [1, 2]}, indent=2)
+    compact = json.dumps({"sku": "A-1", "stock": [1, 2]}, separators=(",", ":"))
+    note = "Out of stock: café"
+    ok = _answered(["ok", "ok"])
+    both = _answered([pretty, note])
+    # One tool message for the group: the JSON list of the results, a JSON result as its value,
+    # written with the default separators and non-ASCII escaped.
+    listed = json.dumps([json.loads(pretty), note])
+    assert "\\u00e9" in listed
+    assert both - ok == _tokens(listed) - _tokens(json.dumps(["ok", "ok"]))
+    assert _answered([compact, note]) == both
+    # A single call's result is read as written.
+    assert _answered([pretty]) - _answered(["ok"]) == _tokens(pretty) - _tokens("ok")
+    assert _answered([pretty]) != _answered([compact])
+
+
+def test_the_reasoning_models_read_a_groups_results_one_message_each() -> None:
+    pretty = json.dumps({"sku": "A-1", "stock": [1, 2]}, indent=2)
+    compact = json.dumps({"sku": "A-1", "stock": [1, 2]}, separators=(",", ":"))
+    grouped = _answered([pretty, "ok"], "gpt-5") - _answered([compact, "ok"], "gpt-5")
+    assert grouped == _tokens(pretty) - _tokens(compact)

@@ -49,6 +49,7 @@ from otel_ctx.adapters.openai_tools import (
     chat_call_tokens,
     count_functions,
     is_reasoning_model,
+    parallel_results,
     section_framing,
 )
 from otel_ctx.engine.cache import BoundedCache, Held
@@ -331,6 +332,8 @@ class ChatReader:
                 turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
                 if replaced is not None:
                     state.replaced[i] = replaced
+            if turn.role == "tool" and len(pending) > 1 and turn.answers and False not in pending.values():
+                turn = self._group_answered(messages, pending_at, turns, turn, cap)
             if turn.role != "tool":
                 if pending and False in pending.values():
                     self._unanswered(pending, pending_at, i, ctx)
@@ -359,6 +362,35 @@ class ChatReader:
         if pending:
             self._unanswered(pending, pending_at, len(messages), ctx)
         return turns, range(len(turns))
+
+    def _group_answered(
+        self, messages: Sequence[Any], at: int, turns: list[Turn], last: Turn, cap: Any
+    ) -> Turn:
+        """``last``, the result that answers a parallel group's last open call, with what the group
+        costs besides its results' own tokens: a chat model reads the group's results back as one
+        message (see :func:`parallel_results`), so the further results' framing goes and the
+        re-serialised list's tokens replace theirs (measured). Booked on the last result's framing."""
+        if is_reasoning_model(self.counter.model):
+            return last
+        results: list[str] = []
+        for j in range(at + 1, len(turns) + 1):
+            m = as_mapping(messages[j])
+            content = m.get("content") if m is not None else None
+            if cap is not None:
+                new = _cap_content(content, cap)
+                content = new if new is not None else content
+            if isinstance(content, ARRAY) and _all_text(content):
+                content = "".join(p["text"] for p in content)
+            if not isinstance(content, str):
+                return last  # not all text: read as written
+            results.append(content)
+        group = turns[at + 1 :]
+        if len(results) != len(group) + 1 or any(t.role != "tool" or len(t.parts) != 1 for t in group):
+            return last
+        booked = sum(t.parts[0].tokens for t in group) + sum(p.tokens for p in last.parts)
+        extra = self.counter.text(parallel_results(results)) - booked - len(group) * self.role_cost["tool"]
+        # On the framing: the results' parts keep their own text's tokens (a unit is dropped whole).
+        return Turn(last.role, last.parts, last.overhead + extra, calls=last.calls, answers=last.answers)
 
     def _known_call_turn(
         self, m: dict[str, Any], i: int, cap: Any, pending: dict[str, bool], declared: dict[str, int]

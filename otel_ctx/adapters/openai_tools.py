@@ -53,6 +53,7 @@ __all__ = [
     "is_reasoning_model",
     "output_format",
     "output_schema",
+    "parallel_results",
     "plain_after_first",
     "render_functions",
     "render_output_format",
@@ -141,6 +142,23 @@ def call_overhead(model: str, calls_in_message: int) -> int:
 #: "parameters":{...}}, ...]}``, and costs 12 more than that JSON (measured).
 SINGLE_CALL = 4
 PARALLEL_GROUP = 12
+
+
+def parallel_results(results: Sequence[str]) -> str:
+    """The answers to a chat model's parallel group as it reads them back: one tool message, the
+    JSON list of the results (a result that is JSON as its value, any other as a string) written
+    with the default separators and non-ASCII escaped, whatever the spacing the results had
+    (measured: one framing for the whole group, the results re-serialised)."""
+    values: list[Any] = []
+    for result in results:
+        try:
+            values.append(json.loads(result))
+        except (ValueError, RecursionError):
+            values.append(result)
+    try:
+        return json.dumps(values)
+    except RecursionError:  # too deep to write back: the results as strings
+        return json.dumps(list(results))
 
 
 def _compact(arguments: str) -> str:
