@@ -10,7 +10,9 @@ lists each run's trace id and whether it overflowed. With ``--native`` it pushes
 histograms (``configure(native_histograms=True)``) and the report lists every round's breakdown
 lines too (``tests/test_e2e_native.py``: the quantiles Prometheus reads against the fits'). With
 ``--otlp-http`` it pushes metrics only, over OTLP/HTTP, to Prometheus's own OTLP receiver
-(``tests/test_e2e_otlp_prometheus.py``: no Collector between them).
+(``tests/test_e2e_otlp_prometheus.py``: no Collector between them). With ``--span-ids`` each run
+lists the ids of every span its trace ended with
+(``tests/test_e2e_two_tier.py``: every kept trace whole in Jaeger).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from opentelemetry.trace import format_trace_id, get_current_span
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import format_span_id, format_trace_id, get_current_span
 
 from otel_ctx import SUPPORT_DESK, ContextFitter
 from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
@@ -72,6 +75,19 @@ class _Recorded:
 _ROUND_LABELS = LabelPolicy()
 
 
+class _SpanIds(SpanProcessor):
+    """The ids of every span that ended, by trace id: what the process handed to its exporter."""
+
+    def __init__(self) -> None:
+        self.by_trace: dict[str, list[str]] = {}
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.get_span_context()
+        if context is not None:
+            trace_id = format_trace_id(context.trace_id)
+            self.by_trace.setdefault(trace_id, []).append(format_span_id(context.span_id))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     where = parser.add_mutually_exclusive_group(required=True)
@@ -92,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--native", action="store_true", help="with --otlp: push native histograms, report every line"
+    )
+    parser.add_argument(
+        "--span-ids", action="store_true", help="with --otlp: report the ids of every span of each run"
     )
     args = parser.parse_args(argv)
 
@@ -122,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             prometheus_port=args.port,
             prometheus_host="127.0.0.1",
         )
+    span_ids = _SpanIds()
+    if args.span_ids and handle.tracer_provider is not None:
+        handle.tracer_provider.add_span_processor(span_ids)
     if args.port is not None and handle.prometheus_address is None:
         print(f"cannot serve metrics on 127.0.0.1:{args.port}", file=sys.stderr)
         return 2
@@ -185,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                 "stop": result.stop,
                 "tokens": result.spent_tokens,
                 "cost": result.cost,
+                **(
+                    {"spans": span_ids.by_trace.get(trace_ids[ticket.ticket_id], [])} if args.span_ids else {}
+                ),
             }
         )
         time.sleep(max(0.0, 1.0 / args.rate - (time.monotonic() - started)))
@@ -198,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
         # With --native: each round's lines, for the quantiles the test computes on its own.
         "lines": lines,
+        # With --span-ids: every span the process ended, in a run or not.
+        "spans": sum(len(ids) for ids in span_ids.by_trace.values()),
     }
     tmp = args.report.with_suffix(".tmp")
     tmp.write_text(json.dumps(report), encoding="utf-8")

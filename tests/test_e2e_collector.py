@@ -45,6 +45,9 @@ ROOT = support.ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 MANIFEST = ROOT / "stack" / "otelcol-builder.yaml"
 COLLECTOR_CONFIG = ROOT / "stack" / "otelcol.yaml"
+#: Every Collector config the stack ships: the Collector, and the gateway tier of a fleet
+#: (tests/test_e2e_two_tier.py). stack/otelcol-builder.yaml builds exactly what they use.
+COLLECTOR_CONFIGS = (COLLECTOR_CONFIG, ROOT / "stack" / "otelcol-gateway.yaml")
 #: The compose services the test runs (Grafana cannot run here; the load service is the workload).
 SERVICES = ("otel-collector", "jaeger", "prometheus")
 #: The zero-code agent's service: its overflowed calls are context_budget.observe spans.
@@ -455,7 +458,11 @@ def test_the_built_collector_has_exactly_the_components_the_config_uses() -> Non
         kind: {c["name"] for c in listed.get(kind) or []}
         for kind in ("receivers", "processors", "exporters", "extensions")
     }
-    used = _used_components(yaml.safe_load(COLLECTOR_CONFIG.read_text(encoding="utf-8")))
+    # The stack's Collector and the fleet's gateway tier in front of it: one build runs both.
+    used: dict[str, set[str]] = {kind: set() for kind in built}
+    for config in COLLECTOR_CONFIGS:
+        for kind, types in _used_components(yaml.safe_load(config.read_text(encoding="utf-8"))).items():
+            used[kind] |= types
     # A component may answer to a deprecated alias too (otlp for otlp_grpc): compare what is used.
     for kind, types in used.items():
         assert types <= built[kind], (kind, types - built[kind])
