@@ -127,3 +127,25 @@ def test_a_tool_results_name_is_not_billed() -> None:
     assert count(named) == count(messages)
     # A user's name still is.
     assert count([{**ASK, "name": "ada"}, *messages[1:]]) > count(messages)
+
+
+def test_a_commented_union_property_is_written_one_alternative_a_line() -> None:
+    day = {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}], "title": "Day"}
+    tools = [_fn("book_room", "Book a room.", day=day)]
+    text, known = openai_tools.render_functions([tools[0]["function"]])
+    # The name alone, one `` | type`` line per alternative (a format as its comment), a lone comma.
+    assert "// Day\n//\nday:\n | string // format: date\n | null\n,\n}) => any;" in text
+    assert not known  # a union is still an estimate
+    assert _section(tools) == _text(text) + openai_tools.NEW_SYSTEM + openai_tools.commented(
+        [tools[0]["function"]]
+    )
+    # A description is a comment too; a default goes above the name.
+    described = {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "Nights.", "default": None}
+    text, _ = openai_tools.render_functions([_fn("f", "F.", nights=described)["function"]])
+    assert "// Nights.\n// default: null\nnights:\n | number\n | null\n," in text
+
+
+def test_a_union_property_without_a_comment_stays_on_one_line() -> None:
+    names = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    text, _ = openai_tools.render_functions([_fn("ask", "Ask.", repo=names)["function"]])
+    assert "repo: string | string[],\n" in text

@@ -113,14 +113,25 @@ def test_naming_the_function_to_call_costs_its_name_on_the_chat_models_only() ->
     counter = TokenCounter(resolve_encoding("gpt-4o"), model="gpt-4o")
     added = counter.text("lookup_order") + openai_tools.FORCED_FUNCTION
     assert _count(named, "openai") - _count({**base, "tool_choice": "auto"}, "openai") == added
-    # The Responses API names it flat; the cost is the same.
+    # The Responses API names it flat, and frames it two tokens more.
     flat = {
         "model": "gpt-4o",
         "input": "where is it",
         "tools": [{"type": "function", "name": "lookup_order"}],
     }
     forced = {**flat, "tool_choice": {"type": "function", "name": "lookup_order"}}
-    assert _count(forced, "openai-responses") - _count(flat, "openai-responses") == added
+    in_responses = counter.text("lookup_order") + openai_tools.FORCED_FUNCTION_RESPONSES
+    assert in_responses == added + 2
+    assert _count(forced, "openai-responses") - _count(flat, "openai-responses") == in_responses
+    # There "required" with a single function names it; with two it names none, and Chat
+    # Completions bills "required" nothing.
+    required = {**flat, "tool_choice": "required"}
+    assert _count(required, "openai-responses") == _count(forced, "openai-responses")
+    two = [*flat["tools"], {"type": "function", "name": "cancel_order"}]
+    assert _count({**required, "tools": two}, "openai-responses") == _count(
+        {**flat, "tools": two}, "openai-responses"
+    )
+    assert _count({**base, "tool_choice": "required"}, "openai") == _count(base, "openai")
     # The reasoning models' bills show no such cost, and without tools there is nothing to force.
     reasoning = {**named, "model": "gpt-5-mini"}
     assert _count(reasoning, "openai", "gpt-5-mini") == _count(

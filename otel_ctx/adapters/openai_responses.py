@@ -442,7 +442,7 @@ class OpenAIResponsesAdapter(Adapter):
         reasoning = body.get("reasoning")
         if isinstance(reasoning, Mapping) and reasoning.get("mode"):
             ctx.unknown("reasoning mode")
-        add_forced_function(model, body.get("tool_choice"), counter)
+        add_forced_function(model, body.get("tool_choice"), counter, responses=True, tools=body.get("tools"))
         text_config = body.get("text")
         if isinstance(text_config, Mapping):
             add_output_schema(model, text_config.get("format"), counter, responses=True)

@@ -298,12 +298,61 @@ def _object(
             if described:
                 # A property's description is commented line by line like a function's (measured).
                 lines.append(_comment(desc)[:-1])
-        line = f"{key}{'' if key in required else '?'}: {_type(prop, known, refs, lone)},"
+        opt = "" if key in required else "?"
+        alternatives = _union(prop) if _is_mapping(prop) else None
+        if alternatives is not None and (_text(prop.get("title")) or _text(prop.get("description"))):
+            lines.extend(_union_lines(prop, f"{key}{opt}", alternatives, known, refs, lone))
+            continue
+        line = f"{key}{opt}: {_type(prop, known, refs, lone)},"
         if _is_mapping(prop) and "default" in prop:
             line += f" // default: {_default(prop)}"
         lines.append(line)
     lines.append("}")
     return "\n".join(lines)
+
+
+def _union(schema: Mapping[str, Any]) -> Sequence[Any] | None:
+    """A union's alternatives (``anyOf`` or ``oneOf``), or None when ``schema`` is no union."""
+    for key in ("anyOf", "oneOf"):
+        alternatives = schema.get(key)
+        if isinstance(alternatives, Sequence) and not isinstance(alternatives, (str, bytes)):
+            return alternatives
+    return None
+
+
+def _union_lines(
+    prop: Mapping[str, Any],
+    head: str,
+    alternatives: Sequence[Any],
+    known: list[bool],
+    refs: list[Mapping[str, Any]],
+    lone: bool,
+) -> list[str]:
+    """A union property that carries a comment (a title or a description), as the open-weight
+    models' renderer writes a property's ``oneOf``: its default a comment line above, the name
+    alone on its line, then one `` | type`` line per alternative with the alternative's own
+    comments after it (its description, its ``format`` as ``// format: date``, its default), and
+    a lone comma. A union with no comment stays on one line (``a | b``); both measured."""
+    if not set(prop) <= _RENDERED:  # a union stays an estimate: measured on one schema
+        known[0] = False
+    lines = []
+    if "default" in prop:
+        lines.append(f"// default: {_default(prop)}")
+    lines.append(f"{head}:")
+    for alternative in alternatives:
+        notes: list[str] = []
+        if _is_mapping(alternative):
+            about = alternative.get("description")
+            if isinstance(about, str) and about and about != prop.get("description"):
+                notes.append(about)
+            if _text(alternative.get("format")):
+                notes.append(f"format: {alternative['format']}")
+            if "default" in alternative:
+                notes.append(f"default: {_default(alternative)}")
+        shown = _type(alternative, known, refs, lone)
+        lines.append(f" | {shown}" + (f" // {' '.join(notes)}" if notes else ""))
+    lines.append(",")
+    return lines
 
 
 def commented(functions: Sequence[Mapping[str, Any]], reasoning: bool = False) -> int:
@@ -539,14 +588,29 @@ def render_output_format(name: Any, description: Any, schema: Any) -> str:
     return f"# Response Formats\n\n## {name if isinstance(name, str) else ''}\n\n{about}{shown}"
 
 
-#: A ``tool_choice`` naming one function: the chat models are told its name, with this framing
-#: (measured; the reasoning models' bills show no such cost).
+#: A ``tool_choice`` naming one function: the chat models are told its name, with this framing in
+#: Chat Completions and two tokens more in the Responses API (measured; the reasoning models'
+#: bills show no such cost).
 FORCED_FUNCTION = 5
+FORCED_FUNCTION_RESPONSES = 7
 
 
-def add_forced_function(model: RequestModel, tool_choice: Any, counter: TokenCounter) -> None:
+def add_forced_function(
+    model: RequestModel,
+    tool_choice: Any,
+    counter: TokenCounter,
+    *,
+    responses: bool = False,
+    tools: Any = None,
+) -> None:
     """What naming the function to call costs (``{"type": "function", ...}`` in either API), booked
-    with the tool definitions, as an estimate like them."""
+    with the tool definitions, as an estimate like them. In the Responses API ``"required"`` with
+    a single tool, a function, names that function (measured: billed as naming it; Chat
+    Completions bills ``"required"`` nothing whatever the tools)."""
+    if responses and tool_choice == "required" and isinstance(tools, Sequence) and len(tools) == 1:
+        only = tools[0]
+        if _is_mapping(only) and only.get("type") == "function":
+            tool_choice = {"type": "function", "name": only.get("name")}
     if not _is_mapping(tool_choice) or tool_choice.get("type") != "function":
         return
     if is_reasoning_model(counter.model) or not model.tool_schema:
@@ -554,7 +618,7 @@ def add_forced_function(model: RequestModel, tool_choice: Any, counter: TokenCou
     nested = tool_choice.get("function")
     name = nested.get("name") if _is_mapping(nested) else tool_choice.get("name")
     if isinstance(name, str) and name:
-        n = counter.text(name) + FORCED_FUNCTION
+        n = counter.text(name) + (FORCED_FUNCTION_RESPONSES if responses else FORCED_FUNCTION)
         model.tool_schema += n
         model.schema_inexact += n
 
