@@ -37,6 +37,7 @@ import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
 from otel_ctx.fitting import ContextFitter
 from otel_ctx.instrumentation import _core
+from otel_ctx.instrumentation._sdk import request_layer
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
 
@@ -507,13 +508,19 @@ def test_uninstrument_restores_the_sdks_own_methods() -> None:
         anthropic_base.SyncAPIClient,
         anthropic_base.AsyncAPIClient,
     ]
-    originals = [owner.__dict__["request"] for owner in owners]
+    # Each client's request layer: ``_request`` inside the anthropic SDK's own call span, else ``request``.
+    layers = [request_layer(owner) for owner in owners]
+    assert layers == ["request", "request", "_request", "_request"]
+    originals = [owner.__dict__[layer] for owner, layer in zip(owners, layers)]
+    untouched = [owner.__dict__["request"] for owner in owners]
     oi.instrument(langchain=False)
     try:
-        assert all(owner.__dict__["request"] is not o for owner, o in zip(owners, originals))
+        assert all(owner.__dict__[layer] is not o for owner, layer, o in zip(owners, layers, originals))
+        assert all(owner.__dict__["request"] is o for owner, o in zip(owners[2:], untouched[2:]))
     finally:
         oi.uninstrument()
-    assert all(owner.__dict__["request"] is o for owner, o in zip(owners, originals))
+    assert all(owner.__dict__[layer] is o for owner, layer, o in zip(owners, layers, originals))
+    assert all(owner.__dict__["request"] is o for owner, o in zip(owners, untouched))
 
 
 def test_the_task_decorator_and_context_manager_nest(

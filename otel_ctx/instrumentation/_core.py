@@ -159,7 +159,8 @@ def _requested_output(body: Mapping[str, Any]) -> int | None:
 
 
 def _call_span(span: Span) -> Span | None:
-    """The provider call's span (a GenAI instrumentation's ``chat …``) if it is the current one."""
+    """The provider call's span if it is the current one: a GenAI instrumentation's ``chat …``
+    around the SDK's method, or the SDK's own (``anthropic.messages.create``)."""
     attributes = getattr(span, "attributes", None)
     if not span.is_recording() or not isinstance(attributes, Mapping):
         return None
@@ -407,7 +408,8 @@ class Round:
             self._deferred = True
         else:
             self._record()
-        # Current while the SDK sends: a GenAI instrumentation's call span nests under the round.
+        # Current while the SDK sends: what is traced below the request layer (an HTTP client's
+        # spans) nests under the round; the provider call's own span is its parent.
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
 
     def _record(self) -> None:
@@ -610,8 +612,8 @@ class Round:
 class Unmeasured(Round):
     """A call otel-ctx could not measure: its round span says why and what could be read.
 
-    The span is a ``context_budget.observe`` span like any round's, current while the SDK sends
-    (so the provider call's own span still nests under it), with the provider, model, task type,
+    The span is a ``context_budget.observe`` span like any round's, in the same place in the
+    trace (under the provider call's span, current while the SDK sends), with the provider, model, task type,
     round (when the transcript could be read), the mode, ``context_budget.unobserved.reason`` and
     the error's class, and, when the answer comes, the provider's usage. It carries no breakdown
     and no estimate, and records no fit, so no panel averages a measure that was never made.

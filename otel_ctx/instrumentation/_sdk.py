@@ -9,6 +9,13 @@ dialect the path names rather than one guessed from the body's shape. It also pu
 otel-ctx frame between the agent and the SDK's public methods, so a warning those
 raise with a ``stacklevel`` still points at the agent's line.
 
+An SDK that traces itself (the ``anthropic`` SDK opens a ``CLIENT`` span per call, named
+after its method, ``anthropic.messages.create``) opens that span in ``request`` and runs the
+call (every retry) in ``_request`` inside it. There the wrapper sits on ``_request``: the
+SDK's own span is current when the round opens, so the round nests under it and annotates
+it, exactly as it does a GenAI instrumentation's span around the SDK's public method, and
+the trace context the SDK sends with the request stays its own span's.
+
 The wrapper is observe-only: it reads the request options, calls the SDK's method with
 exactly its arguments, and returns what the method returned: the SDK's own object, or
 (for a stream, or a raw response whose body is not read yet) that object behind a
@@ -18,6 +25,7 @@ transparent proxy that watches for the usage. The SDK's exceptions pass through 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -390,8 +398,26 @@ def _types(module: str, *names: str) -> tuple[type, ...]:
     return tuple(getattr(found, name, _Never) for name in names)
 
 
+def request_layer(client: type) -> str:
+    """The method of an SDK client class that runs once per call, inside the SDK's own call span.
+
+    ``request`` in an SDK that does not trace itself. One that does opens its call span in
+    ``request`` and hands the call, whose span is then current, to ``_request`` (its ``call``
+    parameter), which runs the request and every retry: that is the layer to watch. An SDK
+    whose ``_request`` takes no call (one attempt of an older SDK, retried by calling itself
+    again) keeps ``request``.
+    """
+    inner = client.__dict__.get("_request")
+    try:
+        if inner is not None and "call" in inspect.signature(inner).parameters:
+            return "_request"
+    except (TypeError, ValueError):  # a signature Python cannot read: the outer layer, as before
+        pass
+    return "request"
+
+
 def _targets(package: str, route: Callable[[str], Route | None]) -> list[Target]:
-    """Both clients' ``request`` of one SDK: every call that reaches the provider passes there."""
+    """Both clients' request layer of one SDK: every call that reaches the provider passes there."""
     importlib.import_module(package)  # ImportError: not installed, not instrumented
     sdk = Sdk(
         route=route,
@@ -401,9 +427,12 @@ def _targets(package: str, route: Callable[[str], Route | None]) -> list[Target]
         async_raw=_types(package, "AsyncAPIResponse"),
     )
     base = f"{package}._base_client"
+    clients = importlib.import_module(base)
+    sync_layer = request_layer(clients.SyncAPIClient)
+    async_layer = request_layer(clients.AsyncAPIClient)
     return [
-        (base, "SyncAPIClient.request", lambda o: sync_request(o, sdk)),
-        (base, "AsyncAPIClient.request", lambda o: async_request(o, sdk)),
+        (base, f"SyncAPIClient.{sync_layer}", lambda o: sync_request(o, sdk)),
+        (base, f"AsyncAPIClient.{async_layer}", lambda o: async_request(o, sdk)),
     ]
 
 
