@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -74,6 +75,32 @@ def free_port() -> int:
         _HANDED_OUT.add(port)
         return port
     raise RuntimeError(f"no free TCP port on 127.0.0.1 in {first}..{low - 1}")
+
+
+class Children:
+    """The servers and workloads an end-to-end test starts, each logging to ``<tmp>/<name>.log``.
+
+    ``procs`` holds them as ``(name, process)`` in the order started (stop them in reverse);
+    :meth:`check_alive` fails the test with the last lines of the log of one that exited (but
+    those in ``may_exit``, which end on their own), and :meth:`ok` is a readiness probe that
+    checks them first, so a server that died is named instead of waited for.
+    """
+
+    def __init__(self, tmp: Path, may_exit: frozenset[str] = frozenset()) -> None:
+        self.tmp = tmp
+        self.may_exit = may_exit
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs:
+            if proc.poll() is not None and name not in self.may_exit:
+                log = (self.tmp / f"{name}.log").read_text(errors="replace")[-3000:]
+                pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
+
+    def ok(self, url: str) -> bool:
+        self.check_alive()
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
 
 
 # --- the end-to-end checks, shared by every path telemetry takes into Prometheus ----------------

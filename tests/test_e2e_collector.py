@@ -284,18 +284,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorStack]:
     clean_env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     prom_base = f"http://127.0.0.1:{ports('prometheus', 9090)}"
     report_path = tmp / "report.json"
-    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def check_alive() -> None:
-        for name, proc in procs:
-            if proc.poll() is not None:
-                log = (tmp / f"{name}.log").read_text(errors="replace")[-3000:]
-                pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
-
-    def ok(url: str) -> bool:
-        check_alive()
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
+    children = support.Children(tmp)
+    procs, check_alive, ok = children.procs, children.check_alive, children.ok
 
     try:
         procs.append(

@@ -217,18 +217,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 
     telemetry = {name: f"http://127.0.0.1:{ports(name, 8888)}/metrics" for name in [GATEWAY, *hosts]}
     report_path = tmp / "report.json"
-    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def check_alive() -> None:
-        for name, proc in procs:
-            if proc.poll() is not None:
-                log = (tmp / f"{name}.log").read_text(errors="replace")[-3000:]
-                pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
-
-    def ok(url: str) -> bool:
-        check_alive()
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
+    children = support.Children(tmp)
+    procs, check_alive, ok = children.procs, children.check_alive, children.ok
 
     try:
         procs.append(
