@@ -12,7 +12,7 @@ reserved output (the most the answer may take, so the ceiling errs early rather 
 late). A round the caller was told not to send (overflow, ceiling) counts nothing
 unless usage is recorded for it after all.
 
-The ledger is plain Python (no OpenTelemetry); :mod:`otel_ctx.telemetry.run` turns it
+The ledger is plain Python (no OpenTelemetry); :mod:`otel_ctx.telemetry._run` turns it
 into span attributes, events and metrics.
 """
 

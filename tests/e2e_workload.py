@@ -34,10 +34,9 @@ from otel_ctx import SUPPORT_DESK, ContextFitter
 from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
 from otel_ctx.engine.result import FitResult
 from otel_ctx.names import COMPONENTS, LINE_COMPONENTS, OUTCOME_OVERFLOW
-from otel_ctx.telemetry import configure, run
+from otel_ctx.telemetry import configure, run, start_counters
 from otel_ctx.telemetry.emitter import component_values
 from otel_ctx.telemetry.labels import LabelPolicy
-from otel_ctx.telemetry.run import start_counters
 
 MODEL = "gpt-4o"
 AGENT = "support-desk"

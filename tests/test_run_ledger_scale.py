@@ -9,7 +9,6 @@ ledger's own code (not timed), so the test holds on a loaded machine.
 from __future__ import annotations
 
 import gc
-import importlib
 import sys
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -24,9 +23,8 @@ from otel_ctx import BudgetPolicy, ContextFitter, FitResult, InvalidRequestError
 from otel_ctx import ledger as ledger_module
 from otel_ctx.ledger import RunLedger
 from otel_ctx.pricing import ModelPrice, PriceTable, Usage
+from otel_ctx.telemetry import _run as run_module
 from otel_ctx.telemetry import run
-
-run_module = importlib.import_module("otel_ctx.telemetry.run")
 
 RESERVE = 100
 PRICES = PriceTable(

@@ -30,7 +30,7 @@ from otel_ctx.fitting import ContextFitter
 from otel_ctx.ledger import STOP_CEILING, STOP_OVERFLOW
 from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE, SUPPORT_DESK_RUN_CEILING
 from otel_ctx.pricing import default_prices
-from otel_ctx.telemetry.run import start_counters
+from otel_ctx.telemetry import start_counters
 
 #: ``--inspect`` without a ticket: the first ticket whose run compacted or overflowed.
 INSPECT_AUTO = "auto"

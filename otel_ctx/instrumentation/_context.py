@@ -50,7 +50,7 @@ from otel_ctx.instrumentation import _ticket
 if TYPE_CHECKING:
     from contextvars import Token
 
-    from otel_ctx.telemetry.run import Run
+    from otel_ctx.telemetry._run import Run
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")

@@ -41,7 +41,7 @@ from otel_ctx.telemetry.trim import Trim
 if TYPE_CHECKING:
     from otel_ctx.engine.result import FitResult
     from otel_ctx.fitting import ContextFitter
-    from otel_ctx.telemetry.run import Run
+    from otel_ctx.telemetry._run import Run
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})

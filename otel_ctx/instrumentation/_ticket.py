@@ -2,7 +2,7 @@
 
 An agent under ``opentelemetry-instrument`` makes bare SDK calls; nothing in them says
 where one ticket ends and the next begins. The task block does: while the instrumentor
-is active, the outermost block opens a :class:`~otel_ctx.telemetry.run.Run` (the same
+is active, the outermost block opens a :class:`~otel_ctx.telemetry._run.Run` (the same
 ``context_budget.run`` span and per-run metrics as ``otel_ctx.run()``, so the cost
 dashboard reads both paths alike), every instrumented call inside it is booked as one
 of its rounds, and the block's exit records the run once: tokens, cost, the ceiling's
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Protocol
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult
 from otel_ctx.pricing import Usage
+from otel_ctx.telemetry._run import Run, current_run
 from otel_ctx.telemetry.emitter import log_failure
-from otel_ctx.telemetry.run import Run, current_run
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

@@ -389,7 +389,7 @@ class Emitter:
             names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
         )
         meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
-        #: Kept for the per-run instruments (otel_ctx.telemetry.run), created on first use.
+        #: Kept for the per-run instruments (otel_ctx.telemetry._run), created on first use.
         self.meter = meter
         self._utilization = instruments.create(meter, names.UTILIZATION)
         self._accuracy = instruments.create(meter, names.ESTIMATE_ACCURACY)

@@ -24,8 +24,8 @@ from otel_ctx.adapters.langchain import as_chat_dicts
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
+from otel_ctx.telemetry._run import Run, current_run
 from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
-from otel_ctx.telemetry.run import Run, current_run
 from otel_ctx.telemetry.trim import compare
 
 if TYPE_CHECKING:
