@@ -123,6 +123,22 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     @classmethod
+    def reported(
+        cls,
+        input_tokens: int,
+        output_tokens: int = 0,
+        cached_input_tokens: int = 0,
+        cache_creation_input_tokens: int = 0,
+    ) -> Usage:
+        """What a provider reported, as an observer must take it: never refused. A negative count
+        reads 0, and cache reads and writes beyond the input are cut to it (a provider's report
+        is what was billed; an observe-only path records it instead of raising)."""
+        input_tokens = max(0, input_tokens)
+        cached = min(max(0, cached_input_tokens), input_tokens)
+        written = min(max(0, cache_creation_input_tokens), input_tokens - cached)
+        return cls(input_tokens, max(0, output_tokens), cached, written)
+
+    @classmethod
     def from_openai(cls, usage: Any) -> Usage:
         """From a Chat Completions ``usage`` (``prompt_tokens``, ``completion_tokens``,
         ``prompt_tokens_details.cached_tokens``) or a Responses ``usage`` (``input_tokens``,

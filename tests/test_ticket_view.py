@@ -253,6 +253,20 @@ def test_usage_rejects_counts_that_cannot_be() -> None:
         Usage.from_openai({"completion_tokens": 3})
 
 
+@given(st.integers(-5, 50), st.integers(-5, 50), st.integers(-5, 60), st.integers(-5, 60))
+def test_a_reported_usage_is_taken_as_it_can_be_never_refused(
+    input_tokens: int, output_tokens: int, cached: int, written: int
+) -> None:
+    # What the instrumentor reads from a provider's answer: an observer records it, never raises.
+    usage = Usage.reported(input_tokens, output_tokens, cached, written)
+    assert usage.input_tokens == max(0, input_tokens) and usage.output_tokens == max(0, output_tokens)
+    assert 0 <= usage.cached_input_tokens <= max(0, cached)
+    assert 0 <= usage.cache_creation_input_tokens <= max(0, written)
+    assert usage.uncached_input_tokens >= 0
+    if cached >= 0 and written >= 0 and cached + written <= input_tokens:
+        assert usage == Usage(input_tokens, max(0, output_tokens), cached, written)
+
+
 def test_the_shipped_table_is_dated_and_found_by_model_family() -> None:
     prices = shipped_prices()
     assert len(prices.as_of) == 10 and prices.as_of[4] == "-"

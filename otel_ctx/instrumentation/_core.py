@@ -34,6 +34,7 @@ from otel_ctx.engine.errors import (
 from otel_ctx.instrumentation import _chain, _ticket, _trims
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
+from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.content import exception_type
 from otel_ctx.telemetry.emitter import Emitter, log_failure, span_attributes
 from otel_ctx.telemetry.trim import Trim
@@ -48,16 +49,6 @@ _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 #: The request's own output limit, per dialect, in the order the provider honours them.
 _OUTPUT_LIMITS = ("max_completion_tokens", "max_output_tokens", "max_tokens")
 _FITTERS = 64
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """The provider's reported counts, normalised: ``input_tokens`` includes cached tokens."""
-
-    input_tokens: int
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
 
 
 def request_body(kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,8 +34,9 @@ from typing import Any, cast
 
 import wrapt
 
-from otel_ctx.instrumentation._core import Observer, Round, Usage
+from otel_ctx.instrumentation._core import Observer, Round
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
+from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 
 WrapperFn = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -62,7 +63,7 @@ def _openai_usage(input_field: str, output_field: str, details_field: str) -> Ca
         if usage is None:
             return None
         details = _field(usage, details_field)
-        return Usage(
+        return Usage.reported(
             input_tokens=_int(_field(usage, input_field)),
             output_tokens=_int(_field(usage, output_field)),
             cached_input_tokens=_int(_field(details, "cached_tokens")),
@@ -82,7 +83,7 @@ def anthropic_usage(usage: Any) -> Usage | None:
         return None
     read = _int(_field(usage, "cache_read_input_tokens"))
     write = _int(_field(usage, "cache_creation_input_tokens"))
-    return Usage(
+    return Usage.reported(
         input_tokens=_int(_field(usage, "input_tokens")) + read + write,
         output_tokens=_int(_field(usage, "output_tokens")),
         cached_input_tokens=read,
@@ -117,7 +118,7 @@ def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
         late = anthropic_usage(delta)
         if seen is None:
             return late
-        return Usage(
+        return Usage.reported(
             input_tokens=max(seen.input_tokens, late.input_tokens if late else 0),
             output_tokens=_int(_field(delta, "output_tokens")) or seen.output_tokens,
             cached_input_tokens=max(seen.cached_input_tokens, late.cached_input_tokens if late else 0),

@@ -16,7 +16,7 @@ into the agent.
 from __future__ import annotations
 
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult
@@ -111,31 +111,12 @@ def book_round(result: FitResult, model: str, span: Span | None) -> tuple[Run, i
         return None
 
 
-class ReportedCounts(Protocol):
-    """The provider's counts as the instrumentor normalised them."""
-
-    @property
-    def input_tokens(self) -> int: ...
-    @property
-    def output_tokens(self) -> int: ...
-    @property
-    def cached_input_tokens(self) -> int: ...
-    @property
-    def cache_creation_input_tokens(self) -> int: ...
-
-
-def book_usage(booked: tuple[Run, int] | None, counts: ReportedCounts) -> None:
+def book_usage(booked: tuple[Run, int] | None, usage: Usage) -> None:
     """The call's reported usage replaces its estimate in the run's books (tokens and cost)."""
     if booked is None:
         return
     run, number = booked
     try:
-        usage = Usage(
-            input_tokens=counts.input_tokens,
-            output_tokens=counts.output_tokens,
-            cached_input_tokens=counts.cached_input_tokens,
-            cache_creation_input_tokens=counts.cache_creation_input_tokens,
-        )
         run.book_usage(number, usage)
     except Exception as exc:
         log_failure("booking a call's usage in the task's run", exc)

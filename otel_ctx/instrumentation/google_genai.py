@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-from otel_ctx.instrumentation._core import Observer, Round, Usage
+from otel_ctx.instrumentation._core import Observer, Round
 from otel_ctx.instrumentation._sdk import Target, WrapperFn
+from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 
 PROVIDER = "google"
@@ -37,7 +38,7 @@ def google_usage(metadata: Any) -> Usage | None:
     tokens are the candidates' plus the model's thinking."""
     if metadata is None:
         return None
-    return Usage(
+    return Usage.reported(
         input_tokens=_int(getattr(metadata, "prompt_token_count", 0)),
         output_tokens=_int(getattr(metadata, "candidates_token_count", 0))
         + _int(getattr(metadata, "thoughts_token_count", 0)),

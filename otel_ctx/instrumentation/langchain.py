@@ -27,8 +27,9 @@ from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
-from otel_ctx.instrumentation._core import FRAMEWORK_CALL, FrameworkCall, Observer, Usage
+from otel_ctx.instrumentation._core import FRAMEWORK_CALL, FrameworkCall, Observer
 from otel_ctx.instrumentation._framework_trims import FrameworkTrims
+from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 
 _MAX_PENDING = 10_000
@@ -58,7 +59,7 @@ def usage_of(response: Any) -> Usage | None:
     meta = getattr(message, "usage_metadata", None)
     if isinstance(meta, Mapping) and _int(meta.get("input_tokens")):
         details = meta.get("input_token_details") or {}
-        return Usage(
+        return Usage.reported(
             input_tokens=_int(meta.get("input_tokens")),  # LangChain's total: cached tokens included
             output_tokens=_int(meta.get("output_tokens")),
             cached_input_tokens=_int(details.get("cache_read")),
@@ -66,7 +67,7 @@ def usage_of(response: Any) -> Usage | None:
         )
     raw = (getattr(response, "llm_output", None) or {}).get("token_usage")
     if isinstance(raw, Mapping) and _int(raw.get("prompt_tokens")):
-        return Usage(
+        return Usage.reported(
             input_tokens=_int(raw.get("prompt_tokens")), output_tokens=_int(raw.get("completion_tokens"))
         )
     return None

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from otel_ctx import names
-from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round, Usage
+from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round
 from otel_ctx.instrumentation._sdk import (
     Target,
     WrapperFn,
@@ -34,6 +34,7 @@ from otel_ctx.instrumentation._sdk import (
     watch_openai_responses,
 )
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
+from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 
 #: What a Chat Completions / Responses request body holds; LiteLLM's own options (keys,
@@ -90,7 +91,7 @@ def _chat_usage(response: Any) -> Usage | None:
         return None
     written = _int(getattr(usage, "cache_creation_input_tokens", 0))
     if written:
-        return Usage(found.input_tokens, found.output_tokens, found.cached_input_tokens, written)
+        return Usage.reported(found.input_tokens, found.output_tokens, found.cached_input_tokens, written)
     return found
 
 
