@@ -8,11 +8,20 @@ import sys
 import time
 from pathlib import Path
 
-from bench import fit_bench, fleet_bench, instrument_bench, memory_bench, telemetry_bench, traffic_bench
+from bench import (
+    fit_bench,
+    fleet_bench,
+    instrument_bench,
+    memory_bench,
+    peer_bench,
+    telemetry_bench,
+    traffic_bench,
+)
 from bench.report import Figure, markdown, text_table, write
 
 COMMAND = "make bench"
 ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ("fit", "telemetry", "memory", "instrument", "peer", "fleet")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("fit", "telemetry", "memory", "instrument", "fleet"),
+        choices=SECTIONS,
         action="append",
         help="Run only these sections.",
     )
@@ -32,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
     parser.add_argument("--strict", action="store_true", help="Exit 1 when a figure misses its target.")
     args = parser.parse_args(argv)
-    only = set(args.only or ("fit", "telemetry", "memory", "instrument", "fleet"))
+    only = set(args.only or SECTIONS)
     # The collector-down case makes the OTLP exporters log every failed export; that is the point.
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
 
@@ -65,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         ins = instrument_bench.run(quick=args.quick)
         figures += ins.figures
         notes += ins.notes
+    if "peer" in only:
+        progress("against the peer: otel-ctx beside opentelemetry-instrumentation-openai-v2, real client")
+        peer = peer_bench.run(quick=args.quick)
+        figures += peer.figures
+        notes += peer.notes
     if "memory" in only:
         progress("memory: fits with a bounded cache")
         mem = memory_bench.run(quick=args.quick)

@@ -170,22 +170,35 @@ def tool_transcript(seed: int = 4, calls: int = 50) -> list[dict[str, Any]]:
     enc = encoding()
     out: list[dict[str, Any]] = [{"role": "user", "content": _text(rng, enc, 120, f"[t{seed}]")}]
     for k in range(calls):
-        call_id = f"call_{seed}_{k}"
-        arguments = f'{{"order_id": "88-{k:04d}", "reason": "damaged"}}'
-        out.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": "get_order", "arguments": arguments},
-                    }
-                ],
-            }
-        )
-        out.append(
-            {"role": "tool", "tool_call_id": call_id, "content": _text(rng, enc, 300, f"[r{seed}.{k}]")}
-        )
+        out += _tool_round(rng, enc, f"call_{seed}_{k}", k, f"[r{seed}.{k}]")
     return out
+
+
+def tool_rounds(count: int, seed: int, start: int = 1_000) -> list[list[dict[str, Any]]]:
+    """``count`` distinct next rounds of :func:`tool_transcript`: a new tool call and its ~300-token
+    result each, with call ids no transcript uses (from ``start`` on)."""
+    rng = random.Random(seed)
+    enc = encoding()
+    return [
+        _tool_round(rng, enc, f"call_{seed}_{k}", k, f"[n{seed}.{k}]") for k in range(start, start + count)
+    ]
+
+
+def _tool_round(
+    rng: random.Random, enc: tiktoken.Encoding, call_id: str, k: int, tag: str
+) -> list[dict[str, Any]]:
+    arguments = f'{{"order_id": "88-{k:04d}", "reason": "damaged"}}'
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "get_order", "arguments": arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": _text(rng, enc, 300, tag)},
+    ]

