@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from otel_ctx.cli import notes
-from otel_ctx.cli import telemetry as cli_telemetry
+import otel_ctx.cli.notes as notes
+import otel_ctx.cli.telemetry as cli_telemetry
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import CliError
 from otel_ctx.cli.render import breakdown_table, cost_table, outcome_line, sources_table, summary_tables

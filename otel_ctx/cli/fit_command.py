@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from otel_ctx.cli import notes
+import otel_ctx.cli.notes as notes
 from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import EXIT_OVERFLOW, CliError
 from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, describe_size, parse_size

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_ctx.demo import payloads
+import otel_ctx.demo.payloads as payloads
 from otel_ctx.demo.content import (
     CONSTRAINT_LINES,
     DISPUTE_OPENINGS,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import tiktoken
 
-from otel_ctx.engine import dialect
+import otel_ctx.engine.dialect as dialect
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.cache import BoundedCache

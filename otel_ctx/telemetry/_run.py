@@ -27,13 +27,13 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
+import otel_ctx.telemetry.instruments as instruments
 from otel_ctx import names
 from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
 from otel_ctx.pricing import PriceTable, Usage, default_prices
-from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import record_exception
 from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 

@@ -34,10 +34,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
+import otel_ctx.telemetry.instruments as instruments
 from otel_ctx import names
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.result import FitResult
-from otel_ctx.telemetry import instruments
 from otel_ctx.telemetry.content import capture_content, exception_type, messages_json, record_exception
 from otel_ctx.telemetry.exporters import distributions_from_env
 from otel_ctx.telemetry.labels import LabelPolicy
