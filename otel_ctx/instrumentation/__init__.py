@@ -13,16 +13,6 @@ never changed.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import logging
-import threading
-from collections.abc import Callable, Collection, Mapping
-from typing import Any
-
-import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from otel_ctx.instrumentation._config import (
     ENV_CONTEXT_WINDOW,
     ENV_LANGCHAIN,
@@ -30,183 +20,13 @@ from otel_ctx.instrumentation._config import (
     ENV_POLICIES,
     ENV_RESERVED_OUTPUT,
     ENV_TASK_TYPE,
-    Config,
-    PolicyLike,
     TaskPolicy,
 )
 from otel_ctx.instrumentation._context import carry, current_task, task
-from otel_ctx.instrumentation._core import Observer
-from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
-from otel_ctx.instrumentation.google_genai import google_targets
-from otel_ctx.instrumentation.litellm import litellm_targets
-from otel_ctx.models import ENV_MODELS, ModelTable
-from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
-
-logger = logging.getLogger("otel_ctx.instrumentation")
-
-#: The keyword arguments of ``instrument()`` that configure otel-ctx (the rest are OpenTelemetry's).
-CONFIG_KEYS = (
-    "policies",
-    "default_task_type",
-    "reserved_output",
-    "context_window",
-    "max_conversations",
-    "models",
-    "langchain",
-)
-
-
-class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Observe-only wrappers for the OpenAI, Anthropic and Google Gen AI SDKs and a global LangChain handler.
-
-    ``instrument(tracer_provider=..., meter_provider=..., policies=..., ...)``; each SDK
-    that is installed is wrapped, the others are skipped. ``uninstrument()`` puts the
-    SDKs' own methods back.
-    """
-
-    _patched: list[tuple[Any, str, Any]]
-    _observer: Observer | None = None
-
-    def instrumentation_dependencies(self) -> Collection[str]:
-        # Any one of the SDKs is enough; each is wrapped only if it imports.
-        return ()
-
-    def _instrument(self, **kwargs: Any) -> None:
-        config = Config.from_env(**{k: kwargs[k] for k in CONFIG_KEYS if k in kwargs})
-        tracer_provider = kwargs.get("tracer_provider")
-        meter_provider = kwargs.get("meter_provider")
-        emitter = (
-            Emitter(tracer_provider=tracer_provider, meter_provider=meter_provider)
-            if tracer_provider is not None or meter_provider is not None
-            else default_emitter()
-        )
-        observer = Observer(config, emitter)
-        self._observer = observer
-        self._patched = []
-        from otel_ctx.instrumentation._chain import compact_targets
-
-        compact: Callable[[], list[Target]] = compact_targets
-        for sdk, targets in (
-            ("openai", openai_targets),
-            ("openai", compact),
-            ("anthropic", anthropic_targets),
-            ("google-genai", google_targets),
-        ):
-            try:
-                found = targets()
-            except ImportError:
-                logger.debug("otel-ctx: %s is not installed; not instrumented", sdk)
-                continue
-            for module, name, factory in found:
-                self._wrap(module, name, factory(observer))
-        self._when_imported("litellm", litellm_targets, observer)
-        if config.langchain:
-            try:
-                from otel_ctx.instrumentation.langchain import attach_globally
-            except ImportError:
-                logger.debug("otel-ctx: langchain-core is not installed; no callback handler attached")
-            else:
-                attach_globally(observer)
-
-    def _when_imported(self, package: str, targets: Callable[[], list[Target]], observer: Observer) -> None:
-        """Wrap ``package`` when the agent imports it (now, if it already has).
-
-        Importing it ourselves would run its import-time work in every instrumented process,
-        used or not: LiteLLM's fetches a price map over the network (and retries when there is
-        none) on import. Once uninstrumented, the hook does nothing.
-        """
-
-        def hook(_module: Any) -> None:
-            if self._observer is not observer or not observer.active:
-                return
-            try:
-                for module, name, factory in targets():
-                    self._wrap(module, name, factory(observer))
-            except Exception as exc:  # an SDK release we cannot wrap: the agent goes on unobserved
-                log_failure(f"instrumenting {package}", exc)
-
-        if importlib.util.find_spec(package) is None:
-            logger.debug("otel-ctx: %s is not installed; not instrumented", package)
-            return
-        wrapt.register_post_import_hook(hook, package)
-
-    def _wrap(self, module: str, name: str, wrapper: WrapperFn) -> None:
-        # "Class.method", or a module-level function's bare name (LiteLLM's entry points).
-        class_name, _, method = name.rpartition(".")
-        found = importlib.import_module(module)
-        owner = getattr(found, class_name) if class_name else found
-        wrapt.wrap_function_wrapper(owner, method, wrapper)
-        self._patched.append((owner, method, wrapper))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        observer = self._observer
-        if observer is not None:
-            observer.active = False  # a wrapper that cannot be taken out passes calls straight through
-        for owner, method, wrapper in reversed(getattr(self, "_patched", [])):
-            current = owner.__dict__.get(method)
-            if isinstance(current, wrapt.FunctionWrapper) and current._self_wrapper is wrapper:
-                setattr(owner, method, current.__wrapped__)
-            else:
-                logger.info(
-                    "otel-ctx: %s.%s was wrapped again after otel-ctx; its otel-ctx layer now only passes "
-                    "calls through",
-                    owner.__name__,
-                    method,
-                )
-        self._patched = []
-        try:
-            from otel_ctx.instrumentation.langchain import detach_globally
-        except ImportError:
-            pass
-        else:
-            detach_globally()
-        self._observer = None
-
-
-_lock = threading.Lock()
-
-
-def instrument(
-    *,
-    policies: Mapping[str, PolicyLike] | None = None,
-    default_task_type: str | None = None,
-    reserved_output: int | None = None,
-    context_window: int | None = None,
-    max_conversations: int | None = None,
-    models: ModelTable | Mapping[str, Any] | None = None,
-    langchain: bool | None = None,
-    **otel: Any,
-) -> OtelCtxInstrumentor:
-    """Instrument the installed provider SDKs (once; later calls do nothing until ``uninstrument()``).
-
-    Anything not given comes from the environment (``OTEL_CTX_*``, see docs/integrations.md), then
-    the defaults. ``otel`` takes OpenTelemetry's own ``tracer_provider`` and ``meter_provider``.
-    """
-    given: dict[str, Any] = {
-        "policies": policies,
-        "default_task_type": default_task_type,
-        "reserved_output": reserved_output,
-        "context_window": context_window,
-        "max_conversations": max_conversations,
-        "models": models,
-        "langchain": langchain,
-    }
-    with _lock:
-        instrumentor = OtelCtxInstrumentor()
-        instrumentor.instrument(**{k: v for k, v in given.items() if v is not None}, **otel)
-        return instrumentor
-
-
-def uninstrument() -> None:
-    """Put the SDKs' own methods back and detach the LangChain handler."""
-    with _lock:
-        OtelCtxInstrumentor().uninstrument()
-
-
-def active_observer() -> Observer | None:
-    """The observer of the current instrumentation (None when not instrumented)."""
-    return OtelCtxInstrumentor()._observer
-
+from otel_ctx.instrumentation._instrumentor import CONFIG_KEYS, OtelCtxInstrumentor, instrument, uninstrument
+from otel_ctx.instrumentation._sdk import Target
+from otel_ctx.instrumentation._state import active_observer
+from otel_ctx.models import ENV_MODELS
 
 __all__ = [
     "CONFIG_KEYS",

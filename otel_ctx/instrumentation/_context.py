@@ -45,11 +45,10 @@ from opentelemetry import baggage
 from opentelemetry import context as otel_context
 
 from otel_ctx import names
-from otel_ctx.instrumentation import _ticket
+from otel_ctx.instrumentation._state import run_opener
 
 if TYPE_CHECKING:
-    from contextvars import Token
-
+    from otel_ctx.instrumentation._state import TaskRun
     from otel_ctx.telemetry._run import Run
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,7 +77,7 @@ class _Entry:
         self.conversation_id = owner.conversation_id
         self.parent = parent
         #: The ticket-view run this entry opened (the outermost block under the instrumentor).
-        self.run: tuple[Run, Token[Run | None]] | None = None
+        self.run: TaskRun | None = None
 
     def relinked(self, parent: _Entry | None) -> _Entry:
         copy = _Entry.__new__(_Entry)
@@ -161,7 +160,10 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
 
     While the instrumentor is active, the outermost block is also one run of the ticket
     view (see :mod:`otel_ctx.instrumentation._ticket`): ``run_ceiling`` caps its tokens,
-    ``resolve()`` says how it ended, and its exit records it once.
+    ``resolve()`` says how it ended, and its exit records it once. The block opens it
+    through the hook the instrumentor registered
+    (:func:`~otel_ctx.instrumentation._state.run_opener`), so this module knows nothing
+    of the ticket view but that hook's signature.
     """
 
     def __init__(
@@ -198,7 +200,7 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
         """The run this block opened, if any: its ``spent_tokens``, ``cost``, ``ceiling_reached``."""
         for entry in _in_force():
             if entry.owner is self and entry.run is not None:
-                return entry.run[0]
+                return entry.run.run
         return None
 
     def __enter__(self) -> task:
@@ -224,8 +226,10 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
         head = otel_context.get_value(_KEY)
         entry = _Entry(self, head if isinstance(head, _Entry) else None)
         _set_chain(entry)
-        info = current_task()
-        entry.run = _ticket.open_run(info.task_type, info.conversation_id, self.run_ceiling)
+        open_run = run_opener()
+        if open_run is not None:
+            info = current_task()
+            entry.run = open_run(info.task_type, info.conversation_id, self.run_ceiling)
 
     def _pop(self, exc: BaseException | None = None) -> None:
         """Remove this object's innermost entry, whatever was entered since."""
@@ -237,8 +241,8 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
             entry = entry.parent
         if entry is None:
             return  # left in another context than it was entered in: nothing of it is here
-        if entry.run is not None:
-            _ticket.close_run(entry.run, exc)
+        if entry.run is not None:  # closed even when uninstrumented since: the run was opened
+            entry.run.close(exc)
         new = entry.parent
         for kept in reversed(above):  # entered since and still open (an undecorated generator's, say)
             new = kept.relinked(new)

@@ -24,6 +24,9 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+import otel_ctx.instrumentation._chain as _chain
+import otel_ctx.instrumentation._ticket as _ticket
+import otel_ctx.instrumentation._trims as _trims
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
 from otel_ctx.engine.errors import (
@@ -31,7 +34,6 @@ from otel_ctx.engine.errors import (
     InvalidRequestError,
     UnknownTaskTypeError,
 )
-from otel_ctx.instrumentation import _chain, _ticket, _trims
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.pricing import Usage

@@ -8,14 +8,18 @@ dashboard reads both paths alike), every instrumented call inside it is booked a
 of its rounds, and the block's exit records the run once: tokens, cost, the ceiling's
 stop and the resolution the agent set with ``t.resolve(...)``.
 
-Kept apart from the task context itself so the context stays a small context variable;
-observe-only like the rest of the instrumentor: a failure here is logged, never raised
-into the agent.
+Kept apart from the task context itself so the context stays a small context variable:
+the instrumentor hands :func:`run_opener` of its observer to the task blocks when it
+instruments (through :mod:`otel_ctx.instrumentation._state`), so the task context never
+imports this module, nor this module the instrumentor. Observe-only like the rest of the
+instrumentor: a failure here is logged, never raised into the agent.
 """
 
 from __future__ import annotations
 
+import functools
 from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from otel_ctx.engine.budget import BudgetPolicy
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from otel_ctx.instrumentation._core import Observer
+    from otel_ctx.instrumentation._state import RunOpener
 
 #: The run the innermost task block opened (a run() block inside it is not one of these).
 _TASK_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_task_run", default=None)
@@ -38,12 +43,6 @@ _UNBOUNDED = 1 << 40
 _UNKNOWN_MODEL = "unknown"
 
 
-def _observer() -> Observer | None:
-    from otel_ctx.instrumentation import active_observer
-
-    return active_observer()
-
-
 def _ceiling(observer: Observer, task_type: str, given: int | None) -> int | None:
     if given is not None:
         return given
@@ -51,16 +50,40 @@ def _ceiling(observer: Observer, task_type: str, given: int | None) -> int | Non
     return policy.run_ceiling if isinstance(policy, BudgetPolicy) else None
 
 
+@dataclass(frozen=True, slots=True)
+class TaskRun:
+    """The run a task block opened, and the token that puts the innermost task run back."""
+
+    run: Run
+    token: Token[Run | None]
+
+    def close(self, exc: BaseException | None) -> None:
+        """Record the run once, whether the block returned or raised."""
+        try:
+            _TASK_RUN.reset(self.token)
+        except ValueError:  # left in another context than it was entered in
+            _TASK_RUN.set(None)
+        try:
+            self.run.__exit__(type(exc) if exc is not None else None, exc, None)
+        except Exception as inner:
+            log_failure("closing the task's run", inner)
+
+
+def run_opener(observer: Observer) -> RunOpener:
+    """What task blocks call to open their runs while ``observer`` is the instrumentation's."""
+    return functools.partial(open_run, observer)
+
+
 def open_run(
-    task_type: str | None, conversation_id: str | None, run_ceiling: int | None
-) -> tuple[Run, Token[Run | None]] | None:
+    observer: Observer, task_type: str | None, conversation_id: str | None, run_ceiling: int | None
+) -> TaskRun | None:
     """Open the block's run when the instrumentor is active and no run is open here yet.
 
     None when it is not: a nested task block (the outer one's run goes on), a task block
-    inside ``otel_ctx.run()`` (that run keeps the books), or no instrumentor.
+    inside ``otel_ctx.run()`` (that run keeps the books), or an observer uninstrumented
+    since.
     """
-    observer = _observer()
-    if observer is None or not observer.active or current_run() is not None:
+    if not observer.active or current_run() is not None:
         return None
     try:
         from otel_ctx.fitting import ContextFitter
@@ -79,23 +102,10 @@ def open_run(
         )
         run = Run(fitter, task_type=task, conversation_id=conversation_id, emitter=observer.emitter)
         run.__enter__()
-        return run, _TASK_RUN.set(run)
+        return TaskRun(run, _TASK_RUN.set(run))
     except Exception as exc:
         log_failure("opening the task's run", exc)
         return None
-
-
-def close_run(opened: tuple[Run, Token[Run | None]], exc: BaseException | None) -> None:
-    """Record the run once, whether the block returned or raised."""
-    run, token = opened
-    try:
-        _TASK_RUN.reset(token)
-    except ValueError:  # left in another context than it was entered in
-        _TASK_RUN.set(None)
-    try:
-        run.__exit__(type(exc) if exc is not None else None, exc, None)
-    except Exception as inner:
-        log_failure("closing the task's run", inner)
 
 
 def book_round(result: FitResult, model: str, span: Span | None) -> tuple[Run, int] | None:

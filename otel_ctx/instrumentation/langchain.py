@@ -29,6 +29,7 @@ from opentelemetry.context import Context
 
 from otel_ctx.instrumentation._core import FRAMEWORK_CALL, FrameworkCall, Observer
 from otel_ctx.instrumentation._framework_trims import FrameworkTrims
+from otel_ctx.instrumentation._state import active_observer
 from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 
@@ -103,8 +104,6 @@ class OtelCtxCallbackHandler(BaseCallbackHandler):
             return None
         if self._observer is not None:
             return self._observer
-        from otel_ctx.instrumentation import active_observer
-
         return active_observer()
 
     def on_chain_start(
