@@ -8,6 +8,10 @@ and no dialect adapter imports another (what they share lives in helper modules)
 Checked twice: statically (every import statement of the engine and adapter modules)
 and at run time, in a fresh interpreter, by what ``sys.modules`` holds after
 importing the engine and after a plain dict fit through the top-level package.
+
+And one direction everywhere: no module of ``otel_ctx`` is in an import circle, counting
+the imports inside functions (a circle through one is a circle all the same, only found
+later) and leaving out the ``TYPE_CHECKING`` blocks (they never run).
 """
 
 from __future__ import annotations
@@ -110,31 +114,182 @@ def test_adapter_module_imports_no_telemetry(module: str) -> None:
     assert not offending, f"otel_ctx/adapters/{module}.py imports {sorted(offending)}"
 
 
-def test_engine_modules_import_each_other_without_a_cycle() -> None:
-    graph = {
-        m: {
-            i.removeprefix("otel_ctx.engine.")
-            for i in _imports(PACKAGE / "engine" / f"{m}.py")
-            if i.startswith("otel_ctx.engine.")
-        }
-        for m in ENGINE
-        if m != "__init__"
+def _package_modules(package: Path) -> dict[str, Path]:
+    """Every module under ``package`` by its dotted name; a package's ``__init__`` by the package's."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _run_time_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs: at the top and inside functions, not under ``TYPE_CHECKING``.
+
+    An import inside a function is a dependency all the same (it only runs later), so a
+    circle through one is a circle; a ``TYPE_CHECKING`` block never runs (its ``else`` does).
+    """
+    found: list[ast.Import | ast.ImportFrom] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            todo.extend(node.orelse)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _import_graph(package: Path) -> dict[str, set[str]]:
+    """Which of the package's modules each of its modules imports, relative imports resolved.
+
+    ``from pkg import x`` depends on ``pkg`` (its ``__init__``, whatever it re-exports) and,
+    when ``x`` is a module, on ``pkg.x`` too: a submodule that imports a sibling through the
+    package is in a circle with the ``__init__`` that imports it. A name that is no module
+    counts as the innermost module that holds it (``pkg.mod.Name`` is ``pkg.mod``).
+    """
+    modules = _package_modules(package)
+
+    def holder(name: str) -> str | None:
+        while name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name if name in modules else None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        wanted: list[str] = []
+        for node in _run_time_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                wanted += [a.name for a in node.names]
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = here[: len(here) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            wanted += [base, *(f"{base}.{a.name}" for a in node.names)]
+        graph[module] = {h for h in map(holder, wanted) if h is not None and h != module}
+    return graph
+
+
+def _groups(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group: set[str] = set()
+            while node not in group:
+                group.add(stack.pop())
+            on_stack.difference_update(group)
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return groups
+
+
+def _shortest_circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """The shortest circle through the group's first module, closed on it: a path to break."""
+    start = min(group)
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while start not in came_from:  # a strongly connected group leads back to its start
+        reached = []
+        for node in frontier:
+            for nxt in sorted(graph[node] & group):
+                if nxt not in came_from:
+                    came_from[nxt] = node
+                    reached.append(nxt)
+        frontier = reached
+    circle = [start]
+    while len(circle) == 1 or circle[-1] != start:
+        circle.append(came_from[circle[-1]])
+    return circle[::-1]
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest circle for each group of modules that import each other, round and round."""
+    return sorted(_shortest_circle(graph, group) for group in _groups(graph))
+
+
+def _described(graph: dict[str, set[str]]) -> str:
+    """Each group's shortest circle and, when there is more to it, every module in the group."""
+    lines = []
+    for group in sorted(_groups(graph), key=min):
+        circle = _shortest_circle(graph, group)
+        line = " -> ".join(circle)
+        if len(group) > len(circle) - 1:
+            line += f" (one circle of {len(group)} modules that reach each other: {', '.join(sorted(group))})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_the_import_graph_sees_function_level_and_relative_imports_not_type_checking_ones(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from pkg.a import A\n")
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pkg.b import B\nelse:\n    from pkg import sub\n"
+        "A = 1\n"
+    )
+    (package / "b.py").write_text("def later():\n    from .sub.c import C\n")
+    (package / "d.py").write_text("import json\nimport pkg.sub.c\n")
+    (package / "sub" / "__init__.py").write_text("from . import c\n")
+    (package / "sub" / "c.py").write_text("from ..b import later\nC = 1\n")
+    graph = _import_graph(package)
+    assert graph == {
+        "pkg": {"pkg.a"},
+        "pkg.a": {"pkg", "pkg.sub"},  # through the package; not pkg.b, type-only
+        "pkg.b": {"pkg.sub.c"},
+        "pkg.d": {"pkg.sub.c"},
+        "pkg.sub": {"pkg.sub.c"},
+        "pkg.sub.c": {"pkg.b"},
     }
-    state: dict[str, int] = {}
+    # Two circles: the package and its module a; b and c through b's function-level import.
+    assert _circles(graph) == [["pkg", "pkg.a", "pkg"], ["pkg.b", "pkg.sub.c", "pkg.b"]]
+    assert _described(graph).splitlines() == ["pkg -> pkg.a -> pkg", "pkg.b -> pkg.sub.c -> pkg.b"]
 
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in graph.get(node, ()):
-            if state.get(nxt) == 1:
-                cycle = [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
-                raise AssertionError(f"import cycle: {' -> '.join(cycle)}")
-            if nxt not in state:
-                visit(nxt, [*path, nxt])
-        state[node] = 2
 
-    for m in graph:
-        if m not in state:
-            visit(m, [m])
+def test_no_module_of_the_package_is_in_an_import_circle() -> None:
+    """One direction of dependency everywhere in ``otel_ctx``, function-level imports included.
+
+    A circle makes the import order matter (a module run half-initialised) and leaves no
+    layer below the other; inside a package, a submodule imports its siblings by their own
+    names, never through the package whose ``__init__`` imports it.
+    """
+    graph = _import_graph(PACKAGE)
+    assert "otel_ctx.fitting" in graph["otel_ctx.instrumentation._core"]  # imported inside a method
+    assert "otel_ctx.telemetry._run" not in graph["otel_ctx.instrumentation._core"]  # type-only
+    circles = _circles(graph)
+    assert not circles, f"modules in an import circle:\n{_described(graph)}"
 
 
 def _modules_after(code: str) -> list[str]:
@@ -213,13 +368,11 @@ _FORBIDDEN: dict[str, tuple[str, ...]] = {
 
 
 def _module_names() -> list[str]:
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        if any(name == layer or name.startswith(layer + ".") for layer in _FORBIDDEN):
-            found.append(name)
-    return found
+    return [
+        name
+        for name in _package_modules(PACKAGE)
+        if any(name == layer or name.startswith(layer + ".") for layer in _FORBIDDEN)
+    ]
 
 
 def _forbidden_for(module: str) -> tuple[str, ...]:
