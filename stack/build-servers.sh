@@ -12,6 +12,12 @@
 #            built in the module's own directory so its go.mod's replace and exclude directives
 #            hold, as in an upstream build. The module carries no compiled web UI (the release
 #            build embeds it with the builtinassets tag); the tests use only the HTTP API.
+#   victoriametrics, vmalert
+#            VictoriaMetrics single-node and its rule evaluator
+#            (github.com/VictoriaMetrics/VictoriaMetrics/app/...), at VICTORIAMETRICS_VERSION
+#            below (the compose stack runs Prometheus; docs/sre-guide.md, "VictoriaMetrics"),
+#            built pure Go (CGO_ENABLED=0) in the module's own directory, as the project's
+#            `make victoria-metrics-pure` does.
 #
 # Everything comes through the Go module proxy. Builds land in a cache folder outside the
 # work tree (a fresh clone on the same machine finds them) keyed on the version, the
@@ -38,6 +44,8 @@ COMPOSE="$ROOT/docker-compose.yml"
 # The jaeger build's module file: Jaeger's own replace directive, which a module that
 # depends on Jaeger must repeat (Go ignores a dependency's replaces).
 JAEGER_REPLACES='replace github.com/Shopify/sarama => github.com/Shopify/sarama v1.33.0'
+# The one pin of VictoriaMetrics and vmalert (one Go module, one release tag for both).
+VICTORIAMETRICS_VERSION=1.151.0
 
 pinned() { # the tag docker-compose.yml pins for an image, without a leading v
     sed -n "s#^ *image: $1:v\\{0,1\\}\\([0-9][0-9.]*\\) *\$#\\1#p" "$COMPOSE"
@@ -76,16 +84,23 @@ JAEGER="$jaeger_dir/jaeger"
 prometheus_dir="$CACHE/prometheus-$prometheus_version-$(key "$prometheus_version" "$prometheus_module" "$PROMETHEUS_TAGS")"
 PROMETHEUS="$prometheus_dir/prometheus"
 PROMTOOL="$prometheus_dir/promtool"
+victoriametrics_module="v$VICTORIAMETRICS_VERSION"
+victoriametrics_dir="$CACHE/victoriametrics-$VICTORIAMETRICS_VERSION-$(key "$VICTORIAMETRICS_VERSION" "$victoriametrics_module" pure)"
+VICTORIAMETRICS="$victoriametrics_dir/victoria-metrics"
+VMALERT="$victoriametrics_dir/vmalert"
 
 print_paths() {
     echo "otelcol=$OTELCOL"
     echo "jaeger=$JAEGER"
     echo "prometheus=$PROMETHEUS"
     echo "promtool=$PROMTOOL"
+    echo "victoriametrics=$VICTORIAMETRICS"
+    echo "vmalert=$VMALERT"
 }
 
 all_built() {
-    [ -x "$OTELCOL" ] && [ -x "$JAEGER" ] && [ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ]
+    [ -x "$OTELCOL" ] && [ -x "$JAEGER" ] && [ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ] &&
+        [ -x "$VICTORIAMETRICS" ] && [ -x "$VMALERT" ]
 }
 
 if [ "${1:-}" = "--paths" ]; then
@@ -96,13 +111,13 @@ fi
 [ $# -eq 0 ] || die "usage: $0 [--paths]"
 
 if all_built; then
-    echo "build-servers: Collector $collector_version, Jaeger $jaeger_version and Prometheus" \
-        "$prometheus_version already built in $CACHE" >&2
+    echo "build-servers: Collector $collector_version, Jaeger $jaeger_version, Prometheus" \
+        "$prometheus_version and VictoriaMetrics $VICTORIAMETRICS_VERSION already built in $CACHE" >&2
     print_paths
     exit 0
 fi
 
-require_go "the servers are built from their Go modules" "the Collector/Jaeger/Prometheus tests"
+require_go "the servers are built from their Go modules" "the Collector/Jaeger/Prometheus/VictoriaMetrics tests"
 go_env
 
 build_otelcol() {
@@ -163,6 +178,26 @@ build_prometheus() {
     rm -rf "$work"
 }
 
+build_victoriametrics() {
+    local work src buildinfo=github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version
+    work="$(mktemp -d "$CACHE/.victoriametrics-build.XXXXXX")"
+    src="$(module_dir "github.com/VictoriaMetrics/VictoriaMetrics@$victoriametrics_module")"
+    [ -d "$src" ] || { echo "no source directory for VictoriaMetrics@$victoriametrics_module" >&2; exit 1; }
+    (
+        cd "$src"
+        for app in victoria-metrics vmalert; do
+            CGO_ENABLED=0 "$GO" build -trimpath \
+                -ldflags "-s -w -X $buildinfo=$app-$victoriametrics_module" \
+                -o "$work/$app" "./app/$app"
+        done
+    )
+    mkdir -p "$victoriametrics_dir"
+    mv "$work/vmalert" "$VMALERT.tmp" && mv "$VMALERT.tmp" "$VMALERT"
+    # victoria-metrics last: all_built looks at both.
+    mv "$work/victoria-metrics" "$VICTORIAMETRICS.tmp" && mv "$VICTORIAMETRICS.tmp" "$VICTORIAMETRICS"
+    rm -rf "$work"
+}
+
 timed() { # name, function: run it, say how long it took
     local started=$SECONDS
     echo "build-servers: building $1 (first time: tens of minutes on 2 cores)..." >&2
@@ -178,6 +213,7 @@ timed() { # name, function: run it, say how long it took
 export CACHE MANIFEST GO collector_version otelcol_dir OTELCOL
 export jaeger_version jaeger_module JAEGER_REPLACES jaeger_dir JAEGER
 export prometheus_version prometheus_module PROMETHEUS_TAGS prometheus_dir PROMETHEUS PROMTOOL
+export victoriametrics_module victoriametrics_dir VICTORIAMETRICS VMALERT
 
 # One build at a time per cache: make and a CI run on the same machine may both start one.
 exec 9>"$CACHE/.lock"
@@ -187,6 +223,8 @@ failed=0
 [ -x "$JAEGER" ] || timed "jaeger-$jaeger_version" build_jaeger || failed=1
 [ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ] ||
     timed "prometheus-$prometheus_version" build_prometheus || failed=1
+[ -x "$VICTORIAMETRICS" ] && [ -x "$VMALERT" ] ||
+    timed "victoriametrics-$VICTORIAMETRICS_VERSION" build_victoriametrics || failed=1
 if [ "$failed" = 1 ]; then
     [ "$in_ci" = 1 ] && die "a server build failed (CI=true: the end-to-end tests need them all)"
     echo "build-servers: WARNING: a server build failed; the tests that need it will skip" >&2

@@ -285,7 +285,7 @@ def assert_shipped_alerts_evaluate(query: Query, rules: Mapping[str, Any] | None
 
 def built_servers(*wanted: str) -> dict[str, Path]:
     """The server binaries ``make servers`` built (``otelcol``, ``jaeger``, ``prometheus``,
-    ``promtool``; default the Collector and Jaeger).
+    ``promtool``, ``victoriametrics``, ``vmalert``; default the Collector and Jaeger).
 
     Skips locally, and fails under ``CI=true``, when one of them is not built.
     """

@@ -381,3 +381,61 @@ def test_settings_come_from_the_environment_then_the_overrides() -> None:
         alerts.AlertSettings.from_env({}, {"overflow": "0.1"})
     rules = alerts.render(s)
     assert "https://grafana.example/d/" in rules and "(threshold 20%)" in rules
+
+
+# --- VictoriaMetrics and vmalert (backend="victoriametrics") ------------------------------------
+
+VM = "victoriametrics"
+
+
+def test_the_default_rules_are_the_prometheus_ones() -> None:
+    assert alerts.render(backend="prometheus") == alerts.render() == RULES.read_text(encoding="utf-8")
+
+
+def test_the_victoriametrics_rules_read_no_native_histogram() -> None:
+    """The same rules, alerts and annotations; each histogram read from its _bucket (by le and
+    vmrange), _sum and _count series: no native twin, no histogram_count/histogram_sum."""
+    built = alerts.build(backend=VM)
+    shipped = alerts.build()
+    names_of = lambda f: [r.get("alert") or r["record"] for r in f["groups"][0]["rules"]]  # noqa: E731
+    native = alerts.native_records()
+    assert names_of(built) == [
+        n for n in names_of(shipped) if n not in native or n in alerts.native_records(backend=VM)
+    ]
+    assert alerts.native_records(backend=VM) == {names.recorded(names.LINE_TOKENS, "_sum")}
+    by_name = {r.get("alert") or r["record"]: r for r in shipped["groups"][0]["rules"]}
+    for rule in built["groups"][0]["rules"]:
+        expr = rule["expr"]
+        assert "histogram_count(" not in expr and "histogram_sum(" not in expr, rule
+        assert not re.search(r"(?<![_a-z])rate\(", expr), rule
+        if "_bucket" in expr:
+            assert "vmrange" in expr, rule
+        if "alert" in rule:
+            original = by_name[rule["alert"]]
+            assert {k: v for k, v in rule.items() if k != "expr"} == {
+                k: v for k, v in original.items() if k != "expr"
+            }
+
+
+def test_vmalert_validates_the_victoriametrics_rules_and_refuses_the_prometheus_ones(tmp_path: Path) -> None:
+    """vmalert's own check (-dryRun: MetricsQL's parser on every expression, templates too): the
+    rules written for it load, the shipped Prometheus rules do not (histogram_sum is not MetricsQL)."""
+    vmalert = str(support.built_servers("vmalert")["vmalert"])
+    for settings in (alerts.DEFAULT_SETTINGS, alerts.AlertSettings.fast("1m")):
+        written = alerts.write(tmp_path / "vm.yml", settings, backend=VM)
+        checked = subprocess.run(
+            [vmalert, "-dryRun", f"-rule={written}"], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    refused = subprocess.run(
+        [vmalert, "-dryRun", f"-rule={RULES}"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert refused.returncode != 0
+    assert "histogram_sum" in refused.stdout + refused.stderr
+
+
+def test_the_victoriametrics_rules_take_the_underscore_names_only() -> None:
+    with pytest.raises(ValueError, match="underscore names only"):
+        alerts.build(names_=names.NAMES_UTF8, backend=VM)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        alerts.build(backend="mimir")

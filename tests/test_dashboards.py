@@ -692,3 +692,101 @@ def test_build_takes_urls_and_thresholds_from_the_environment_and_options(
     assert runner.invoke(app, [*args, "--check"]).exit_code == 0
     bad = runner.invoke(app, ["dashboards", "build", "--out", str(tmp_path), "--set", "overflow_ratio"])
     assert bad.exit_code == 2 and "NAME=VALUE" in bad.output
+
+
+# --- VictoriaMetrics (--backend victoriametrics) -----------------------------------------------
+
+VM_BOARDS = build_dashboards(backend="victoriametrics")
+#: PromQL functions MetricsQL does not know, or that read a native histogram series.
+NOT_METRICSQL = ("histogram_count(", "histogram_sum(")
+
+
+def _vm_queries() -> list[tuple[str, str]]:
+    return [(title, expr) for model in VM_BOARDS.values() for title, expr in queries(model)]
+
+
+def test_the_victoriametrics_dashboards_have_the_same_panels_and_targets() -> None:
+    assert list(VM_BOARDS) == list(DASHBOARDS)
+    for name, model in VM_BOARDS.items():
+        assert [t for t, _ in queries(model)] == [t for t, _ in queries(DASHBOARDS[name])]
+        strip = lambda m: {k: v for k, v in m.items() if k != "panels"}  # noqa: E731
+        assert strip(model) == strip(DASHBOARDS[name])
+
+
+def test_the_victoriametrics_dashboards_read_histograms_from_their_series() -> None:
+    """No native-histogram arm: every histogram is read from its _bucket (by le and vmrange),
+    _sum and _count series, every rate counted from 0 over the window (increase_pure)."""
+    found = _vm_queries()
+    assert found
+    for title, expr in found:
+        assert not any(f in expr for f in NOT_METRICSQL), (title, expr)
+        assert not re.search(r"(?<![_a-z])rate\(", expr), (title, expr)
+        for metric in names.ALL_METRICS:
+            if metric.kind == "histogram":
+                # The histogram's own name only with a suffix.
+                assert not re.search(rf"\b{metric.prometheus}\{{", expr), (title, metric.name)
+        if "histogram_quantile(" in expr:
+            assert "vmrange" in expr, (title, expr)
+
+
+def test_the_default_backend_is_prometheus_and_byte_identical() -> None:
+    assert build_dashboards(backend="prometheus") == DASHBOARDS
+    for filename, model in DASHBOARDS.items():
+        assert (COMMITTED / filename).read_text(encoding="utf-8") == render(model)
+
+
+def test_build_backend_victoriametrics_writes_and_checks(tmp_path: Path) -> None:
+    built = runner.invoke(
+        app, ["dashboards", "build", "--out", str(tmp_path), "--backend", "victoriametrics"]
+    )
+    assert built.exit_code == 0, built.output
+    assert "vmalert" in built.output
+    for filename, model in VM_BOARDS.items():
+        assert (tmp_path / filename).read_text(encoding="utf-8") == render(model)
+    checked = runner.invoke(
+        app, ["dashboards", "build", "--out", str(tmp_path), "--backend", "victoriametrics", "--check"]
+    )
+    assert checked.exit_code == 0, checked.output
+    assert runner.invoke(app, ["dashboards", "build", "--out", str(tmp_path), "--check"]).exit_code == 1
+
+
+def test_export_backend_victoriametrics_writes_the_generated_files_without_promtool_tests(
+    tmp_path: Path,
+) -> None:
+    result = runner.invoke(app, ["dashboards", "export", str(tmp_path), "--backend", "victoriametrics"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "dashboards"
+    assert (out / alerts.RULES_FILENAME).read_text(encoding="utf-8") == alerts.render(
+        backend="victoriametrics"
+    )
+    for filename, model in VM_BOARDS.items():
+        assert (out / filename).read_text(encoding="utf-8") == render(model)
+    assert not (out / "alerts.test.yml").exists()
+    assert (tmp_path / "otelcol.yaml").is_file()
+
+
+@pytest.mark.parametrize("command", ["build", "export", "push"])
+def test_victoriametrics_takes_the_underscore_names_only(command: str, tmp_path: Path) -> None:
+    args = {
+        "build": ["--out", str(tmp_path)],
+        "export": [str(tmp_path)],
+        "push": ["--url", "http://127.0.0.1:9", "--token", "t"],
+    }[command]
+    result = runner.invoke(
+        app, ["dashboards", command, *args, "--backend", "victoriametrics", "--names", "utf8"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "underscore names only" in result.output
+    with pytest.raises(ValueError, match="underscore names only"):
+        build_dashboards(names="utf8", backend="victoriametrics")
+
+
+def test_kubernetes_export_backend_victoriametrics_holds_the_victoriametrics_rules() -> None:
+    import yaml
+
+    result = runner.invoke(
+        app, ["dashboards", "export", "-", "-k", "prometheusrule", "--backend", "victoriametrics"]
+    )
+    assert result.exit_code == 0, result.output
+    (rule,) = [d for d in yaml.safe_load_all(result.output) if d["kind"] == "PrometheusRule"]
+    assert rule["spec"]["groups"] == alerts.build(backend="victoriametrics")["groups"]

@@ -51,6 +51,31 @@ NAMES_HELP = (
 NamesOption = Annotated[Names, typer.Option("--names", help=NAMES_HELP, case_sensitive=False)]
 
 
+class Backend(str, Enum):
+    """What answers the dashboards' queries and evaluates the rules (``--backend``)."""
+
+    prometheus = "prometheus"
+    victoriametrics = "victoriametrics"
+
+
+#: Help of ``--backend``, shared by every command that writes or uploads dashboards or rules.
+BACKEND_HELP = (
+    "What stores the metrics and evaluates the rules: prometheus, or victoriametrics (single-node "
+    "or cluster, rules in vmalert: histograms read from their _bucket{vmrange}/_sum/_count series; "
+    "underscore names only)."
+)
+BackendOption = Annotated[Backend, typer.Option("--backend", help=BACKEND_HELP, case_sensitive=False)]
+
+
+def _check_target(command: str, names: Names, backend: Backend) -> None:
+    if backend is Backend.victoriametrics and names is not Names.underscore:
+        _fail(
+            command,
+            "--backend victoriametrics takes the underscore names only (--names underscore)",
+            EXIT_USAGE,
+        )
+
+
 def _grafana(command: str) -> ModuleType:
     try:
         import otel_ctx.grafana as grafana
@@ -71,7 +96,8 @@ def _grafana(command: str) -> ModuleType:
         "  otel-ctx dashboards build --check           # CI: exit 1 when the JSON is stale\n\n"
         "  otel-ctx dashboards build --out /etc/otel-ctx --jaeger-url https://jaeger.example.com "
         "--set overflow_ratio=0.1\n\n"
-        "  otel-ctx dashboards build --out /etc/otel-ctx --names utf8  # Prometheus 3 keeping OTLP names"
+        "  otel-ctx dashboards build --out /etc/otel-ctx --names utf8  # Prometheus 3 keeping OTLP names\n\n"
+        "  otel-ctx dashboards build --out /etc/otel-ctx --backend victoriametrics  # and vmalert"
     )
 )
 def build(
@@ -118,6 +144,7 @@ def build(
         ),
     ] = None,
     names: NamesOption = Names.underscore,
+    backend: BackendOption = Backend.prometheus,
 ) -> None:
     """Generate the Grafana dashboards (JSON for file provisioning) and the Prometheus alert rules.
 
@@ -127,6 +154,7 @@ def build(
     """
     if out.exists() and not out.is_dir():
         _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
+    _check_target("build", names, backend)
     # The extra's check comes first: the rule generator imports the package that needs it.
     grafana = _grafana("build")
     from otel_ctx.grafana import alerts
@@ -151,8 +179,10 @@ def build(
 
     console = Console()
     if check:
-        drift = [f"{item.path} {item.problem}" for item in grafana.check(out, chosen, names.value)]
-        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen, names.value)
+        drift = [
+            f"{item.path} {item.problem}" for item in grafana.check(out, chosen, names.value, backend.value)
+        ]
+        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
         if rules_problem is not None:
             drift.append(rules_problem)
         if drift:
@@ -169,11 +199,11 @@ def build(
         )
         return
     try:
-        written = grafana.write(out, chosen, names.value)
-        rules = alerts.write(out / alerts.RULES_FILENAME, chosen, names.value)
+        written = grafana.write(out, chosen, names.value, backend.value)
+        rules = alerts.write(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
     except OSError as exc:
         _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
-    models = grafana.build_dashboards(chosen, names.value)
+    models = grafana.build_dashboards(chosen, names.value, backend.value)
     table = Table(title=f"Dashboards written to {out}", title_justify="left")
     for column in ("file", "title", "panels", "queries"):
         table.add_column(column, justify="right" if column in ("panels", "queries") else "left")
@@ -182,7 +212,10 @@ def build(
         panels = [p for p in grafana.iter_panels(model) if p.get("type") != "row"]
         table.add_row(path.name, model["title"], str(len(panels)), str(len(grafana.queries(model))))
     console.print(table)
-    console.print(f"Alert rules written to {rules} (test them with: promtool test rules)")
+    if backend is Backend.victoriametrics:
+        console.print(f"Alert rules written to {rules} (load them into vmalert with -rule={rules})")
+    else:
+        console.print(f"Alert rules written to {rules} (test them with: promtool test rules)")
 
 
 class Kind(str, Enum):
@@ -202,6 +235,7 @@ _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--in
         "Examples:\n\n"
         "  otel-ctx dashboards export ./otel-ctx            # dashboards/, alerts.yml, otelcol.yaml\n\n"
         "  otel-ctx dashboards export ./otel-ctx --names utf8  # for Prometheus 3 keeping OTLP names\n\n"
+        "  otel-ctx dashboards export ./otel-ctx --backend victoriametrics  # VictoriaMetrics + vmalert\n\n"
         "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies\n\n"
         "  otel-ctx dashboards export - --kubernetes prometheusrule --kubernetes configmap "
         "--namespace monitoring --label release=kube-prometheus-stack | kubectl apply --server-side -f -\n\n"
@@ -277,6 +311,7 @@ def export(
         ),
     ] = None,
     names: NamesOption = Names.underscore,
+    backend: BackendOption = Backend.prometheus,
 ) -> None:
     """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config,
     or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects.
@@ -286,13 +321,17 @@ def export(
     OpenTelemetry Collector with ``otelcol.yaml``. To change URLs or thresholds, regenerate
     with ``otel-ctx dashboards build`` (needs the ``dashboards`` extra). The Kubernetes
     manifests need the extra too (PyYAML writes them), as does ``--names utf8``: the shipped
-    files rewritten for a Prometheus that keeps OpenTelemetry's names.
+    files rewritten for a Prometheus that keeps OpenTelemetry's names, and ``--backend
+    victoriametrics``: the dashboards and rules generated for VictoriaMetrics and vmalert (with
+    the default settings, as shipped; no promtool tests, which are Prometheus's).
     """
+    _check_target("export", names, backend)
     if kubernetes:
         _export_kubernetes(
             out,
             force,
             names=names.value,
+            backend=backend.value,
             kinds=list(dict.fromkeys(kind.value for kind in kubernetes)),
             source=source,
             namespace=namespace,
@@ -318,8 +357,8 @@ def export(
     if out.exists() and not out.is_dir():
         _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
     shipped = artefacts.files()
-    contents = _shipped_contents(shipped, names.value)
-    existing = [name for name in shipped if (out / name).exists()]
+    contents = _shipped_contents(shipped, names.value, backend.value)
+    existing = [name for name in contents if (out / name).exists()]
     if existing and not force:
         _fail(
             "export",
@@ -341,8 +380,11 @@ def export(
     console.print(f"{len(written)} files written to {out}")
 
 
-def _shipped_contents(shipped: dict[str, Traversable], names: str) -> dict[str, bytes]:
-    """The shipped files' bytes, the dashboards and rules rewritten for ``names``."""
+def _shipped_contents(shipped: dict[str, Traversable], names: str, backend: str) -> dict[str, bytes]:
+    """The shipped files' bytes, the dashboards and rules rewritten for ``names`` (or, for
+    VictoriaMetrics, generated for it, without the promtool tests)."""
+    if backend != Backend.prometheus.value:
+        return _generated_contents(shipped, backend)
     if names == Names.underscore.value:
         return {name: entry.read_bytes() for name, entry in shipped.items()}
     _grafana("export")
@@ -358,6 +400,32 @@ def _shipped_contents(shipped: dict[str, Traversable], names: str) -> dict[str, 
         elif name.endswith("/" + alerts.RULES_FILENAME.replace(".yml", ".test.yml")):
             text = alerts.rule_tests(text, names)
         out[name] = text.encode("utf-8")
+    return out
+
+
+def _generated(backend: str) -> tuple[dict[str, str], str]:
+    """The dashboards (file name -> JSON) and the rule file's text for ``backend``, with the
+    default settings (what the package ships for Prometheus), generated (needs the extra)."""
+    grafana = _grafana("export")
+    from otel_ctx.grafana import alerts
+
+    boards = {
+        name: grafana.render(model) for name, model in grafana.build_dashboards(backend=backend).items()
+    }
+    return boards, alerts.render(backend=backend)
+
+
+def _generated_contents(shipped: dict[str, Traversable], backend: str) -> dict[str, bytes]:
+    from otel_ctx import artefacts
+    from otel_ctx.grafana import alerts
+
+    boards, rules = _generated(backend)
+    prefix = f"{artefacts.DASHBOARDS_DIR}/"
+    out = {prefix + name: text.encode("utf-8") for name, text in boards.items()}
+    out[prefix + alerts.RULES_FILENAME] = rules.encode("utf-8")
+    for name, entry in shipped.items():
+        if not name.startswith(prefix):
+            out[name] = entry.read_bytes()
     return out
 
 
@@ -428,6 +496,7 @@ def _export_kubernetes(
     force: bool,
     *,
     names: str,
+    backend: str,
     kinds: list[str],
     source: Path | None,
     namespace: str | None,
@@ -457,8 +526,11 @@ def _export_kubernetes(
             ),
             folder=k8s.FOLDER if folder is None else (folder or None),
         )
-        boards, rules = _read_inputs(source)
-        boards, rules = _boards_for(boards, names), _rules_for(rules, names)
+        if source is None and backend != Backend.prometheus.value:
+            boards, rules = _generated(backend)
+        else:
+            boards, rules = _read_inputs(source)
+            boards, rules = _boards_for(boards, names), _rules_for(rules, names)
         objects = {kind: k8s.manifests(kind, boards, rules, options) for kind in kinds}
     except k8s.KubernetesError as exc:
         _fail("export", str(exc), EXIT_USAGE)
@@ -500,7 +572,8 @@ def _basic_auth(user: str | None) -> tuple[str, str] | None:
         "  GRAFANA_URL=https://grafana.example.com GRAFANA_TOKEN=glsa_... otel-ctx dashboards push\n\n"
         "  otel-ctx dashboards push --url http://localhost:3000 --user admin:$GRAFANA_PASSWORD\n\n"
         "  otel-ctx dashboards push --folder 'LLM agents' --datasource-uid prometheus-prod\n\n"
-        "  otel-ctx dashboards push --url http://localhost:3000 --names utf8"
+        "  otel-ctx dashboards push --url http://localhost:3000 --names utf8\n\n"
+        "  otel-ctx dashboards push --url http://localhost:3000 --backend victoriametrics"
     )
 )
 def push(
@@ -539,8 +612,10 @@ def push(
         typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
     ] = 10.0,
     names: NamesOption = Names.underscore,
+    backend: BackendOption = Backend.prometheus,
 ) -> None:
     """Upload every dashboard to a Grafana, into a folder, overwriting earlier versions."""
+    _check_target("push", names, backend)
     if not url:
         _fail("push", "no Grafana URL: pass --url or set GRAFANA_URL", EXIT_USAGE)
     if token and user:
@@ -570,7 +645,7 @@ def push(
     try:
         result = pusher.push(
             target,
-            grafana.build_dashboards(names=names.value),
+            grafana.build_dashboards(names=names.value, backend=backend.value),
             folder=folder,
             datasource=None if datasource_uid else datasource,
             datasource_uid=datasource_uid,

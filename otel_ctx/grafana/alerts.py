@@ -222,22 +222,22 @@ def _wanted(s: AlertSettings) -> Wanted:
     return [
         # What the dashboards read, all over one window.
         (fits, "", dash, _labels(fits)),
-        (util, "_bucket", dash, _labels(util, q.LE)),
+        (util, "_bucket", dash, _labels(util, *q.bucket_labels())),
         (names.TOKENS, "", dash, _labels(names.TOKENS)),
         (names.ROUND_TOKENS, "", dash, _labels(names.ROUND_TOKENS)),
         # What the alerts read, each over its alert's window.
         (fits, "", s.overflow_window, _labels(fits)),
-        (util, "_bucket", s.utilization_window, _labels(util, q.LE)),
+        (util, "_bucket", s.utilization_window, _labels(util, *q.bucket_labels())),
         (acc, "_sum", s.drift_window, _labels(acc)),
         (acc, "_count", s.drift_window, _labels(acc)),
         # The ticket view's alerts: runs the ceiling stopped among finished runs, cost per ticket.
         (names.CEILING_STOPS, "", s.ceiling_window, _labels(names.CEILING_STOPS)),
         (names.RUN_TOKENS, "_count", s.ceiling_window, _labels(names.RUN_TOKENS)),
-        (names.RUN_COST, "_bucket", s.cost_window, _labels(names.RUN_COST, q.LE)),
+        (names.RUN_COST, "_bucket", s.cost_window, _labels(names.RUN_COST, *q.bucket_labels())),
     ]
 
 
-def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
+def recording_rules(s: AlertSettings = DEFAULT_SETTINGS, backend: str | None = None) -> list[dict[str, str]]:
     """The rates the alerts and the dashboards read, summed over processes, each named by its window.
 
     Each keeps every label of its metric but the process (``instance``): a fleet of a hundred
@@ -248,6 +248,9 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]
     reads its own window, under a name that says it (``...:rate5m``). A rate both need over
     the same window is recorded once.
     """
+    if backend is not None:
+        with q.for_backend(backend):
+            return recording_rules(s)
     wanted = _wanted(s)
     # Where histograms are pushed as native ones (exponential buckets) they have no _bucket,
     # _sum or _count series: each classic rate has a native twin over the same window, recorded
@@ -258,7 +261,7 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]
     rules: dict[str, dict[str, str]] = {}
     for metric, suffix, window, group in wanted:
         record = names.recorded(metric, suffix, window)
-        expr = q.summed(f"rate({metric.series(suffix)}[{window}])", group)
+        expr = q.summed(q.rate(metric.series(suffix), window), group)
         rules.setdefault(record, {"record": record, "expr": expr})
     for record, expr in _native_rules(wanted):
         rules.setdefault(record, {"record": record, "expr": expr})
@@ -266,7 +269,15 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]
 
 
 def _native_rules(wanted: Wanted) -> list[tuple[str, str]]:
-    """The native twin of each recorded histogram rate, and the line distributions' sums."""
+    """The native twin of each recorded histogram rate, and the line distributions' sums (on
+    VictoriaMetrics only the sums: it keeps no native histogram)."""
+    line, dash = names.LINE_TOKENS, names.DASHBOARD_WINDOW
+    if not q.native():
+        # VictoriaMetrics: no native histograms. The classic rules read an exponential histogram's
+        # ``_bucket{vmrange}``/``_sum``/``_count`` series as they are; the line distributions'
+        # sums are their ``_sum`` series' rates.
+        not_estimated = f'{line.series("_sum")}{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
+        return [(names.recorded(line, "_sum", dash), q.summed(q.rate(not_estimated, dash), _labels(line)))]
     out = []
     for metric, _, window, group in wanted:
         if metric.kind == "histogram":
@@ -274,7 +285,6 @@ def _native_rules(wanted: Wanted) -> list[tuple[str, str]]:
             out.append(
                 (names.recorded(metric, "", window), q.summed(f"rate({metric.prometheus}[{window}])", native))
             )
-    line, dash = names.LINE_TOKENS, names.DASHBOARD_WINDOW
     not_estimated = f'{line.prometheus}{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
     out.append(
         (
@@ -285,10 +295,12 @@ def _native_rules(wanted: Wanted) -> list[tuple[str, str]]:
     return out
 
 
-def native_records(s: AlertSettings = DEFAULT_SETTINGS) -> frozenset[str]:
+def native_records(s: AlertSettings = DEFAULT_SETTINGS, backend: str = q.PROMETHEUS) -> frozenset[str]:
     """The recording rules over native histograms: empty where histograms are classic (scraped
-    from the SDK), and the classic rules are empty where they are native."""
-    return frozenset(record for record, _ in _native_rules(_wanted(s)))
+    from the SDK), and the classic rules are empty where they are native. On VictoriaMetrics
+    (``backend``) only the line distributions' sums, which hold nothing without distributions."""
+    with q.for_backend(backend):
+        return frozenset(record for record, _ in _native_rules(_wanted(s)))
 
 
 #: :func:`native_records` for the default settings.
@@ -324,6 +336,9 @@ def overflow_expr(s: AlertSettings) -> str:
 
 def _quantile(quantile: float, metric: names.Metric, window: str) -> str:
     """From the recorded bucket rates, or the recorded native histogram's where it is native."""
+    if not q.native():
+        buckets = q.summed(names.recorded(metric, "_bucket", window), (*PER_TASK, *q.bucket_labels()))
+        return f"histogram_quantile({q.number(quantile)},\n  {buckets}\n)"
     bucket = q.summed(names.recorded(metric, "_bucket", window), (*PER_TASK, q.LE))
     native = q.summed(names.recorded(metric, "", window), PER_TASK)
     return f"histogram_quantile({q.number(quantile)},\n  {bucket}\n  or\n  {native}\n)"
@@ -348,6 +363,8 @@ def drift_signal(s: AlertSettings) -> str:
 def _either(metric: names.Metric, suffix: str, group: tuple[str, ...], window: str) -> str:
     """A histogram's recorded ``_sum``/``_count`` rate, or its recorded native histogram's."""
     classic = q.summed(names.recorded(metric, suffix, window), group)
+    if not q.native():
+        return classic
     native = q.summed(f"histogram{suffix}({names.recorded(metric, '', window)})", group)
     return f"(\n  {classic}\n  or\n  {native}\n)"
 
@@ -657,7 +674,18 @@ def _with_runbooks(s: AlertSettings, rules: list[dict[str, Any]]) -> list[dict[s
     return rules
 
 
-def build(settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDERSCORE) -> dict[str, Any]:
+def check_target(names_: str, backend: str) -> None:
+    """Refuse a naming and backend that do not go together: VictoriaMetrics with the
+    underscore names only (the rules and dashboards for it are tested with those)."""
+    naming.check_naming(names_)
+    q.check_backend(backend)
+    if backend == q.VICTORIAMETRICS and names_ != naming.UNDERSCORE:
+        raise ValueError("the VictoriaMetrics dashboards and rules are written for the underscore names only")
+
+
+def build(
+    settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDERSCORE, backend: str = q.PROMETHEUS
+) -> dict[str, Any]:
     """The Prometheus rule file as a dict: one group, the recording rules first.
 
     Prometheus evaluates a group's rules in order, so each alert reads the rates recorded
@@ -665,9 +693,14 @@ def build(settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDER
     alerts would lag a cycle behind). ``names_`` is how the Prometheus names the series
     (:data:`otel_ctx.names.NAMINGS`): the underscore names, or UTF-8 names (Prometheus 3's OTLP
     receiver keeping OpenTelemetry's), for which :mod:`otel_ctx.grafana.naming` rewrites them.
+    ``backend`` is what evaluates them (:data:`otel_ctx.grafana.promql.BACKENDS`): Prometheus, or
+    VictoriaMetrics through vmalert, whose MetricsQL reads histograms otherwise (no native
+    histograms, :mod:`otel_ctx.grafana.promql`); vmalert loads the same rule file format.
     """
-    alerting = _with_runbooks(settings, [*_rules(settings), *_ticket_rules(settings)])
-    rules: list[dict[str, Any]] = [*recording_rules(settings), *alerting]
+    check_target(names_, backend)
+    with q.for_backend(backend):
+        alerting = _with_runbooks(settings, [*_rules(settings), *_ticket_rules(settings)])
+        rules: list[dict[str, Any]] = [*recording_rules(settings), *alerting]
     return naming.rules({"groups": [{"name": GROUP_NAME, "rules": rules}]}, names_)
 
 
@@ -688,29 +721,38 @@ def dump(file: dict[str, Any], header: str = HEADER) -> str:
     return header + yaml.dump(file, Dumper=_RuleDumper, sort_keys=False, allow_unicode=True, width=10_000)
 
 
-def render(settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDERSCORE) -> str:
-    """The rule file's text, exactly as committed in ``dashboards/alerts.yml`` (underscore names)."""
-    return dump(build(settings, names_))
+def render(
+    settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDERSCORE, backend: str = q.PROMETHEUS
+) -> str:
+    """The rule file's text, exactly as committed in ``dashboards/alerts.yml`` (underscore names,
+    Prometheus)."""
+    return dump(build(settings, names_, backend))
 
 
 def write(
-    path: str | Path, settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDERSCORE
+    path: str | Path,
+    settings: AlertSettings = DEFAULT_SETTINGS,
+    names_: str = naming.UNDERSCORE,
+    backend: str = q.PROMETHEUS,
 ) -> Path:
     """Write the rule file (creating its directory) and return its path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(settings, names_), encoding="utf-8")
+    target.write_text(render(settings, names_, backend), encoding="utf-8")
     return target
 
 
 def check(
-    path: str | Path, settings: AlertSettings = DEFAULT_SETTINGS, names_: str = naming.UNDERSCORE
+    path: str | Path,
+    settings: AlertSettings = DEFAULT_SETTINGS,
+    names_: str = naming.UNDERSCORE,
+    backend: str = q.PROMETHEUS,
 ) -> str | None:
     """``None`` when the file holds exactly what :func:`render` gives, else what is wrong with it."""
     target = Path(path)
     if not target.is_file():
         return f"{target} is missing"
-    if target.read_text(encoding="utf-8") != render(settings, names_):
+    if target.read_text(encoding="utf-8") != render(settings, names_, backend):
         return f"{target} differs from what otel_ctx.grafana.alerts generates"
     return None
 

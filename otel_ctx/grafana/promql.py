@@ -5,12 +5,25 @@ written here are Prometheus's own (``job``, ``le``) and Grafana's template varia
 The variable conventions (``$service``/``$task_type``/``$model``, ``$__rate_interval``)
 are shared with the alert rules and the end-to-end test, which substitutes ``.*`` and a
 fixed window for them.
+
+The backend the queries are written for (:func:`for_backend`, default Prometheus) decides how a
+histogram is read. Prometheus keeps an exponential histogram pushed over OTLP as one native
+histogram series, read with ``histogram_count``/``histogram_sum`` beside the classic
+``_bucket{le}``/``_sum``/``_count`` series with ``or``. VictoriaMetrics has no native histogram
+type: it stores an exponential histogram as ``_bucket`` series with a ``vmrange`` label (a
+range of values each) beside ``_sum`` and ``_count``, and MetricsQL knows neither
+``histogram_count`` nor ``histogram_sum`` (an expression naming one is rejected whole). For it
+every histogram is read from its ``_bucket``/``_sum``/``_count`` series, the buckets grouped by
+``le`` and ``vmrange`` both (whichever a process sends; MetricsQL's ``histogram_quantile`` reads
+either), and no ``or`` arm reads a native histogram.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from otel_ctx import names
 
@@ -18,6 +31,74 @@ from otel_ctx import names
 JOB = "job"
 #: Prometheus's histogram bucket bound label.
 LE = "le"
+#: VictoriaMetrics's bucket label for a histogram it keeps as value ranges (``vmrange="1.0e2...1.2e2"``).
+VMRANGE = "vmrange"
+
+#: The backends the queries and rules can be written for.
+PROMETHEUS = "prometheus"
+VICTORIAMETRICS = "victoriametrics"
+BACKENDS = (PROMETHEUS, VICTORIAMETRICS)
+
+_BACKEND: ContextVar[str] = ContextVar("otel_ctx_promql_backend", default=PROMETHEUS)
+
+
+def check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
+def backend() -> str:
+    """The backend the queries are being written for (:data:`PROMETHEUS` unless in :func:`for_backend`)."""
+    return _BACKEND.get()
+
+
+@contextmanager
+def for_backend(name: str) -> Iterator[str]:
+    """Write the queries (dashboards and rules) built inside for ``name`` (:data:`BACKENDS`)."""
+    token = _BACKEND.set(check_backend(name))
+    try:
+        yield name
+    finally:
+        _BACKEND.reset(token)
+
+
+def native() -> bool:
+    """True where an exponential histogram is one native histogram series (Prometheus)."""
+    return backend() == PROMETHEUS
+
+
+def rate(selector_: str, window: str) -> str:
+    """The per-second rate of a counter (or histogram) series over ``window``.
+
+    Prometheus: ``rate(s[w])``. VictoriaMetrics: ``increase_pure(s[w]) / w``, the increase counted
+    from 0 for a series that begins inside the window, over the window's length. MetricsQL's own
+    ``rate`` divides a series' increase by the time its samples span, so a series that begins
+    inside the window (a new process, label set or bucket) reads as its rate over its own life,
+    and drops out with a single sample; a sparse bucket then outweighs its neighbours and a
+    quantile shifts. An otel-ctx series starts at 0 with its process (OpenTelemetry's cumulative
+    temporality), so counting its first sample as an increase is what happened; only a series
+    VictoriaMetrics first sees long after its process started (an agent running before the
+    storage took its metrics) puts its whole count into its first window. MetricsQL reads a
+    duration as its seconds (``/ 2m`` is ``/ 120``), Grafana's interval macros included.
+    """
+    if native():
+        return f"rate({selector_}[{window}])"
+    return f"increase_pure({selector_}[{window}]) / {window}"
+
+
+def increase(selector_: str, window: str) -> str:
+    """A counter's increase over ``window`` (VictoriaMetrics: counted from 0, see :func:`rate`)."""
+    if native():
+        return f"increase({selector_}[{window}])"
+    return f"increase_pure({selector_}[{window}])"
+
+
+def bucket_labels() -> tuple[str, ...]:
+    """The labels a histogram's ``_bucket`` series keep their bucket in: ``le``, and on
+    VictoriaMetrics ``vmrange`` too (an exponential histogram's buckets)."""
+    return (LE,) if native() else (LE, VMRANGE)
+
 
 TASK_TYPE = names.prometheus_label(names.TASK_TYPE)
 MODEL = names.prometheus_label(names.GEN_AI_REQUEST_MODEL)
@@ -129,11 +210,11 @@ def by(labels: Iterable[str]) -> str:
 
 def rate_sum(metric: str, group: Iterable[str] = (), window: str = RATE, **matchers: str) -> str:
     """``sum by (group) (rate(selector[window]))``."""
-    return f"sum{by(group)} (rate({selector(metric, **matchers)}[{window}]))"
+    return f"sum{by(group)} ({rate(selector(metric, **matchers), window)})"
 
 
 def increase_sum(metric: str, group: Iterable[str] = (), window: str = RATE, **matchers: str) -> str:
-    return f"sum{by(group)} (increase({selector(metric, **matchers)}[{window}]))"
+    return f"sum{by(group)} ({increase(selector(metric, **matchers), window)})"
 
 
 def native_sum(
@@ -168,8 +249,10 @@ def histogram_count(
     """
     summed_ = increase_sum if over == "increase" else rate_sum
     classic = summed_(metric.series("_count"), group, window, **matchers)
-    native = native_sum(metric, group, window, "histogram_count", over=over, **matchers)
-    return f"(\n  {classic}\n  or\n  {native}\n)"
+    if not native():
+        return classic
+    native_ = native_sum(metric, group, window, "histogram_count", over=over, **matchers)
+    return f"(\n  {classic}\n  or\n  {native_}\n)"
 
 
 def histogram_mean(
@@ -183,6 +266,9 @@ def histogram_mean(
     """
     group = tuple(group)
     num = rate_sum(metric.series("_sum"), group, window, **matchers)
+    if not native():
+        count = rate_sum(metric.series("_count"), group, window, **matchers)
+        return f"{num}\n/\n({count} > 0)"
     num = f"(\n  {num}\n  or\n  {native_sum(metric, group, window, 'histogram_sum', **matchers)}\n)"
     return f"{num}\n/\n({histogram_count(metric, group, window, **matchers)} > 0)"
 
@@ -193,6 +279,9 @@ def histogram_quantile(
     """A quantile from the classic buckets' rates or, where the histogram is native, from its own
     rate: ``histogram_quantile`` reads both kinds in one vector."""
     group = tuple(group)
+    if not native():
+        buckets = rate_sum(metric.series("_bucket"), (*group, *bucket_labels()), window, **matchers)
+        return f"histogram_quantile({q},\n  {buckets}\n)"
     classic = rate_sum(metric.series("_bucket"), (*group, LE), window, **matchers)
     return f"histogram_quantile({q},\n  {classic}\n  or\n  {native_sum(metric, group, window, **matchers)}\n)"
 
@@ -207,7 +296,11 @@ def distribution_selector(metric: names.Metric, **matchers: str) -> str:
 def distribution_rate(
     metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
 ) -> str:
-    """``sum by (group) (rate(<distribution>[window]))``: a native histogram per group."""
+    """``sum by (group) (rate(<distribution>[window]))``: a native histogram per group (on
+    VictoriaMetrics the ``_bucket`` rates by ``vmrange``, which its histogram functions read)."""
+    if not native():
+        buckets = selector(metric.series("_bucket"), **matchers)
+        return f"sum{by((*group, VMRANGE))} ({rate(buckets, window)})"
     return f"sum{by(group)} (rate({distribution_selector(metric, **matchers)}[{window}]))"
 
 
@@ -266,6 +359,9 @@ def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[
 def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (), **matchers: str) -> str:
     """A quantile of a histogram from its recorded bucket rates, or its recorded native rate."""
     group = tuple(group)
+    if not native():
+        buckets = recorded_sum(metric, (*group, *bucket_labels()), "_bucket", **matchers)
+        return f"histogram_quantile({q},\n  {buckets}\n)"
     classic = recorded_sum(metric, (*group, LE), "_bucket", **matchers)
     return f"histogram_quantile({q},\n  {classic}\n  or\n  {recorded_sum(metric, group, **matchers)}\n)"
 

@@ -17,7 +17,7 @@ from typing import Any
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from otel_ctx.grafana import alerts, cost, naming, overview, task_type
+from otel_ctx.grafana import alerts, cost, naming, overview, promql, task_type
 
 #: File name → the function that builds it; the order is the order they are listed/pushed in.
 DASHBOARDS: dict[str, Callable[[], dash_b.Dashboard]] = {
@@ -35,15 +35,20 @@ def _to_dict(board: dash_b.Dashboard) -> dict[str, Any]:
 
 
 def build_dashboards(
-    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS, names: str = naming.UNDERSCORE
+    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS,
+    names: str = naming.UNDERSCORE,
+    backend: str = promql.PROMETHEUS,
 ) -> dict[str, dict[str, Any]]:
     """Every shipped dashboard as a JSON model, keyed by its file name (``<uid>.json``).
 
     ``settings`` are the alert rules' settings: the panels' thresholds and the Jaeger URL
     come from the same place as the rules', so a changed threshold moves both. ``names`` is how
     the Prometheus names the series: underscore names, or UTF-8 ones (:mod:`.naming`).
+    ``backend`` is what answers the queries: Prometheus, or VictoriaMetrics (MetricsQL, its
+    histograms as ``vmrange`` buckets: :mod:`.promql`).
     """
-    with alerts.using(settings):
+    alerts.check_target(names, backend)
+    with alerts.using(settings), promql.for_backend(backend):
         models = {filename: _to_dict(build()) for filename, build in DASHBOARDS.items()}
     return naming.dashboards(models, names)
 
@@ -97,12 +102,15 @@ class Drift:
 
 
 def write(
-    out: Path, settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS, names: str = naming.UNDERSCORE
+    out: Path,
+    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS,
+    names: str = naming.UNDERSCORE,
+    backend: str = promql.PROMETHEUS,
 ) -> list[Path]:
     """Write every dashboard under ``out`` (created if needed); returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for filename, model in build_dashboards(settings, names).items():
+    for filename, model in build_dashboards(settings, names, backend).items():
         path = out / filename
         path.write_text(render(model), encoding="utf-8")
         written.append(path)
@@ -110,11 +118,14 @@ def write(
 
 
 def check(
-    out: Path, settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS, names: str = naming.UNDERSCORE
+    out: Path,
+    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS,
+    names: str = naming.UNDERSCORE,
+    backend: str = promql.PROMETHEUS,
 ) -> list[Drift]:
     """Differences between the files under ``out`` and what the code generates now."""
     drift = []
-    expected = build_dashboards(settings, names)
+    expected = build_dashboards(settings, names, backend)
     for filename, model in expected.items():
         path = out / filename
         if not path.is_file():

@@ -156,6 +156,16 @@ def _growth() -> list[p.PanelBuilder]:
     return [rounds, tail]
 
 
+def _utilization_buckets() -> str:
+    """The recorded utilization buckets for a heatmap: the bucket rates, or the native histogram's
+    rate where it is native; on VictoriaMetrics ``prometheus_buckets`` turns the ``vmrange``
+    buckets of an exponential histogram into ``le`` ones (the heatmap's format), and keeps
+    ``le`` buckets as they are."""
+    if not q.native():
+        return f"prometheus_buckets(\n  {q.recorded_sum(names.UTILIZATION, q.bucket_labels(), '_bucket')}\n)"
+    return f"{q.recorded_sum(names.UTILIZATION, [q.LE], '_bucket')}\nor\n{q.recorded_sum(names.UTILIZATION)}"
+
+
 def _edge() -> list[p.PanelBuilder]:
     util = (
         heatmap.Panel()
@@ -168,9 +178,7 @@ def _edge() -> list[p.PanelBuilder]:
         .targets(
             p.targets(
                 p.query(
-                    # The bucket rates, or the native histogram's rate where it is native.
-                    f"{q.recorded_sum(names.UTILIZATION, [q.LE], '_bucket')}\nor\n"
-                    f"{q.recorded_sum(names.UTILIZATION)}",
+                    _utilization_buckets(),
                     p.legend(q.LE),
                     fmt=o.FORMAT_HEATMAP,
                 )

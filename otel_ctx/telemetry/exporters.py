@@ -50,6 +50,10 @@ EXPONENTIAL_MAX_SIZE = 160
 #: (0.161) misplaces counts that follow empty buckets when it scales down: measured in
 #: tests/test_e2e_native.py, where each quantile must sit in the right bucket.
 EXPONENTIAL_MAX_SCALE = 8
+#: Overrides :data:`EXPONENTIAL_MAX_SCALE` (an integer, -10..20). A store that adds up buckets
+#: only where their bounds are identical (VictoriaMetrics: docs/sre-guide.md) needs every series
+#: at one scale: 3 keeps 160 buckets over 20 doublings, so no otel-ctx histogram scales down.
+ENV_EXPONENTIAL_MAX_SCALE = "OTEL_CTX_EXPONENTIAL_MAX_SCALE"
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,28 @@ def sdk_disabled() -> bool:
     return (env("OTEL_SDK_DISABLED") or "").lower() == "true"
 
 
+def exponential_max_scale() -> int:
+    """The finest scale an exponential histogram starts at: :data:`ENV_EXPONENTIAL_MAX_SCALE`, or
+    :data:`EXPONENTIAL_MAX_SCALE` (also when the variable is not an integer in -10..20, with a
+    warning)."""
+    raw = env(ENV_EXPONENTIAL_MAX_SCALE)
+    if raw is None:
+        return EXPONENTIAL_MAX_SCALE
+    try:
+        scale = int(raw)
+    except ValueError:
+        scale = None
+    if scale is None or not -10 <= scale <= 20:
+        logger.warning(
+            "otel-ctx telemetry: %s=%r is not an integer in -10..20; using %d",
+            ENV_EXPONENTIAL_MAX_SCALE,
+            raw,
+            EXPONENTIAL_MAX_SCALE,
+        )
+        return EXPONENTIAL_MAX_SCALE
+    return scale
+
+
 def distributions_from_env() -> bool:
     """True when the standard variable asks OTLP exporters for exponential histograms."""
     return (env(ENV_HISTOGRAM_AGGREGATION) or "").lower() == EXPONENTIAL_HISTOGRAM
@@ -169,7 +195,7 @@ def views(labels: LabelPolicy | None = None, *, native: bool = False) -> list[Vi
     advisory the instruments carry; pass the :class:`LabelPolicy` you configured. ``native``
     (``views(native=True)``) makes every otel-ctx histogram exponential, one native-histogram series
     per label set in Prometheus instead of one per bucket; use it only where metrics are pushed
-    over OTLP.
+    over OTLP. Its finest scale is :func:`exponential_max_scale`.
     """
     from opentelemetry.sdk.metrics.view import (
         ExplicitBucketHistogramAggregation,
@@ -179,7 +205,7 @@ def views(labels: LabelPolicy | None = None, *, native: bool = False) -> list[Vi
 
     policy = labels or LabelPolicy()
     exponential = ExponentialBucketHistogramAggregation(
-        max_size=EXPONENTIAL_MAX_SIZE, max_scale=EXPONENTIAL_MAX_SCALE
+        max_size=EXPONENTIAL_MAX_SIZE, max_scale=exponential_max_scale()
     )
     return [
         View(
