@@ -22,9 +22,11 @@ from typing import Any
 
 import yaml
 
+import otel_ctx.grafana.conventions as conventions
+import otel_ctx.grafana.jaeger as jaeger
+import otel_ctx.grafana.naming as naming
+import otel_ctx.grafana.promql as q
 from otel_ctx import names
-from otel_ctx.grafana import conventions, jaeger, naming
-from otel_ctx.grafana import promql as q
 
 GROUP_NAME = "otel-ctx"
 #: The rule file's name next to the dashboards (``dashboards/alerts.yml``).

@@ -13,8 +13,8 @@ import json
 import re
 from urllib.parse import quote
 
+import otel_ctx.grafana.conventions as conventions
 from otel_ctx import names
-from otel_ctx.grafana import conventions
 
 DEFAULT_JAEGER_URL = conventions.DEFAULT_JAEGER_URL
 #: How many traces one click lists.

@@ -18,10 +18,10 @@ from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
+import otel_ctx.grafana.alerts as alerts
+import otel_ctx.grafana.options as o
+import otel_ctx.grafana.promql as q
 from otel_ctx import names
-from otel_ctx.grafana import alerts
-from otel_ctx.grafana import options as o
-from otel_ctx.grafana import promql as q
 
 #: Any panel builder (timeseries, stat, table, ...): they all build a dashboard panel.
 PanelBuilder = Builder[dash_m.Panel]

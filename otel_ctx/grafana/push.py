@@ -22,8 +22,8 @@ import niquests.exceptions
 from grafana_client.api import GrafanaApi
 from grafana_client.client import GrafanaClientError, GrafanaException, GrafanaTimeoutError
 
+import otel_ctx.grafana.promql as promql
 from otel_ctx.engine.errors import OtelCtxError
-from otel_ctx.grafana import promql
 from otel_ctx.httpguard import Endpoint, guard, within_deadline
 
 DEFAULT_FOLDER = "otel-ctx"

@@ -17,7 +17,12 @@ from typing import Any
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
-from otel_ctx.grafana import alerts, cost, naming, overview, promql, task_type
+import otel_ctx.grafana.alerts as alerts
+import otel_ctx.grafana.cost as cost
+import otel_ctx.grafana.naming as naming
+import otel_ctx.grafana.overview as overview
+import otel_ctx.grafana.promql as promql
+import otel_ctx.grafana.task_type as task_type
 
 #: File name → the function that builds it; the order is the order they are listed/pushed in.
 DASHBOARDS: dict[str, Callable[[], dash_b.Dashboard]] = {

@@ -8,11 +8,12 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+import otel_ctx.grafana.alerts as alerts
+import otel_ctx.grafana.conventions as conventions
+import otel_ctx.grafana.options as o
+import otel_ctx.grafana.panels as p
+import otel_ctx.grafana.promql as q
 from otel_ctx import names
-from otel_ctx.grafana import alerts, conventions
-from otel_ctx.grafana import options as o
-from otel_ctx.grafana import panels as p
-from otel_ctx.grafana import promql as q
 from otel_ctx.presets import SUPPORT_DESK_TOOL_RESULT_CAP
 
 UID = conventions.TASK_TYPE_UID
