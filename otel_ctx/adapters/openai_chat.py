@@ -955,7 +955,7 @@ def _tool_dicts(tools: Any) -> Any:
     """Tools as plain dicts (the SDK's TypedDicts already are; pydantic tools are dumped)."""
     if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
         return tools  # the counter names the problem
-    if all(t.__class__ is dict for t in tools):
+    if set(map(type, tools)) <= {dict}:  # in C: a warm round's tools are checked every round
         return tools
     if any(is_langchain_tool(t) for t in tools):
         return tool_dicts(tools)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import Any, NamedTuple, TypeGuard
 
 from otel_ctx.engine.errors import InvalidToolSchemaError, TooDeeplyNestedError, shown
@@ -503,12 +504,8 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
     state = counter.dialect_state
     slot = "openai-tools-responses" if responses else "openai-tools"
     last = state.get(slot)
-    if (
-        last is not None
-        and last[0] is tools
-        and len(last[1]) == len(items)
-        and all(a is b for a, b in zip(last[1], items))
-    ):
+    # The same list holding the same tool objects: the section as counted (compared in C).
+    if last is not None and last[0] is tools and last[1] == items and all(map(is_, last[1], items)):
         return last[3]  # type: ignore[no-any-return]
     fns = [_function(tool, f"tools[{i}]") for i, tool in enumerate(items)]
     key = to_json(fns, "tools", None, InvalidToolSchemaError)  # a typed error for what JSON cannot say
