@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import e2e_values as values
 import pytest
 import support
 import yaml
@@ -341,65 +342,13 @@ def test_the_fits_counters_are_the_workloads_counts(stack: VmStack) -> None:
 
 # --- every panel, against the workload's own totals ------------------------------------------
 
-#: ``rate(s[w])`` and ``increase(s[w])`` of one selector.
-_ROLLUP = re.compile(r"\b(rate|increase)\(([a-zA-Z_:][\w:]*(?:\{[^{}]*\})?)\[(\w+)\]\)")
-#: A recorded series with its matchers, inside ``sum_over_time(...[w])`` or bare.
-_RECORDED = r"(job:[\w:]+)(\{[^{}]*\})?"
-_SUMMED = re.compile(r"sum_over_time\(" + _RECORDED + r"\[\w+\]\)")
-_BARE = re.compile(r"(?<![\w:])" + _RECORDED)
-_RAW = re.compile(r"([a-zA-Z_][\w]*)(\{[^{}]*\})?\[")
 
-
-def _inline(rules: dict[str, str], record: str, matchers: str | None) -> str:
-    """A recorded series as the expression that records it, its matchers moved onto the raw series."""
-    expr = rules[record]
-    if matchers:
-        inner = matchers[1:-1]
-
-        def merged(m: re.Match[str]) -> str:
-            own = (m.group(2) or "{}")[1:-1]
-            return f"{m.group(1)}{{{', '.join(x for x in (own, inner) if x)}}}["
-
-        expr = _RAW.sub(merged, expr, count=1)
-    return f"({expr})"
-
-
-def totals(expr: str, rules: dict[str, str]) -> str:
-    """A Prometheus panel expression (variables substituted) over the totals the workload pushed.
-
-    Every series of the workload begins at 0 inside the window the test reads (it ran for seconds
-    just before), so a counter's increase over the window is its last value and a rate is that
-    over the window's seconds: ``rate(s[w])`` becomes ``s / w``, ``increase(s[w])`` becomes ``s``,
-    a recorded series the expression recording it (rewritten alike), and the sum over the time
-    range of one (only ever read in a ratio of two such sums) that same rate. What this reads is
-    what the workload did, without any rate's extrapolation or a first sample's loss.
-    """
-    expr = _SUMMED.sub(lambda m: _inline(rules, m.group(1), m.group(2)), expr)
-    expr = _BARE.sub(lambda m: _inline(rules, m.group(1), m.group(2)), expr)
-    return _ROLLUP.sub(
-        lambda m: (
-            f"({m.group(2)} / {q.number(q.seconds(m.group(3)))})"
-            if m.group(1) == "rate"
-            else f"({m.group(2)})"
-        ),
-        expr,
-    )
+#: The histogram a quantile, share or heatmap target reads (its ``_bucket`` series).
+_HISTOGRAM = re.compile(r"(?:job:)?(context_budget_\w+?)_bucket")
 
 
 def _boards(backend: str) -> dict[str, dict[str, Any]]:
     return grafana.build_dashboards(backend=backend)
-
-
-def _key(sample: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        sorted((k, v) for k, v in sample["metric"].items() if k not in ("__name__", "le", "vmrange"))
-    )
-
-
-def _deviation(vm: float, reference: float) -> float:
-    if vm == reference:
-        return 0.0
-    return abs(vm - reference) / max(abs(reference), abs(vm), 1e-12)
 
 
 def _settled(stack: VmStack) -> float:
@@ -411,64 +360,14 @@ def _settled(stack: VmStack) -> float:
     return when
 
 
-def _nearest_rank(values: list[float], quantile: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)]
-
-
-#: Histogram -> (report table, the row's value): what the workload observed into it.
-_OBSERVED: dict[str, tuple[str, Any]] = {
-    names.UTILIZATION.prometheus: ("rounds", lambda row: [({}, row["utilization"])]),
-    names.ROUND_UTILIZATION.prometheus: ("lines", lambda row: [({}, row["utilization"])]),
-    names.LINE_TOKENS.prometheus: (
-        "lines",
-        lambda row: [({COMPONENT: c}, v) for c, v in row["lines"].items()],
-    ),
-    names.RUN_COST.prometheus: ("runs", lambda row: [({}, row["cost"])]),
-    names.RUN_TOKENS.prometheus: ("runs", lambda row: [({}, row["tokens"])]),
-}
-_QUANTILE = re.compile(r"histogram_(quantile|fraction)\(([\d.]+),")
-_HISTOGRAM = re.compile(r"(?:job:)?(context_budget_\w+?)_bucket")
-_GROUP = re.compile(r"sum by \(([^)]*)\)")
-_MATCHER = re.compile(r'(\w+)(=|!=)"([^"]*)"')
-
-
-def _observations(
-    stack: VmStack, metric: str, expr: str
-) -> dict[tuple[tuple[str, str], ...], list[float]] | None:
-    """The workload's own observations into ``metric``, grouped as ``expr`` groups them and
-    filtered by its exact matchers; ``None`` for a histogram the report does not list."""
-    if metric not in _OBSERVED:
-        return None
-    table, values = _OBSERVED[metric]
-    group = [g for g in _GROUP.search(expr).group(1).split(", ") if g not in ("le", "vmrange")]  # type: ignore[union-attr]
-    exact = [(label, op, value) for label, op, value in _MATCHER.findall(expr)]
-    out: dict[tuple[tuple[str, str], ...], list[float]] = {}
-    for row in stack.report[table]:
-        base = {
-            TASK: row["task_type"],
-            ROUND: row.get("round", ""),
-            LABEL(names.RESOLUTION): row.get("resolution", ""),
-        }
-        for extra, value in values(row):
-            labels = {**base, **extra}
-            if any((labels.get(label) == v) != (op == "=") for label, op, v in exact if label in labels):
-                continue
-            key = tuple(sorted((g, str(labels[g])) for g in group))
-            out.setdefault(key, []).append(float(value))
-    return out
-
-
-def _buckets(
-    stack: VmStack, metric: str, expr: str
-) -> dict[tuple[tuple[str, str], ...], list[tuple[float, float, float]]]:
+def _buckets(stack: VmStack, metric: str, expr: str) -> values.Buckets:
     """VictoriaMetrics's buckets of ``metric`` (whole run) per group of ``expr``: (lower, upper, count)."""
-    group = [g for g in _GROUP.search(expr).group(1).split(", ") if g not in ("le", "vmrange")]  # type: ignore[union-attr]
+    group = values.group(expr)
     matchers = ", ".join(
-        f'{label}{op}"{value}"' for label, op, value in _MATCHER.findall(expr) if label == COMPONENT
+        f'{label}{op}"{value}"' for label, op, value in values.MATCHER.findall(expr) if label == COMPONENT
     )
     selector = f"{metric}_bucket{{{matchers}}}"
-    out: dict[tuple[tuple[str, str], ...], list[tuple[float, float, float]]] = {}
+    out: values.Buckets = {}
     for sample in stack.vm.query(f"sum by ({', '.join([*group, 'vmrange'])}) ({selector})", stack.at):
         lower, _, upper = sample["metric"]["vmrange"].partition("...")
         key = tuple(sorted((g, sample["metric"].get(g, "")) for g in group))
@@ -493,54 +392,30 @@ def _dropped(stack: VmStack, expr: str) -> tuple[float, float]:
     return least / total, most / total
 
 
-def _within_resolution(
-    stack: VmStack, expr: str, answers: dict[tuple[tuple[str, str], ...], float]
-) -> bool | None:
-    """A quantile (or a share over a bound) against the workload's own observations: it lies in a
-    bucket that holds the observations' own nearest-rank quantile (the share: between the shares
-    over the two bounds of the bucket the bound falls in). ``None``: no observations to hold it to."""
-    found = _QUANTILE.search(expr)
+def _within_resolution(stack: VmStack, expr: str, answers: dict[values.Key, float]) -> bool | None:
+    """A quantile (or a share over a bound) against the workload's own observations
+    (:func:`values.within_resolution`); ``None``: no observations to hold it to. A quantile may
+    lie in the bucket either side of the one holding the observations' own: where the series
+    added up have different resolutions (an exponential histogram's scale drops as its range
+    grows, per series) MetricsQL keeps one of two buckets that end at the same bound and drops
+    the other's count (:func:`_dropped`), so the rank can fall one bucket early or late."""
     metric = _HISTOGRAM.search(expr)
-    assert found is not None and metric is not None, expr
-    observed = _observations(stack, metric.group(1), expr)
+    assert metric is not None, expr
+    observed = values.observations(stack.report, metric.group(1), expr)
     if observed is None:
         return None
-    buckets = _buckets(stack, metric.group(1), expr)
-    flipped = expr.startswith("clamp_min(1 - ")
-    for key, answer in answers.items():
-        values = observed[key]
-        answer = 1 - answer if flipped else answer
-        held = [(lo, hi) for lo, hi, count in buckets[key] if count > 0]
-        if found.group(1) == "quantile":
-            # The bucket holding the observations' own quantile, or its neighbour either side:
-            # where the series added up have different resolutions (an exponential histogram's
-            # scale drops as its range grows, per series) MetricsQL keeps one of two buckets that
-            # end at the same bound and drops the other's count (:func:`_dropped`), so the rank
-            # can fall one bucket early or late.
-            exact = _nearest_rank(values, float(found.group(2)))
-            ordered = sorted(set(held), key=lambda b: (b[1], b[0]))
-            at = [i for i, (lo, hi) in enumerate(ordered) if lo <= exact <= hi]
-            low = ordered[max(0, min(at) - 1)][0]
-            high = ordered[min(len(ordered) - 1, max(at) + 1)][1]
-            if not low <= answer <= high:
-                print(f"  out of its bucket: {key} {answer} (exact {exact}) not in [{low}, {high}]")
-                return False
-            continue
-        else:
-            bound = float(found.group(2))
-            straddling = [(lo, hi) for lo, hi in held if lo < bound < hi] or [(bound, bound)]
-            low = sum(v > max(hi for _, hi in straddling) for v in values) / len(values)
-            high = sum(v > min(lo for lo, _ in straddling) for v in values) / len(values)
-        if not low - 1e-9 * abs(low) <= answer <= high + 1e-9 * abs(high):
-            print(f"  out of its bucket: {key} {answer} not in [{low}, {high}]")
-            return False
-    return True
+    out = values.within_resolution(
+        expr, answers, observed, _buckets(stack, metric.group(1), expr), neighbours=True
+    )
+    for line in out:
+        print(f"  out of its bucket: {line}")
+    return not out
 
 
 def test_every_panel_target_answers_the_workloads_totals(stack: VmStack) -> None:
     """Every target of the VictoriaMetrics dashboards answers, each the workload's own number:
     within 5 % of the Prometheus dashboards' same target over the totals the workload pushed
-    (:func:`totals`, read from the reference Prometheus), and a quantile or a share over a bound
+    (:func:`values.totals`, read from the reference Prometheus), and a quantile or a share over a bound
     within the resolution of its histogram, held to the workload's own observations where the
     report lists them. A quantile is not held to Prometheus's: both interpolate inside a bucket,
     VictoriaMetrics inside each series' own exponential bucket (its ``vmrange``), Prometheus inside
@@ -568,7 +443,7 @@ def test_every_panel_target_answers_the_workloads_totals(stack: VmStack) -> None
             later = _settled(stack)
         when = later if recorded else stack.at
         vm_result = stack.vm.query(vm_expr, when)
-        truth_expr = totals(support.substitute(reference_expr), rules)
+        truth_expr = values.totals(support.substitute(reference_expr), rules)
         assert "job:" not in truth_expr and "rate(" not in truth_expr, truth_expr
         reference = stack.prometheus.query(truth_expr, when)
         where = f"{board}: {title}"
@@ -586,14 +461,18 @@ def test_every_panel_target_answers_the_workloads_totals(stack: VmStack) -> None
                 most,
             )
             rows.append(
-                (where, 0.0, f"count {_deviation(vm_total, reference_total) * 100:.1f} % low, as dropped")
+                (
+                    where,
+                    0.0,
+                    f"count {values.deviation(vm_total, reference_total) * 100:.1f} % low, as dropped",
+                )
             )
             continue
-        vm_values = {_key(s): _value(s) for s in vm_result if math.isfinite(_value(s))}
-        reference_values = {_key(s): _value(s) for s in reference if math.isfinite(_value(s))}
+        vm_values = {values.key(s): _value(s) for s in vm_result if math.isfinite(_value(s))}
+        reference_values = {values.key(s): _value(s) for s in reference if math.isfinite(_value(s))}
         assert set(vm_values) == set(reference_values), (where, sorted(vm_values), sorted(reference_values))
-        worst = max(_deviation(vm_values[k], reference_values[k]) for k in reference_values)
-        if _QUANTILE.search(vm_expr):
+        worst = max(values.deviation(vm_values[k], reference_values[k]) for k in reference_values)
+        if values.QUANTILE.search(vm_expr):
             held = _within_resolution(stack, vm_expr, vm_values)
             if held is not None:
                 rows.append(
