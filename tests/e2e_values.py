@@ -112,6 +112,22 @@ def totals(
     return _ROLLUP.sub(counted, expr)
 
 
+def window(expr: str) -> str:
+    """The window of the rates a target reads: a recorded series' (``job:<series>:rate2m``) or
+    the first range's (``[1m]``)."""
+    found = re.search(r"job:[\w:]+:rate(\w+)|\[(\w+)\]", expr)
+    assert found is not None, expr
+    return found.group(1) or found.group(2)
+
+
+def recorded(expr: str) -> bool:
+    """A target over recorded rates (a target reads those or raw series, never both: they are read
+    at different moments)."""
+    reads = "job:" in expr
+    assert not reads or not re.search(r"\b(rate|increase)\(", expr), expr
+    return reads
+
+
 def key(sample: Mapping[str, Any], rename: Callable[[str], str] = str, *, buckets: bool = False) -> Key:
     """A result's labels (each through ``rename``) without the name, and without the bucket labels
     unless ``buckets`` (a heatmap's ``le`` buckets, each its own series)."""

@@ -7,8 +7,12 @@ histograms (``tests/e2e_workload.py --native``) and reports every round's breakd
 test then checks what the distributions promise: each line's p95 by round and task type, read
 with ``histogram_quantile``, lies in the histogram bucket that holds the same quantile computed
 from the workload's own fits (the histogram's resolution), every dashboard query and alert
-answers, the series one process stores at the full 3 task types × 3 models spread are what the
-bench counts (within the budget), and exemplars still lead to the runs.
+answers, every panel target answers the workload's own number (within 5 % of the same target over
+the totals the workload pushed, or, where a rate cannot count what a series' first push held, of
+those totals counted from each series' first sample; a quantile or a share over a bound in the
+bucket that holds the workload's own observations), the series one process stores at the full
+3 task types × 3 models spread are what the bench counts (within the budget), and exemplars
+still lead to the runs.
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import e2e_values as values
 import pytest
 import support
 from test_e2e_collector import SAMPLE_PERCENT, SAMPLE_PERCENT_VARIABLE, Ports, lay_out
 
 from bench import series_paths
-from otel_ctx import names
+from otel_ctx import grafana, names
 from otel_ctx.grafana import alerts
 from otel_ctx.grafana.promql import seconds
 
@@ -46,6 +51,13 @@ WORKLOAD_SEED = 23
 WORKLOAD_TICKETS = 60
 WORKLOAD_SECONDS = 30.0
 QUANTILE = 0.95
+#: How far a panel may be from the workload's own number.
+TOLERANCE = 0.05
+#: Seconds after the workload's start when the panels are read (:func:`_read_late`).
+READ_AFTER = 55.0
+#: Seconds after the run when every evaluation of the recorded rates (2m windows) in a panel's
+#: one-minute time range has held all of it (:func:`_settled`).
+SETTLED = 70.0
 
 COMPONENT = names.prometheus_label(names.COMPONENT)
 ROUND = names.prometheus_label(names.ROUND)
@@ -200,12 +212,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NativeStack]:
 # --- the quantiles ------------------------------------------------------------------------
 
 
-def _nearest_rank(values: list[float], q: float) -> float:
-    """The q-quantile as the histogram ranks it: the ceil(q·n)-th smallest value."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
 def _bucket_holding(histogram: dict[str, Any], value: float) -> tuple[float, float]:
     """The (lower, upper) bounds of the native histogram bucket that holds ``value``."""
     for _rule, lower, upper, count in histogram["buckets"]:
@@ -234,11 +240,11 @@ def _check_quantiles(
         for s in stack.query(f"histogram_quantile({QUANTILE}, sum by ({by}) ({selector}))")
     }
     assert set(histograms) == set(observed), (sorted(histograms), sorted(observed))
-    for key, values in observed.items():
+    for key, own in observed.items():
         histogram = histograms[key]
-        assert int(float(histogram["count"])) == len(values), key
-        assert float(histogram["sum"]) == pytest.approx(sum(values), rel=1e-9), key
-        exact = _nearest_rank(values, QUANTILE)
+        assert int(float(histogram["count"])) == len(own), key
+        assert float(histogram["sum"]) == pytest.approx(sum(own), rel=1e-9), key
+        exact = values.nearest_rank(own, QUANTILE)
         lower, upper = _bucket_holding(histogram, exact)
         tolerance = 1e-9 * max(1.0, abs(upper))
         assert lower - tolerance <= estimates[key] <= upper + tolerance, (
@@ -362,6 +368,129 @@ def test_the_native_recording_rules_and_every_alert_evaluate(stack: NativeStack)
     support.assert_shipped_alerts_evaluate(lambda expr: stack.query(expr, when))
     for name, signal in alerts.signals(fast).items():
         assert stack.query(signal, when), f"{name}: no value on the native path"
+
+
+def _vector(samples: list[dict[str, Any]]) -> dict[values.Key, float]:
+    return {values.key(s, buckets=True): values.value(s) for s in samples if math.isfinite(values.value(s))}
+
+
+def _service(expr: str) -> str:
+    """A dashboard target read for the workload's service alone (the full-spread process pushes
+    beside it, and the report lists only the workload's observations)."""
+    return support.substitute(expr.replace("$service", SERVICE))
+
+
+def _quantile_held(
+    stack: NativeStack, expr: str, answers: dict[values.Key, float], when: float
+) -> list[str] | None:
+    """A quantile or a share over a bound against the workload's own observations, within the
+    native histogram Prometheus adds up (:func:`values.within_resolution`: the bucket, at the
+    coarsest schema of the series summed, that holds the observations' own quantile); ``None``
+    where the report lists none."""
+    metric = values.HISTOGRAM.search(expr)
+    assert metric is not None, expr
+    observed = values.observations(stack.report, metric.group(1), expr)
+    if observed is None:
+        return None
+    by = values.group(expr)
+    matchers = "".join(
+        f', {label}{op}"{v}"' for label, op, v in values.MATCHER.findall(expr) if label == COMPONENT
+    )
+    selector = f'{metric.group(1)}{{job="{SERVICE}"{matchers}}}'
+    total = f"sum by ({', '.join(by)})"
+    buckets = values.native_buckets(stack.query(f"{total} ({selector})", when), by)
+    # What each series held at its first sample in the window, which the rate never counts.
+    first = f"{total} (min_over_time(histogram_count({selector})[{values.window(expr)}:1s]))"
+    lacking = {
+        tuple(sorted((g, s["metric"].get(g, "")) for g in by)): float(s["value"][1])
+        for s in stack.query(first, when)
+    }
+    return values.within_resolution(expr, answers, observed, buckets, lacking=lacking)
+
+
+def _settled(stack: NativeStack) -> float:
+    """The moment the targets over recorded rates are read: every evaluation in their one-minute
+    time range came after the workload's last push, its 2m window holding the whole run (a sum of
+    rates over the time range, read in a ratio of two, weighs every evaluation alike: one over
+    part of the run would weigh the part its first pushes left out)."""
+    when = stack.finished + SETTLED
+    assert when - seconds("2m") < stack.started, "the run no longer fits a 2m window"
+    time.sleep(max(0.0, when + 2.0 - time.time()))
+    return when
+
+
+def _read_late(stack: NativeStack) -> float:
+    """The moment the panels are read: once the recording rules hold rates of the workload
+    (:func:`_after_the_first_rates`), and no earlier than :data:`READ_AFTER` seconds after the
+    workload started, so the one-minute windows still hold every sample of it while each series
+    has most of a minute's one-second samples behind it: a rate's extrapolation past its first and
+    last sample (half an export interval, and up to one) adds at most 1.5 s to what was sampled."""
+    assert stack.finished - stack.started < READ_AFTER - 30.0, "the workload ran too long to be read"
+    _after_the_first_rates(stack)
+    when = max(stack.started + READ_AFTER, time.time() - 1.0)
+    time.sleep(max(0.0, when + 1.0 - time.time()))
+    records = _native_records()
+    assert all(stack.query(f'{r}{{job="{SERVICE}"}}', when) for r in records), "no recorded rate then"
+    return when
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_every_panel_target_answers_the_workloads_totals(stack: NativeStack) -> None:
+    """Every panel target, read for the workload's service, answers the workload's own number:
+    within 5 % of the same target over the totals the workload pushed (:func:`values.totals`,
+    read from the same Prometheus), a quantile or a share over a bound in the native bucket that
+    holds the workload's own observations where the report lists them (utilization by round and
+    task type, each line, run tokens and cost), less what the series' first pushes held.
+
+    Where a target is further than that from the totals, the reason is the first push: the
+    Collector remote-writes a cumulative series from its first export on, which holds what the
+    process observed before it (of a seconds-long run, up to all of a rare series), and a rate
+    starts counting at a series' first sample. Such a target must then be within 5 % of the
+    totals counted from each series' first sample (``from_first_sample``; a native histogram by
+    its count and sum); a group whose series never grew after their first push has no rate (the
+    target answers nothing for it, the count from the first sample is 0). A quantile's histogram
+    lacks the first pushes too: it is held to the observations less as many as those held,
+    whichever they were (:func:`values.within_resolution`'s ``lacking``).
+
+    Targets over raw series are read inside their one-minute window (:func:`_read_late`), those
+    over recorded rates once every evaluation in their time range holds the whole run
+    (:func:`_settled`)."""
+    early = _read_late(stack)
+    later = None
+    rules = {r["record"]: r["expr"] for r in alerts.recording_rules(alerts.AlertSettings.fast(WINDOW))}
+    native = {m.prometheus for m in names.ALL_METRICS if m.kind == "histogram"}
+    rows = []
+    for board, title, expr in support.panel_queries(grafana.build_dashboards()):
+        where = f"{board}: {title}"
+        expr = _service(expr)
+        if values.recorded(expr) and later is None:
+            later = _settled(stack)
+        when = later if values.recorded(expr) else early
+        truth_expr = values.totals(expr, rules)
+        assert "job:" not in truth_expr and "rate(" not in truth_expr, truth_expr
+        counted_expr = values.totals(expr, rules, from_first_sample=True, native=native)
+        got, truth, counted = (_vector(stack.query(e, when)) for e in (expr, truth_expr, counted_expr))
+        assert got and set(got) <= set(truth), (where, sorted(got), sorted(truth))
+        lacking = set(truth) - set(got)
+        assert all(counted.get(k, 0.0) == 0.0 for k in lacking), (where, {k: counted.get(k) for k in lacking})
+        off_totals = max(values.deviation(got[k], truth[k]) for k in got)
+        what = f"{len(got)} series, of the totals {off_totals * 100:.1f} % ({len(lacking)} no rate)"
+        if values.QUANTILE.search(expr):
+            out = _quantile_held(stack, expr, got, when)
+            if out is not None:
+                rows.append((where, 1.0 if out else 0.0, f"in its bucket; {what} {out or ''}"))
+                continue
+        if off_totals <= TOLERANCE:
+            rows.append((where, off_totals, f"{what}, the totals"))
+            continue
+        assert set(got) <= set(counted), (where, sorted(got), sorted(counted))
+        off_counted = max(values.deviation(got[k], counted[k]) for k in got)
+        rows.append((where, off_counted, f"{what}, from the first samples"))
+    for where, worst, what in rows:
+        print(f"{worst * 100:6.2f} %  {what}  {where}")
+    off = [(where, worst) for where, worst, _ in rows if worst > TOLERANCE]
+    assert not off, off
 
 
 def _by_group(

@@ -8,14 +8,18 @@ and once with ``NoUTF8EscapingWithSuffixes`` (``context_budget.fits_total``, lab
 ``gen_ai.request.model``). Prometheus loads the rules generated for that setting
 (``alerts.render(names_=...)``, the fast windows); the dashboards are the ones
 ``otel-ctx dashboards build --names ...`` writes. Then: the stored names are the registry's under
-that setting, the counters are the workload's own counts, a panel's number is the workload's,
-every panel target and template variable answers, every recording rule holds series and the
+that setting, the counters are the workload's own counts, every panel target answers the
+workload's own number (within 5 % of the same target over the totals the workload pushed, or,
+where a rate cannot count what a series' first push held, of those totals counted from each
+series' first sample; a quantile or a share over a bound in the bucket that holds the workload's
+own observations), every template variable answers, every recording rule holds series and the
 telemetry-absent alert stays inactive while the data flows.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -29,12 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import e2e_values as values
 import pytest
 import support
 import yaml
 
 from otel_ctx import grafana, names
 from otel_ctx.grafana import alerts, naming
+from otel_ctx.grafana.promql import seconds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -50,6 +56,13 @@ STRATEGIES = {
 }
 #: Any overflow share above 0.1 % fires the overflow alert: seed 23's disputes overflow, others not.
 FAST = alerts.AlertSettings.fast(WINDOW, overflow_ratio=0.001)
+#: How far a panel may be from the workload's own number.
+TOLERANCE = 0.05
+#: Seconds after the workload's start when the panels are read (:func:`_read_late`).
+READ_AFTER = 55.0
+#: Seconds after the run when every evaluation of the recorded rates (2m windows) in a panel's
+#: one-minute time range has held all of it (:func:`_settled`).
+SETTLED = 65.0
 
 
 @dataclass
@@ -58,6 +71,9 @@ class OtlpStack:
     base: str
     report: dict[str, Any]
     at: float = 0.0
+    #: When the workload was started, and when it ran its last ticket (it writes the report then).
+    first: float = 0.0
+    finished: float = 0.0
 
     def get(self, path: str, **params: str) -> Any:
         url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
@@ -141,6 +157,7 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                 return response.status == 200
 
         support.wait("Prometheus to be ready", 30, ready)
+        built.first = time.time()
         start(
             "workload",
             [
@@ -161,6 +178,7 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             return loaded
 
         built.report = support.wait("the workload to finish", WORKLOAD_SECONDS + 60, report)
+        built.finished = report_path.stat().st_mtime
         total = sum(built.fits().values())
 
         def arrived() -> bool:
@@ -243,8 +261,134 @@ def test_the_mean_budget_panel_reads_each_task_types_budget(stack: OtlpStack) ->
 # --- the dashboards and the rules -------------------------------------------------------------
 
 
-def test_every_panel_target_answers(stack: OtlpStack) -> None:
-    support.assert_panel_queries_answer(stack.query, models=_models(stack.naming), naming=stack.naming)
+def _renamed(sample: dict[str, Any], naming_: str) -> dict[str, Any]:
+    """A result with its labels named as the underscore dashboards name them."""
+    if naming_ != names.NAMES_UTF8:
+        return sample
+    return {**sample, "metric": {names.prometheus_label(k): v for k, v in sample["metric"].items()}}
+
+
+def _quantile_held(
+    stack: OtlpStack, underscore_expr: str, answers: dict[values.Key, float], when: float
+) -> list[str] | None:
+    """A quantile or a share over a bound against the workload's own observations, within the
+    classic (explicit-bucket) histogram this path stores (:func:`values.within_resolution`, the
+    bucket holding the observations' own quantile); ``None`` where the report lists none."""
+    metric = values.HISTOGRAM.search(underscore_expr)
+    assert metric is not None, underscore_expr
+    observed = values.observations(stack.report, metric.group(1), underscore_expr)
+    if observed is None:
+        return None
+    by = values.group(underscore_expr)
+    selector = f'{metric.group(1)}_bucket{{job="{SERVICE}"}}'
+    samples = stack.query(stack.promql(f"sum by ({', '.join([*by, 'le'])}) ({selector})"), when)
+    buckets = values.classic_buckets([_renamed(s, stack.naming) for s in samples], by)
+    # What each series held at its first sample in the window, which the rate never counts.
+    count = f'{metric.group(1)}_count{{job="{SERVICE}"}}'
+    first = stack.promql(
+        f"sum by ({', '.join(by)}) (min_over_time({count}[{values.window(underscore_expr)}]))"
+    )
+    lacking = {values.key(_renamed(s, stack.naming)): float(s["value"][1]) for s in stack.query(first, when)}
+    return values.within_resolution(underscore_expr, answers, observed, buckets, lacking=lacking)
+
+
+def _settled(stack: OtlpStack) -> float:
+    """The moment the targets over recorded rates are read: every evaluation in their one-minute
+    time range came after the workload's last push, its 2m window holding the whole run (a sum of
+    rates over the time range, read in a ratio of two, weighs every evaluation alike: one over
+    part of the run would weigh the part its first pushes left out)."""
+    when = stack.finished + SETTLED
+    assert when - seconds("2m") < stack.first, "the run no longer fits a 2m window"
+    time.sleep(max(0.0, when + 2.0 - time.time()))
+    return when
+
+
+def _read_late(stack: OtlpStack) -> float:
+    """The moment the panels are read: :data:`READ_AFTER` seconds after the workload started, so
+    the one-minute windows still hold every sample of it while each series has a minute's worth of
+    one-second samples behind it, and a rate's extrapolation past its first and last sample (half
+    an export interval, and up to one) adds at most 1.5 s over what has been sampled: 3 % or so."""
+    assert stack.finished - stack.first < READ_AFTER - 30.0, "the workload ran too long to be read"
+    when = stack.first + READ_AFTER
+    time.sleep(max(0.0, when + 1.0 - time.time()))
+    return when
+
+
+def _vector(stack: OtlpStack, expr: str, when: float) -> dict[values.Key, float]:
+    return {
+        values.key(s, names.prometheus_label, buckets=True): values.value(s)
+        for s in stack.query(expr, when)
+        if math.isfinite(values.value(s))
+    }
+
+
+def test_every_panel_target_answers_the_workloads_totals(stack: OtlpStack) -> None:
+    """Every panel target answers (the distributions' nothing: this path pushes classic buckets),
+    each the workload's own number: within 5 % of the underscore dashboards' same target over the
+    totals the workload pushed (:func:`values.totals`), written for this naming as the dashboards
+    are (``naming.promql``), read from this Prometheus; a quantile or a share over a bound in the
+    bucket that holds the workload's own observations where the report lists them (utilization,
+    run tokens, run cost).
+
+    Where a target is further than that from the totals, the reason is the first push: the OTLP
+    receiver stores a cumulative series from its first export on, which holds what the process
+    observed before it (a tokens or run series first exported after its first fit or run: of a
+    seconds-long run, up to all of a rare series), and Prometheus's ``rate`` starts counting at
+    a series' first sample. Such a target must then be within 5 % of the totals counted from each
+    series' first sample (``from_first_sample``); a group whose series never grew after their
+    first push has no rate at all (the target answers nothing for it, the count from the first
+    sample is 0). A quantile's histogram lacks the first pushes too: it is held to the
+    observations less as many as those held, whichever they were.
+
+    Targets over raw series are read inside their one-minute window (:func:`_read_late`), those
+    over recorded rates once every evaluation in their time range holds the whole run
+    (:func:`_settled`)."""
+    models = _models(stack.naming)
+    support.assert_panel_queries_answer(stack.query, models=models, naming=stack.naming)
+    targets = support.panel_queries(models)
+    underscore = support.panel_queries(_models(names.NAMES_UNDERSCORE))
+    assert [t[:2] for t in targets] == [t[:2] for t in underscore]
+    rules = {r["record"]: r["expr"] for r in alerts.recording_rules(FAST)}
+    early = _read_late(stack)
+    later = None
+    rows = []
+    for (board, title, expr), (_, _, underscore_expr) in zip(targets, underscore):
+        where = f"{board}: {title}"
+        if support.needs_distributions(underscore_expr):
+            continue  # answers nothing here (asserted above): no distributions on classic buckets
+        underscore_expr = support.substitute(underscore_expr)
+        if values.recorded(underscore_expr) and later is None:
+            later = _settled(stack)
+        when = later if values.recorded(underscore_expr) else early
+        got = _vector(stack, support.substitute(expr), when)
+        truth_expr = stack.promql(values.totals(underscore_expr, rules))
+        assert "job:" not in truth_expr and "rate(" not in truth_expr, truth_expr
+        truth = _vector(stack, truth_expr, when)
+        counted = _vector(
+            stack, stack.promql(values.totals(underscore_expr, rules, from_first_sample=True)), when
+        )
+        # A group the target lacks never grew after its first push.
+        assert set(got) <= set(truth) and set(got) <= set(counted), (where, sorted(got), sorted(truth))
+        lacking = set(truth) - set(got)
+        assert all(counted.get(k, 0.0) == 0.0 for k in lacking), (where, {k: counted.get(k) for k in lacking})
+        off_totals = max(values.deviation(got[k], truth[k]) for k in got)
+        off_counted = max(values.deviation(got[k], counted[k]) for k in got)
+        worst, against = (
+            (off_totals, "the totals") if off_totals <= TOLERANCE else (off_counted, "from the first samples")
+        )
+        what = (
+            f"{len(got)} series, of the totals {off_totals * 100:.1f} % ({len(lacking)} no rate), {against}"
+        )
+        if values.QUANTILE.search(underscore_expr):
+            out = _quantile_held(stack, underscore_expr, got, when)
+            if out is not None:
+                rows.append((where, 1.0 if out else 0.0, f"in its bucket; {what} {out or ''}"))
+                continue
+        rows.append((where, worst, what))
+    for where, worst, what in rows:
+        print(f"{stack.naming}: {worst * 100:6.2f} %  {what}  {where}")
+    off = [(where, worst) for where, worst, _ in rows if worst > TOLERANCE]
+    assert not off, off
 
 
 def test_every_template_variable_finds_values(stack: OtlpStack) -> None:
