@@ -36,6 +36,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +264,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VmStack]:
             )
 
         support.wait("VictoriaMetrics and Prometheus to hold the workload's last fits", 60, arrived)
+        landed = time.time()
+
+        def evaluated() -> bool:
+            # Every group of vmalert evaluated after the last push landed, and its recorded series
+            # are back in VictoriaMetrics (written back asynchronously): a fixed sleep is not
+            # enough on a loaded machine, where vmalert's first rounds come late.
+            alive()
+            groups = vmalert.get("/api/v1/rules")["groups"]
+            if not groups or any(_evaluated_at(g["lastEvaluation"]) <= landed for g in groups):
+                return False
+            return bool(vm.query(f'{{__name__=~"job:.+", job="{SERVICE}"}}', time.time()))
+
+        support.wait("vmalert to evaluate every group on the workload's data", 60, evaluated)
         # Both rule evaluators have evaluated on the last push a few times over.
         time.sleep(3 * EVALUATION + 1)
         built.at = time.time()
@@ -272,6 +286,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VmStack]:
             support.stop(proc)
         for log in logs:
             log.close()
+
+
+def _evaluated_at(stamp: str) -> float:
+    """vmalert's RFC 3339 time (nanoseconds, ``Z``) as seconds since the epoch."""
+    trimmed = re.sub(r"(\.\d{6})\d+", r"\1", stamp).replace("Z", "+00:00")
+    return datetime.fromisoformat(trimmed).timestamp()
 
 
 def _value(sample: dict[str, Any]) -> float:
@@ -542,7 +562,8 @@ def test_the_telemetry_absent_alert_never_fires_while_data_flows(stack: VmStack)
     # Not at any evaluation since the workload's fits arrived (before its first push no otel-ctx
     # series existed at all: then the alert's fleet-wide arm fires, as it should).
     now = time.time()
-    since = f"{math.floor(now - stack.at)}s"
+    # At least a second: a zero range is MetricsQL's default window (minutes back, to the start-up).
+    since = f"{max(1, math.floor(now - stack.at))}s"
     assert not stack.vm.query(f'max_over_time(ALERTS{{alertname="{alerts.TELEMETRY_ABSENT}"}}[{since}])', now)
 
 
