@@ -90,6 +90,22 @@ class Children:
         self.tmp = tmp
         self.may_exit = may_exit
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._logs: list[Any] = []
+
+    def start(self, name: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start ``cmd`` as ``name``, its output into ``<tmp>/<name>.log``."""
+        log = (self.tmp / f"{name}.log").open("wb")
+        self._logs.append(log)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.procs.append((name, proc))
+        return proc
+
+    def stop(self) -> None:
+        """Stop every child, the last started first, and close the logs :meth:`start` opened."""
+        for _, proc in reversed(self.procs):
+            stop(proc)
+        for log in self._logs:
+            log.close()
 
     def check_alive(self) -> None:
         for name, proc in self.procs:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 import urllib.error
@@ -123,19 +122,11 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["PYTHONPATH"] = os.pathsep.join([str(support.ROOT), env.get("PYTHONPATH", "")])
     report_path = tmp / "report.json"
-    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-    logs = []
+    children = support.Children(tmp)
+    alive = children.check_alive
 
     def start(name: str, cmd: list[str]) -> None:
-        log = (tmp / f"{name}.log").open("wb")
-        logs.append(log)
-        procs.append((name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)))
-
-    def alive() -> None:
-        for name, proc in procs:
-            if proc.poll() is not None:
-                log = (tmp / f"{name}.log").read_text(errors="replace")[-3000:]
-                pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
+        children.start(name, cmd, env)
 
     base = f"http://127.0.0.1:{port}"
     built = OtlpStack(chosen, base, {})
@@ -198,10 +189,7 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         built.at = time.time()
         yield built
     finally:
-        for _, proc in reversed(procs):
-            support.stop(proc)
-        for log in logs:
-            log.close()
+        children.stop()
 
 
 def _models(chosen: str) -> dict[str, dict[str, Any]]:

@@ -170,24 +170,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VmStack]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     child_env = {**env, "PYTHONPATH": os.pathsep.join([str(support.ROOT), env.get("PYTHONPATH", "")])}
     report_path = tmp / "report.json"
-    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-    logs = []
+    children = support.Children(tmp)
+    alive, ok = children.check_alive, children.ok
 
     def start(name: str, cmd: list[str], environment: dict[str, str] = env) -> None:
-        log = (tmp / f"{name}.log").open("wb")
-        logs.append(log)
-        procs.append((name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=environment)))
-
-    def alive() -> None:
-        for name, proc in procs:
-            if proc.poll() is not None:
-                log = (tmp / f"{name}.log").read_text(errors="replace")[-3000:]
-                pytest.fail(f"{name} exited with {proc.returncode}:\n{log}")
-
-    def ok(url: str) -> bool:
-        alive()
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
+        children.start(name, cmd, environment)
 
     vm = Server(f"http://127.0.0.1:{ports['vm']}")
     vmalert = Server(f"http://127.0.0.1:{ports['vmalert']}")
@@ -282,10 +269,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VmStack]:
         built.at = time.time()
         yield built
     finally:
-        for _, proc in reversed(procs):
-            support.stop(proc)
-        for log in logs:
-            log.close()
+        children.stop()
 
 
 def _evaluated_at(stamp: str) -> float:
