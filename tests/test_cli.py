@@ -179,7 +179,8 @@ def test_demo_usage_errors(args: list[str], fragment: str) -> None:
 def _receiver(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(TESTS / "otlp_receiver.py"), str(port), str(tmp_path), "60"],
+        # Two minutes: it must outlive a demo's start, run and flush on a loaded machine.
+        [sys.executable, str(TESTS / "otlp_receiver.py"), str(port), str(tmp_path), "120"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -231,7 +232,7 @@ def test_demo_forever_stops_cleanly_on_sigterm_and_flushes(tmp_path: Path) -> No
         time.sleep(2)
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
         err = banner + err
         assert proc.returncode == 0, err
         assert "stopping; flushing telemetry" in err
