@@ -1,19 +1,23 @@
 """Where spans and metrics go: the export settings, and the SDK exporters they choose.
 
-Kept apart from the providers' lifecycle (:mod:`otel_ctx.telemetry.setup`): this module
-only turns an :class:`ExportSettings` value and the standard ``OTEL_*`` variables into
-exporters and readers; it installs nothing and starts nothing but a Prometheus endpoint
-when asked for one. Every timeout is short, so a collector that is down, refuses or
-never answers costs the fit nothing.
+The SDK's classes read their own variables: the OTLP exporters ``OTEL_EXPORTER_OTLP_*``
+(endpoint, headers, compression, certificates, the per-signal forms), the span processor
+``OTEL_BSP_*``, the metric reader ``OTEL_METRIC_EXPORT_*``. This module picks the classes
+(which the SDK leaves to ``opentelemetry-instrument``), hands them what was given as a value,
+and otel-ctx's shorter defaults where no variable speaks: a 5 s export timeout (the SDK's
+is 10 s), so a collector that is down or never answers is given up on soon, and a 15 s
+metric period (the SDK's is 60 s), so a 1m rate window has points. It installs nothing
+and starts nothing but a Prometheus endpoint when asked for one.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from otel_ctx import names
 from otel_ctx.telemetry.labels import LabelPolicy
@@ -22,12 +26,10 @@ if TYPE_CHECKING:
     # The SDK is imported where it is used: `import otel_ctx` stays on the API alone.
     from opentelemetry.sdk.metrics.export import MetricReader
     from opentelemetry.sdk.metrics.view import View
-    from opentelemetry.sdk.trace.export import SpanExporter
 
 logger = logging.getLogger("otel_ctx.telemetry")
 
 ExporterName = Literal["otlp", "console", "prometheus", "none"]
-EXPORTERS: tuple[str, ...] = ("otlp", "console", "prometheus", "none")
 OtlpProtocol = Literal["grpc", "http/protobuf"]
 Signal = Literal["traces", "metrics"]
 
@@ -35,7 +37,6 @@ Signal = Literal["traces", "metrics"]
 DEFAULT_EXPORT_TIMEOUT_S = 5.0
 #: Metric export period (unless OTEL_METRIC_EXPORT_INTERVAL says); short enough for 1m rate windows.
 DEFAULT_EXPORT_INTERVAL_MS = 15_000
-DEFAULT_SPAN_QUEUE = 2048
 DEFAULT_PROMETHEUS_PORT = 9464
 DEFAULT_PROMETHEUS_HOST = "127.0.0.1"
 #: The standard variable that makes an OTLP metric exporter's histograms exponential, and the
@@ -54,6 +55,20 @@ EXPONENTIAL_MAX_SCALE = 8
 #: only where their bounds are identical (VictoriaMetrics: docs/sre-guide.md) needs every series
 #: at one scale: 3 keeps 160 buckets over 20 doublings, so no otel-ctx histogram scales down.
 ENV_EXPONENTIAL_MAX_SCALE = "OTEL_CTX_EXPONENTIAL_MAX_SCALE"
+
+#: The OTLP exporter class per signal and protocol, as ``opentelemetry-instrument`` names them.
+_OTLP_EXPORTERS = {
+    ("traces", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
+    ("metrics", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter", "OTLPMetricExporter"),
+    ("traces", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("metrics", "http/protobuf"): (
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -88,48 +103,39 @@ class ExportSettings:
 
     def distributions(self) -> bool:
         """Whether native histograms are on; ``ValueError`` when asked for on the scrape endpoint."""
-        choice = self.choice("metrics")
+        scraped = self.choice("metrics") == "prometheus"
+        if self.native_histograms and scraped:
+            raise ValueError(
+                "native_histograms=True needs pushed metrics (otlp or console): the Prometheus "
+                "scrape endpoint cannot expose native histograms"
+            )
         if self.native_histograms is not None:
-            if self.native_histograms and choice == "prometheus":
-                raise ValueError(
-                    "native_histograms=True needs pushed metrics (otlp or console): the Prometheus "
-                    "scrape endpoint cannot expose native histograms"
-                )
             return self.native_histograms
-        return choice != "prometheus" and distributions_from_env()
+        return not scraped and distributions_from_env()
 
     def choice(self, signal: Signal) -> str:
         """The exporter for ``signal``; ``ValueError`` naming where an unknown name came from."""
-        env_name = "OTEL_TRACES_EXPORTER" if signal == "traces" else "OTEL_METRICS_EXPORTER"
-        given = self.traces_exporter if signal == "traces" else self.metrics_exporter
-        exporter = given or self.exporter
-        if exporter is None:
-            choice = (env(env_name) or "otlp").lower()
-        elif exporter == "prometheus" and signal == "traces":
+        variable = f"OTEL_{signal.upper()}_EXPORTER"
+        given = (self.traces_exporter if signal == "traces" else self.metrics_exporter) or self.exporter
+        if given is None:
+            choice = (env(variable) or "otlp").lower()
+        elif given == "prometheus" and signal == "traces":
             # Prometheus takes no spans: traces go where OTEL_TRACES_EXPORTER says, else nowhere.
-            choice = (env(env_name) or "none").lower()
+            choice = (env(variable) or "none").lower()
         else:
-            choice = exporter
-        if choice not in EXPORTERS or (signal == "traces" and choice == "prometheus"):
-            allowed = [e for e in EXPORTERS if signal == "metrics" or e != "prometheus"]
-            source = "exporter=" if exporter else env_name
+            choice = given
+        allowed = [e for e in get_args(ExporterName) if signal == "metrics" or e != "prometheus"]
+        if choice not in allowed:
+            source = "exporter=" if given else variable
             raise ValueError(f"{signal} exporter {choice!r} (from {source}) is not one of {allowed}")
         return choice
 
     @property
-    def timeout(self) -> float | None:
-        """The timeout to hand the exporters: given, else theirs from OTEL_EXPORTER_OTLP_TIMEOUT,
-        else the default."""
+    def effective_timeout(self) -> float:
+        """Seconds one export may take: given, else OTEL_EXPORTER_OTLP_TIMEOUT as the exporters
+        read it, else the default."""
         if self.export_timeout is not None:
             return self.export_timeout
-        return None if env("OTEL_EXPORTER_OTLP_TIMEOUT") else DEFAULT_EXPORT_TIMEOUT_S
-
-    @property
-    def effective_timeout(self) -> float:
-        """The export timeout the exporters will use, in seconds (as the Python exporters read
-        OTEL_EXPORTER_OTLP_TIMEOUT)."""
-        if self.timeout is not None:
-            return self.timeout
         try:
             value = float(env("OTEL_EXPORTER_OTLP_TIMEOUT") or DEFAULT_EXPORT_TIMEOUT_S)
         except ValueError:
@@ -137,14 +143,15 @@ class ExportSettings:
         return value if value > 0 else DEFAULT_EXPORT_TIMEOUT_S
 
     def otlp_protocol(self, signal: Signal) -> OtlpProtocol:
+        """The OTLP protocol for ``signal``: given, else the standard variables, else gRPC."""
         value = (
             self.protocol
             or env(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
             or env("OTEL_EXPORTER_OTLP_PROTOCOL")
             or "grpc"
         )
-        if value not in ("grpc", "http/protobuf"):
-            raise ValueError(f"OTLP protocol {value!r} is not one of ['grpc', 'http/protobuf']")
+        if value not in get_args(OtlpProtocol):
+            raise ValueError(f"OTLP protocol {value!r} is not one of {list(get_args(OtlpProtocol))}")
         return "grpc" if value == "grpc" else "http/protobuf"
 
 
@@ -153,9 +160,20 @@ def env(name: str) -> str | None:
     return value or None
 
 
+def sdk_or_ours(variable: str, given: float | None, default: float) -> float | None:
+    """``given``; else ``None`` where ``variable`` is set, for the SDK class that reads it to
+    read it; else otel-ctx's ``default``."""
+    return given if given is not None else None if env(variable) else default
+
+
 def sdk_disabled() -> bool:
     """True when ``OTEL_SDK_DISABLED`` is ``true`` (the standard switch for every signal)."""
     return (env("OTEL_SDK_DISABLED") or "").lower() == "true"
+
+
+def distributions_from_env() -> bool:
+    """True when the standard variable asks OTLP exporters for exponential histograms."""
+    return (env(ENV_HISTOGRAM_AGGREGATION) or "").lower() == EXPONENTIAL_HISTOGRAM
 
 
 def exponential_max_scale() -> int:
@@ -169,20 +187,15 @@ def exponential_max_scale() -> int:
         scale = int(raw)
     except ValueError:
         scale = None
-    if scale is None or not -10 <= scale <= 20:
-        logger.warning(
-            "otel-ctx telemetry: %s=%r is not an integer in -10..20; using %d",
-            ENV_EXPONENTIAL_MAX_SCALE,
-            raw,
-            EXPONENTIAL_MAX_SCALE,
-        )
-        return EXPONENTIAL_MAX_SCALE
-    return scale
-
-
-def distributions_from_env() -> bool:
-    """True when the standard variable asks OTLP exporters for exponential histograms."""
-    return (env(ENV_HISTOGRAM_AGGREGATION) or "").lower() == EXPONENTIAL_HISTOGRAM
+    if scale is not None and -10 <= scale <= 20:
+        return scale
+    logger.warning(
+        "otel-ctx telemetry: %s=%r is not an integer in -10..20; using %d",
+        ENV_EXPONENTIAL_MAX_SCALE,
+        raw,
+        EXPONENTIAL_MAX_SCALE,
+    )
+    return EXPONENTIAL_MAX_SCALE
 
 
 def views(labels: LabelPolicy | None = None, *, native: bool = False) -> list[View]:
@@ -220,115 +233,49 @@ def views(labels: LabelPolicy | None = None, *, native: bool = False) -> list[Vi
     ]
 
 
-def _http_endpoint(endpoint: str | None, path: str) -> str | None:
-    if endpoint is None:
-        return None
-    return endpoint if endpoint.rstrip("/").endswith(path) else endpoint.rstrip("/") + path
-
-
-def _otlp(settings: ExportSettings, signal: Signal) -> Any:
-    """The OTLP exporter for ``signal`` over the chosen protocol."""
-    timeout = settings.timeout
-    if settings.otlp_protocol(signal) == "grpc":
-        if signal == "traces":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
-        else:
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (  # type: ignore[assignment]
-                OTLPMetricExporter as Grpc,
-            )
-        headers = dict(settings.headers) if settings.headers else None
-        return Grpc(endpoint=settings.endpoint, headers=headers, timeout=timeout)
-    if signal == "traces":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
-    else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
-            OTLPMetricExporter as Http,
-        )
-    path = "/v1/traces" if signal == "traces" else "/v1/metrics"
-    return Http(endpoint=_http_endpoint(settings.endpoint, path), headers=settings.headers, timeout=timeout)
-
-
-def span_exporter(settings: ExportSettings) -> SpanExporter | None:
-    """The span exporter the settings choose, or ``None`` for ``none``."""
-    choice = settings.choice("traces")
-    if choice == "none":
-        return None
-    if choice == "console":
-        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-
-        return ConsoleSpanExporter()
-    exporter: SpanExporter = _otlp(settings, "traces")
-    return exporter
-
-
-def span_processor_options(settings: ExportSettings) -> dict[str, Any]:
-    """A bounded queue and a short export timeout, unless the OTEL_BSP_* variables say."""
-    return {
-        "max_queue_size": None if env("OTEL_BSP_MAX_QUEUE_SIZE") else DEFAULT_SPAN_QUEUE,
-        "export_timeout_millis": None
-        if env("OTEL_BSP_EXPORT_TIMEOUT")
-        else (settings.timeout or DEFAULT_EXPORT_TIMEOUT_S) * 1000,
-    }
-
-
-def push_metric_reader(settings: ExportSettings, choice: str) -> MetricReader | None:
-    """A periodic reader for a push exporter (``otlp``, ``console``), or ``None`` for ``none``."""
-    if choice == "none":
-        return None
-    exporter: Any
+def push_exporter(settings: ExportSettings, signal: Signal, choice: str) -> Any:
+    """The SDK's console exporter for ``signal``, or its OTLP one over the chosen protocol."""
     if choice == "console":
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-        exporter = ConsoleMetricExporter()
-    else:
-        exporter = _otlp(settings, "metrics")
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-
-    interval_ms = settings.export_interval_millis
-    if interval_ms is None and env("OTEL_METRIC_EXPORT_INTERVAL") is None:
-        interval_ms = DEFAULT_EXPORT_INTERVAL_MS
-    timeout_ms = (
-        None if env("OTEL_METRIC_EXPORT_TIMEOUT") else (settings.timeout or DEFAULT_EXPORT_TIMEOUT_S) * 1000
+        return ConsoleSpanExporter() if signal == "traces" else ConsoleMetricExporter()
+    protocol = settings.otlp_protocol(signal)
+    module, name = _OTLP_EXPORTERS[(signal, protocol)]
+    endpoint = settings.endpoint
+    path = f"/v1/{signal}"
+    if endpoint is not None and protocol == "http/protobuf" and not endpoint.rstrip("/").endswith(path):
+        # The HTTP exporters add the signal's path to OTEL_EXPORTER_OTLP_ENDPOINT, never to a value.
+        endpoint = endpoint.rstrip("/") + path
+    return getattr(importlib.import_module(module), name)(
+        endpoint=endpoint,
+        headers=dict(settings.headers) if settings.headers else None,
+        timeout=sdk_or_ours("OTEL_EXPORTER_OTLP_TIMEOUT", settings.export_timeout, DEFAULT_EXPORT_TIMEOUT_S),
     )
-    return PeriodicExportingMetricReader(
-        exporter, export_interval_millis=interval_ms, export_timeout_millis=timeout_ms
-    )
 
 
-@dataclass
-class PrometheusEndpoint:
-    """A pull reader and the HTTP server that serves it (``server`` is ``None`` when the port
-    could not be bound: the metrics stay readable in-process)."""
-
-    reader: MetricReader
-    server: Any = None
-    thread: Any = None
-    address: tuple[str, int] | None = None
-
-
-def serve_prometheus(settings: ExportSettings) -> PrometheusEndpoint:
-    """A pull reader on its own registry, served by prometheus_client's HTTP server.
+def serve_prometheus(settings: ExportSettings) -> tuple[MetricReader, Any, tuple[str, int] | None]:
+    """A pull reader on its own registry, the HTTP server serving it and the address it serves on.
 
     Its own registry keeps the endpoint to otel-ctx's metrics (plus ``target_info``) and
-    lets a test or a second handle in one process serve another port without clashing.
+    lets a test or a second handle in one process serve another port without clashing. A port
+    that cannot be bound leaves no server and no address: the metrics stay readable in-process,
+    and the agent runs on.
     """
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry(auto_describe=True)
-    endpoint = PrometheusEndpoint(PrometheusMetricReader(registry=registry))
+    reader = PrometheusMetricReader(registry=registry)
     port = settings.prometheus_port
     if port is None:
         port = int(env("OTEL_EXPORTER_PROMETHEUS_PORT") or DEFAULT_PROMETHEUS_PORT)
     host = settings.prometheus_host or env("OTEL_EXPORTER_PROMETHEUS_HOST") or DEFAULT_PROMETHEUS_HOST
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        server, _ = start_http_server(port, addr=host, registry=registry)
     except OSError:
-        # A port clash must not take the agent down; the metrics stay readable in-process.
         logger.warning(
             "otel-ctx telemetry: cannot serve Prometheus metrics on %s:%s", host, port, exc_info=True
         )
-    else:
-        endpoint.server, endpoint.thread = server, thread
-        endpoint.address = (host, int(server.server_address[1]))
-    return endpoint
+        return reader, None, None
+    return reader, server, (host, int(server.server_address[1]))

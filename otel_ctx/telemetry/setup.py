@@ -5,14 +5,16 @@ one place that builds and installs SDK providers, and only when asked: a TracerP
 and a MeterProvider exporting where an :class:`ExportSettings` value (or the standard
 ``OTEL_*`` variables) say, each installed *only if the application has not installed its
 own* (its own SDK code, or ``opentelemetry-instrument``), which it never replaces.
-Choosing the exporters is :mod:`otel_ctx.telemetry.exporters`' job.
+Choosing the exporters is :mod:`otel_ctx.telemetry.exporters`' job; the SDK's classes
+read their own variables.
 
 Failure is bounded by construction: spans leave through a BatchSpanProcessor (bounded
 queue, background thread), metrics through a PeriodicExportingMetricReader (background
 thread), and every exporter has a short timeout, so a collector that is down, refuses
-or never answers costs the fit nothing. Shutdown, explicit or at interpreter exit, stops
-both providers at once and waits at most the export timeout: the SDK's own exit hooks
-would stop them one after the other, each waiting for its in-flight export first.
+or never answers costs the fit nothing. Flushing and shutdown, explicit or at interpreter
+exit, run on both providers at once and wait at most the export timeout: the SDK's own
+would run one after the other, each waiting out its export in flight first (its span
+flush has no timeout at all).
 
 ``OTEL_SDK_DISABLED=true`` builds nothing: no providers, no threads, no endpoint.
 """
@@ -26,12 +28,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
 
 from otel_ctx.telemetry.emitter import default_emitter
 from otel_ctx.telemetry.exporters import (
+    DEFAULT_EXPORT_INTERVAL_MS,
     DEFAULT_EXPORT_TIMEOUT_S,
     ENV_HISTOGRAM_AGGREGATION,
     EXPONENTIAL_HISTOGRAM,
@@ -39,11 +43,10 @@ from otel_ctx.telemetry.exporters import (
     ExportSettings,
     OtlpProtocol,
     distributions_from_env,
-    push_metric_reader,
+    push_exporter,
     sdk_disabled,
+    sdk_or_ours,
     serve_prometheus,
-    span_exporter,
-    span_processor_options,
     views,
 )
 from otel_ctx.telemetry.labels import DEFAULT_MAX_ROUND, DEFAULT_MAX_TASK_TYPES, LabelPolicy
@@ -71,7 +74,6 @@ class TelemetryHandle:
     #: are recorded (``native_histograms``, or the standard aggregation variable with OTLP).
     distributions: bool = False
     _server: Any = field(default=None, repr=False)
-    _server_thread: Any = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
     def force_flush(self, timeout_millis: int | None = None) -> bool:
@@ -82,7 +84,8 @@ class TelemetryHandle:
         not finish. Never raises.
         """
         ms = self._millis(timeout_millis)
-        return self._each_provider("force_flush", ms, lambda p: p.force_flush(ms))
+        providers = (self.tracer_provider, self.meter_provider)
+        return _at_once("force_flush", ms, [partial(p.force_flush, ms) for p in providers if p is not None])
 
     def shutdown(self, timeout_millis: int | None = None) -> bool:
         """Flush and stop what configure() started (never the application's providers).
@@ -94,9 +97,14 @@ class TelemetryHandle:
         if self._stopped:
             return True
         self._stopped = True
-        atexit.unregister(self._at_exit)
+        atexit.unregister(self.shutdown)
         ms = self._millis(timeout_millis)
-        ok = self._each_provider("shutdown", ms, _shutdown_within(ms))
+        calls: list[Callable[[], object]] = []
+        if self.tracer_provider is not None:
+            calls.append(self.tracer_provider.shutdown)  # takes no timeout: _at_once bounds it
+        if self.meter_provider is not None:
+            calls.append(partial(self.meter_provider.shutdown, timeout_millis=ms))
+        ok = _at_once("shutdown", ms, calls)
         if self._server is not None:
             try:
                 self._server.shutdown()
@@ -107,58 +115,35 @@ class TelemetryHandle:
             self._server = None
         return ok
 
-    def _each_provider(self, what: str, timeout_millis: int, call: Callable[[Any], object]) -> bool:
-        """Run ``call`` on both providers at once, waiting at most ``timeout_millis`` in total:
-        the span and the metric exporters each have their own timeout, and waiting for them
-        one after the other would double the delay a dead collector causes."""
-        results: dict[int, bool] = {}
-
-        def one(i: int, provider: Any) -> None:
-            try:
-                out = call(provider)
-                results[i] = out is None or bool(out)
-            except Exception:
-                logger.warning("otel-ctx telemetry: %s failed", what, exc_info=True)
-                results[i] = False
-
-        providers = [p for p in (self.tracer_provider, self.meter_provider) if p is not None]
-        threads = [
-            threading.Thread(target=one, args=(i, p), name=f"otel-ctx-{what}", daemon=True)
-            for i, p in enumerate(providers)
-        ]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + timeout_millis / 1000
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        finished = all(not t.is_alive() for t in threads)
-        if not finished:
-            logger.warning("otel-ctx telemetry: %s did not finish within %d ms", what, timeout_millis)
-        return finished and all(results.values())
-
     def _millis(self, timeout_millis: int | None) -> int:
         return round(self.export_timeout * 1000) if timeout_millis is None else timeout_millis
 
-    def _at_exit(self) -> None:
-        # The providers are built with shutdown_on_exit=False: their own hooks would run one
-        # after the other, each first waiting out an export in flight (10-24 s for a
-        # collector that never answers). One bounded, parallel shutdown instead.
-        self.shutdown()
 
+def _at_once(what: str, timeout_millis: int, calls: list[Callable[[], object]]) -> bool:
+    """Run ``calls`` on threads of their own, waiting at most ``timeout_millis`` in total: the
+    span and the metric exporters each have their own timeout, and waiting for them one after
+    the other would double the delay a dead collector causes. True if all finished and none
+    failed."""
+    results: list[bool] = []
 
-def _shutdown_within(ms: int) -> Callable[[Any], object]:
-    def call(provider: Any) -> object:
-        # MeterProvider takes a timeout; TracerProvider.shutdown() takes none (the caller's
-        # join bounds it).
-        from opentelemetry.sdk.metrics import MeterProvider
+    def one(call: Callable[[], object]) -> None:
+        try:
+            out = call()
+            results.append(out is None or bool(out))
+        except Exception:
+            logger.warning("otel-ctx telemetry: %s failed", what, exc_info=True)
+            results.append(False)
 
-        return (
-            provider.shutdown(timeout_millis=ms)
-            if isinstance(provider, MeterProvider)
-            else provider.shutdown()
-        )
-
-    return call
+    threads = [threading.Thread(target=one, args=(c,), name=f"otel-ctx-{what}", daemon=True) for c in calls]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_millis / 1000
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in threads):
+        logger.warning("otel-ctx telemetry: %s did not finish within %d ms", what, timeout_millis)
+        return False
+    return all(results)
 
 
 def create_providers(
@@ -179,9 +164,15 @@ def create_providers(
     Under ``OTEL_SDK_DISABLED=true`` the handle holds no provider and nothing is started.
     """
     settings = settings or ExportSettings()
+    handle = TelemetryHandle(
+        exporter=settings.exporter or settings.metrics_exporter or settings.traces_exporter or "env",
+        export_timeout=settings.effective_timeout,
+    )
     if sdk_disabled():
-        return TelemetryHandle(exporter="disabled", export_timeout=settings.effective_timeout)
+        handle.exporter = "disabled"
+        return handle
     from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -194,32 +185,29 @@ def create_providers(
     if SERVICE_INSTANCE_ID not in resource.attributes:
         # Two processes of one service must not write the same series: through the Collector
         # their counters would overwrite each other. A random id per process, as the resource
-        # conventions recommend, unless the deployment names the instance itself.
+        # conventions recommend, unless the deployment names the instance itself. Recent SDKs'
+        # Resource.create adds one already; the older ones this package supports do not.
         resource = resource.merge(Resource({SERVICE_INSTANCE_ID: str(uuid.uuid4())}))
-    handle = TelemetryHandle(
-        exporter=settings.exporter or settings.metrics_exporter or settings.traces_exporter or "env",
-        export_timeout=settings.effective_timeout,
-    )
 
+    # shutdown_on_exit=False: one bounded shutdown of both at exit (TelemetryHandle.shutdown).
     if traces:
-        spans = span_exporter(settings)
-        tp = TracerProvider(resource=resource, shutdown_on_exit=False)
-        if spans is not None:
-            tp.add_span_processor(BatchSpanProcessor(spans, **span_processor_options(settings)))
-        handle.tracer_provider = tp
-
+        choice = settings.choice("traces")
+        handle.tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        if choice != "none":
+            # Queue size, batch size and delay are the SDK's, or what OTEL_BSP_* say.
+            exporter = push_exporter(settings, "traces", choice)
+            handle.tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
     if metrics_:
         choice = settings.choice("metrics")
         readers: list[MetricReader] = list(extra_metric_readers)
         if choice == "prometheus":
-            endpoint = serve_prometheus(settings)
-            readers.append(endpoint.reader)
-            handle._server, handle._server_thread = endpoint.server, endpoint.thread
-            handle.prometheus_address = endpoint.address
-        else:
-            reader = push_metric_reader(settings, choice)
-            if reader is not None:
-                readers.append(reader)
+            reader, handle._server, handle.prometheus_address = serve_prometheus(settings)
+            readers.append(reader)
+        elif choice != "none":
+            exporter = push_exporter(settings, "metrics", choice)
+            given = settings.export_interval_millis
+            period = sdk_or_ours("OTEL_METRIC_EXPORT_INTERVAL", given, DEFAULT_EXPORT_INTERVAL_MS)
+            readers.append(PeriodicExportingMetricReader(exporter, export_interval_millis=period))
         handle.distributions = settings.distributions()
         handle.meter_provider = MeterProvider(
             resource=resource,
@@ -228,16 +216,12 @@ def create_providers(
             shutdown_on_exit=False,
         )
     if handle.tracer_provider is not None or handle.meter_provider is not None:
-        atexit.register(handle._at_exit)
+        atexit.register(handle.shutdown)
     return handle
 
 
 _lock = threading.Lock()
 _handle: TelemetryHandle | None = None
-
-
-def _app_has_tracer_provider() -> bool:
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def _app_has_meter_provider() -> bool:
@@ -267,13 +251,12 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
         settings = settings or ExportSettings()
         # Decided (and a contradiction refused) before anything changes or starts.
         distributions = settings.distributions()
-        policy = labels or LabelPolicy()
         emitter = default_emitter()
-        emitter.labels = policy
+        emitter.labels = policy = labels or LabelPolicy()
         emitter.distributions = distributions
-        want_traces = not _app_has_tracer_provider()
-        want_metrics = not _app_has_meter_provider()
-        handle = create_providers(settings, traces=want_traces, metrics_=want_metrics, labels=policy)
+        own_tracer = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        own_meter = _app_has_meter_provider()
+        handle = create_providers(settings, traces=not own_tracer, metrics_=not own_meter, labels=policy)
         if handle.tracer_provider is not None:
             trace.set_tracer_provider(handle.tracer_provider)
         if handle.meter_provider is not None:
@@ -281,9 +264,8 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
             if metrics.get_meter_provider() is not handle.meter_provider:
                 # An application's provider of a kind the check above does not know won.
                 handle.meter_provider.shutdown(timeout_millis=0)
-                handle.meter_provider = None
-                want_metrics = False
-        if not want_metrics and distributions and not distributions_from_env():
+                handle.meter_provider, own_meter = None, True
+        if own_meter and distributions and not distributions_from_env():
             # The application's own meter provider decides the aggregation: without the
             # standard variable its histograms keep explicit buckets, and a distribution per
             # line and round would cost a series per bucket. Stay with the per-round counter.
@@ -295,15 +277,9 @@ def install(settings: ExportSettings | None = None, labels: LabelPolicy | None =
                 EXPONENTIAL_HISTOGRAM,
             )
             emitter.distributions = handle.distributions = False
-        if not (want_traces and want_metrics):
-            logger.info(
-                "otel-ctx telemetry: using the application's own %s",
-                " and ".join(
-                    s
-                    for s, own in (("tracer provider", not want_traces), ("meter provider", not want_metrics))
-                    if own
-                ),
-            )
+        own = [what for what, is_own in (("tracer", own_tracer), ("meter", own_meter)) if is_own]
+        if own:
+            logger.info("otel-ctx telemetry: using the application's own %s provider", " and ".join(own))
         _handle = handle
         return handle
 
@@ -338,7 +314,10 @@ def configure(
     ``OTEL_TRACES_EXPORTER`` says, else nowhere) or ``"none"``. ``None`` reads
     ``OTEL_TRACES_EXPORTER`` and ``OTEL_METRICS_EXPORTER`` (default ``otlp``).
     ``traces_exporter`` / ``metrics_exporter`` choose for one signal and win over
-    ``exporter`` (e.g. spans over OTLP, metrics for Prometheus to scrape).
+    ``exporter`` (e.g. spans over OTLP, metrics for Prometheus to scrape). Each argument wins
+    over its variable; where neither is set, exports give up after ``export_timeout`` 5 s and
+    metrics leave every 15 s (``export_interval_millis``). Every other variable the SDK's
+    exporters, span processor and metric reader read applies as under ``opentelemetry-instrument``.
 
     ``task_types`` adds to the fitters' task types in the set that metric labels keep
     (others become ``other``); ``max_round`` is the last round with its own label;
