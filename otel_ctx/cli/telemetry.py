@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from otel_ctx.cli.errors import CliError
@@ -34,27 +34,21 @@ _OTEL_EXPORT_VARS = (
 
 @dataclass
 class TelemetrySession:
-    """Where telemetry goes, and how to flush it at the end."""
+    """Where telemetry goes, and how to stop it at the end."""
 
     #: Human-readable: where telemetry goes ("none", "OTLP to ...", "Prometheus on ...").
     destination: str
-    _handle: object | None = None
-
-    def force_flush(self) -> None:
-        flush = getattr(self._handle, "force_flush", None)
-        if flush is not None:
-            flush()
+    _handle: TelemetryHandle | None = None
 
     def shutdown(self) -> None:
         """Flush and stop exporters (bounded by the exporters' timeouts); idempotent."""
-        shutdown = getattr(self._handle, "shutdown", None)
-        self._handle = None
-        if shutdown is not None:
-            shutdown()
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.shutdown()
 
 
-def env_asks_for_export() -> bool:
-    return any(os.environ.get(v, "").strip() for v in _OTEL_EXPORT_VARS)
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
 
 
 def start(
@@ -68,38 +62,35 @@ def start(
     """Configure the global providers for this process."""
     from otel_ctx.telemetry import ExportSettings, LabelPolicy, install
 
-    if service_name is None and not os.environ.get("OTEL_SERVICE_NAME"):
+    if service_name is None and not _env("OTEL_SERVICE_NAME"):
         service_name = DEFAULT_SERVICE_NAME
-    # Per-signal choices, passed as values: the process environment is never written.
-    traces: ExporterName | None = None
-    metrics: ExporterName | None = None
     if otlp is not None:
-        # An explicit OTEL_<SIGNAL>_EXPORTER=none still turns that signal off.
-        traces = "none" if _env_off("OTEL_TRACES_EXPORTER") else "otlp"
-        metrics = "none" if _env_off("OTEL_METRICS_EXPORTER") else "otlp"
-    if prometheus_port is not None:
-        metrics = "prometheus"
-    if otlp is not None:
+        # Per-signal choices; an explicit OTEL_<SIGNAL>_EXPORTER=none still turns that signal off.
         # A bare --otlp passes no endpoint: the exporters then use OTEL_EXPORTER_OTLP_ENDPOINT
         # or their protocol's default port (4317 for gRPC, 4318 for http/protobuf).
+        traces: ExporterName = "none" if _env("OTEL_TRACES_EXPORTER").lower() == "none" else "otlp"
+        metrics: ExporterName = "none" if _env("OTEL_METRICS_EXPORTER").lower() == "none" else "otlp"
         settings = ExportSettings(
             "otlp",
             traces_exporter=traces,
-            metrics_exporter=metrics,
+            metrics_exporter="prometheus" if prometheus_port is not None else metrics,
             endpoint=otlp or None,
+            service_name=service_name,
             prometheus_port=prometheus_port,
             prometheus_host=prometheus_host,
         )
     elif prometheus_port is not None:
         # Spans go where OTEL_TRACES_EXPORTER says, else nowhere.
         settings = ExportSettings(
-            "prometheus", prometheus_port=prometheus_port, prometheus_host=prometheus_host
+            "prometheus",
+            service_name=service_name,
+            prometheus_port=prometheus_port,
+            prometheus_host=prometheus_host,
         )
-    elif env_asks_for_export():
-        settings = ExportSettings()  # the OTEL_* variables decide
     else:
-        settings = ExportSettings("none")
-    settings = replace(settings, service_name=service_name)
+        # The OTEL_* variables decide where they ask for export; otherwise nothing leaves.
+        asked = any(_env(v) for v in _OTEL_EXPORT_VARS)
+        settings = ExportSettings(None if asked else "none", service_name=service_name)
     try:
         handle = install(settings, LabelPolicy(task_types=tuple(task_types)))
     except ValueError as exc:  # an exporter name or protocol the SDK does not know
@@ -107,17 +98,12 @@ def start(
     return TelemetrySession(destination=describe(settings, handle), _handle=handle)
 
 
-def _env_off(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() == "none"
-
-
 def default_otlp_endpoint() -> str:
     """Where a bare ``--otlp`` sends: what the OTLP exporters themselves fall back to."""
-    configured = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if configured:
-        return configured
-    protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
-    return DEFAULT_OTLP_HTTP_ENDPOINT if protocol == "http/protobuf" else DEFAULT_OTLP_ENDPOINT
+    if _env("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return _env("OTEL_EXPORTER_OTLP_ENDPOINT")
+    http = _env("OTEL_EXPORTER_OTLP_PROTOCOL") == "http/protobuf"
+    return DEFAULT_OTLP_HTTP_ENDPOINT if http else DEFAULT_OTLP_ENDPOINT
 
 
 def describe(settings: ExportSettings, handle: TelemetryHandle) -> str:
