@@ -56,31 +56,21 @@ EXPONENTIAL_MAX_SCALE = 8
 #: at one scale: 3 keeps 160 buckets over 20 doublings, so no otel-ctx histogram scales down.
 ENV_EXPONENTIAL_MAX_SCALE = "OTEL_CTX_EXPONENTIAL_MAX_SCALE"
 
-#: The OTLP exporter class per signal and protocol, as ``opentelemetry-instrument`` names them.
+_OTLP = "opentelemetry.exporter.otlp.proto"
+#: The OTLP exporter class per signal and protocol (the SDK leaves the choice to its configurator).
 _OTLP_EXPORTERS = {
-    ("traces", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
-    ("metrics", "grpc"): ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter", "OTLPMetricExporter"),
-    ("traces", "http/protobuf"): (
-        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-        "OTLPSpanExporter",
-    ),
-    ("metrics", "http/protobuf"): (
-        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-        "OTLPMetricExporter",
-    ),
+    ("traces", "grpc"): (f"{_OTLP}.grpc.trace_exporter", "OTLPSpanExporter"),
+    ("metrics", "grpc"): (f"{_OTLP}.grpc.metric_exporter", "OTLPMetricExporter"),
+    ("traces", "http/protobuf"): (f"{_OTLP}.http.trace_exporter", "OTLPSpanExporter"),
+    ("metrics", "http/protobuf"): (f"{_OTLP}.http.metric_exporter", "OTLPMetricExporter"),
 }
 
 
 @dataclass(frozen=True)
 class ExportSettings:
-    """Where and how to export, as one value. ``None`` fields defer to the ``OTEL_*`` variables.
-
-    ``exporter`` chooses for both signals: ``"otlp"``, ``"console"``, ``"prometheus"``
-    (metrics scraped; spans then go where ``OTEL_TRACES_EXPORTER`` says, else nowhere) or
-    ``"none"``; ``None`` reads ``OTEL_TRACES_EXPORTER``/``OTEL_METRICS_EXPORTER`` (default
-    ``otlp``). ``traces_exporter``/``metrics_exporter`` choose for one signal and win over
-    ``exporter`` (spans over OTLP while Prometheus scrapes the metrics, say).
-    """
+    """Where and how to export, as one value: the export arguments of
+    :func:`otel_ctx.configure`, which says what each means. ``None`` fields defer to the
+    ``OTEL_*`` variables."""
 
     exporter: ExporterName | None = None
     traces_exporter: ExporterName | None = None

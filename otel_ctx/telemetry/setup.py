@@ -54,6 +54,7 @@ from otel_ctx.telemetry.labels import DEFAULT_MAX_ROUND, DEFAULT_MAX_TASK_TYPES,
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
 
 logger = logging.getLogger("otel_ctx.telemetry")
@@ -173,22 +174,10 @@ def create_providers(
         return handle
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-    from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    attrs: dict[str, str] = dict(settings.resource_attributes or {})
-    if settings.service_name is not None:
-        attrs[SERVICE_NAME] = settings.service_name
-    # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME under what is given here.
-    resource = Resource.create(attrs)
-    if SERVICE_INSTANCE_ID not in resource.attributes:
-        # Two processes of one service must not write the same series: through the Collector
-        # their counters would overwrite each other. A random id per process, as the resource
-        # conventions recommend, unless the deployment names the instance itself. Recent SDKs'
-        # Resource.create adds one already; the older ones this package supports do not.
-        resource = resource.merge(Resource({SERVICE_INSTANCE_ID: str(uuid.uuid4())}))
-
+    resource = _resource(settings)
     # shutdown_on_exit=False: one bounded shutdown of both at exit (TelemetryHandle.shutdown).
     if traces:
         choice = settings.choice("traces")
@@ -220,18 +209,32 @@ def create_providers(
     return handle
 
 
+def _resource(settings: ExportSettings) -> Resource:
+    """The settings' service name and attributes over what Resource.create reads from
+    OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME, and a service.instance.id."""
+    from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource
+
+    attrs: dict[str, str] = dict(settings.resource_attributes or {})
+    if settings.service_name is not None:
+        attrs[SERVICE_NAME] = settings.service_name
+    resource = Resource.create(attrs)
+    if SERVICE_INSTANCE_ID not in resource.attributes:
+        # Two processes of one service must not write the same series: through the Collector
+        # their counters would overwrite each other. A random id per process, as the resource
+        # conventions recommend, unless the deployment names the instance itself. Recent SDKs'
+        # Resource.create adds one already; the older ones this package supports do not.
+        resource = resource.merge(Resource({SERVICE_INSTANCE_ID: str(uuid.uuid4())}))
+    return resource
+
+
 _lock = threading.Lock()
 _handle: TelemetryHandle | None = None
 
 
 def _app_has_meter_provider() -> bool:
-    """True when the global meter provider is a real one the application installed.
-
-    The API hands out a placeholder until one is set; its class is not public, so the
-    check names what an application installs (the SDK's provider, or the API's no-op
-    one). Anything else is caught after the fact: :func:`install` checks that its
-    provider became the global one.
-    """
+    """True when the application installed a meter provider: the API's placeholder class is not
+    public, so this names what an application installs (the SDK's, or the API's no-op one);
+    :func:`install` catches any other kind after the fact."""
     from opentelemetry.sdk.metrics import MeterProvider
 
     return isinstance(metrics.get_meter_provider(), (MeterProvider, metrics.NoOpMeterProvider))
