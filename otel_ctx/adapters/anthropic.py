@@ -27,11 +27,8 @@ can be given to the fitter instead.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
-import sys
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,9 +37,12 @@ from otel_ctx.adapters.base import (
     ARRAY,
     Adapter,
     Fitted,
+    Prefix,
+    PrefixRound,
     ReadContext,
     Reading,
     as_mapping,
+    cut_key,
     kept_items,
     sized_private_copy,
     to_json,
@@ -55,7 +55,6 @@ from otel_ctx.adapters.media import (
     anthropic_pdf_tokens,
     image_size,
 )
-from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -894,87 +893,26 @@ ADAPTER = AnthropicAdapter()
 Read = tuple[str, list[Part], list[str], list[str], list[str]]
 
 
-class _Prefix(Held):
-    """Messages read last round with no problem and nothing cut: a private copy, what each read to."""
-
-    __slots__ = ("cap_key", "read", "seen", "snapshot")
-
-    def __init__(
-        self, snapshot: list[Any], read: list[Read], seen: list[tuple[str, int]], cap_key: Any, held: int
-    ) -> None:
-        super().__init__(held)
-        self.snapshot = snapshot
-        self.read = read
-        #: (tool_use id, the message that made it), in the order made.
-        self.seen = seen
-        self.cap_key = cap_key
-
-
-_memo_keys = itertools.count()
-
-
-def _at(pair: tuple[str, int]) -> int:
-    return pair[1]
-
-
 def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -> list[Read]:
     """Every message read; the leading run read last round (compared in one go) is not read again.
 
     A message is taken from the memo only when the whole run up to it equals the private copy
-    kept of it, so a message changed in place, or anything before it, is read again.
+    kept of it, so a message changed in place, or anything before it, is read again. A message
+    that said a problem or an unknown, or was cut, is read every round, so it is recorded.
     """
-    cap = ctx.cap
-    cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
-    if cap_key is not None and reader.ratio != 1.0:
-        cap_key = (*cap_key, reader.ratio)
-    if cap_key is None or messages.__class__ is not list:
-        return [reader.message(raw, i) for i, raw in enumerate(messages)]
-    counter = reader.counter
-    slot = counter.dialect_state.get("anthropic-memo")
-    if slot is None:
-        cache: BoundedCache[_Prefix] = BoundedCache(
-            max_entries=1, max_chars=1 << 62, group=counter.cache.group
-        )
-        slot = counter.dialect_state.setdefault("anthropic-memo", [cache, ""])
-    cache, key = slot
-    memo = cache.get(key)
-    start = 0
-    read: list[Read] = []
-    if memo is not None and memo.cap_key == cap_key:
-        snapshot = memo.snapshot
-        n = min(len(snapshot), len(messages))
-        k = n
-        while k > 0 and n - k < 8 and snapshot[k - 1] != messages[k - 1]:
-            k -= 1
-        if k and n - k < 8 and (snapshot if k == len(snapshot) else snapshot[:k]) == messages[:k]:
-            start = k
-            read = memo.read[:k]
-            seen = memo.seen
-            reader.seen_ids = dict(seen if k == len(snapshot) else seen[: bisect_left(seen, k, key=_at)])
-    copies: list[Any] = []
-    held = 0
-    boundary = -1
-    problems = len(ctx.problems)
-    unknowns = len(ctx.unknowns)  # a message with an unknown is read every round, so it is recorded
+    key = cut_key(ctx)
+    if key is not None and reader.ratio != 1.0:
+        key = (*key, reader.ratio)
+    memo = PrefixRound(reader.counter, "anthropic-memo", messages, key, lambda: Prefix(1))
+    (reader.seen_ids,) = memo.ids()
+    read = memo.reads
     replaced = reader.state.replaced
-    for i in range(start, len(messages)):
+    for i in range(memo.start, len(messages)):
         raw = messages[i]
+        problems, unknowns = len(ctx.problems), len(ctx.unknowns)
         read.append(reader.message(raw, i))
-        if boundary < 0:
+        if memo.boundary < 0:
             clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
-            found = sized_private_copy(raw) if clean and i not in replaced else None
-            if found is None:
-                boundary = i
-            else:
-                copies.append(found[0])
-                held += found[1]
-    end = len(messages) if boundary < 0 else boundary
-    if end > start and held <= counter.cache.max_chars:
-        snapshot = (memo.snapshot[:start] if start and memo is not None else []) + copies
-        # An id is kept where first made (never moved later), so those made before the end are exact.
-        seen_items = [(c, at) for c, at in reader.seen_ids.items() if at < end]
-        key = str(next(_memo_keys))
-        slot[1] = key
-        held += sys.getsizeof(snapshot) + 64 * len(snapshot)
-        cache.put(key, _Prefix(snapshot, read[:end], seen_items, cap_key, held))
+            memo.add(i, raw, sized_private_copy(raw) if clean and i not in replaced else None)
+    memo.keep(reader.counter, (dict(reader.seen_ids),))  # the pairing rules name the ids' messages
     return read

@@ -15,13 +15,17 @@ registry in :mod:`otel_ctx.dialects` finds it by provider name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from sys import getsizeof
+from typing import Any, Generic, TypeVar
 
 # The contract lives with the engine (which must not import an adapter); adapters import it from here.
 from otel_ctx.adapters.media import AUDIO_BYTES_PER_TOKEN, pdf_pages
+from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.dialect import Adapter, CapText, Fitted, ReadContext, Reading
 from otel_ctx.engine.errors import InvalidRequestError
+from otel_ctx.engine.tokens import TokenCounter
 from otel_ctx.engine.tokens import to_json as _engine_json
 
 __all__ = [
@@ -31,9 +35,13 @@ __all__ = [
     "Adapter",
     "CapText",
     "Fitted",
+    "Prefix",
+    "PrefixRound",
     "ReadContext",
     "Reading",
     "as_mapping",
+    "common",
+    "cut_key",
     "kept_items",
     "pdf_pages",
     "private_copy",
@@ -189,3 +197,167 @@ def sized_private_copy(value: Any) -> tuple[Any, int] | None:
         return _copy(value, size), size[0]
     except (_NotPlain, RecursionError):
         return None
+
+
+class Prefix(Held):
+    """The leading items of a request read in an earlier round: a private copy of each, what
+    each read to, and the call ids the dialect's rules remember (id -> the item that made it).
+
+    Kept from one round to the next and changed in place (cut back to what the next round shares
+    with it, then grown by that round's new items), so a round does work for its new items only,
+    however long the history. A dialect that remembers more per item (running sums) extends
+    :meth:`cut` and :meth:`grow`.
+    """
+
+    __slots__ = ("ids", "key", "reads", "sizes", "snapshot")
+
+    def __init__(self, ids: int) -> None:
+        super().__init__(0)
+        #: What the reads depend on besides the items (the cut, a tokenizer's ratio).
+        self.key: Any = None
+        self.snapshot: list[Any] = []
+        self.reads: list[Any] = []
+        #: ``sizes[k]``: bytes the copies of items ``[0, k]`` keep alive (charged to the cache budget).
+        self.sizes: list[int] = []
+        #: Call id -> the item that made (or answered) it first, in that order, one map per rule.
+        self.ids: tuple[dict[str, int], ...] = tuple({} for _ in range(ids))
+
+    def cut(self, n: int) -> None:
+        """Keep the first ``n`` items only (those the next round shares)."""
+        del self.snapshot[n:]
+        del self.reads[n:]
+        del self.sizes[n:]
+        for found in self.ids:
+            _forget(found, n)
+
+    def grow(self, reads: list[Any], start: int, end: int, copies: list[tuple[Any, int]]) -> None:
+        """Add ``reads[start:end]``, read this round, and the ``(copy, bytes)`` of their items."""
+        self.reads += reads[start:end]
+        sizes = self.sizes
+        total = sizes[-1] if sizes else 0
+        for copy, size in copies:
+            self.snapshot.append(copy)
+            total += size + _READ_BYTES
+            sizes.append(total)
+        for found in self.ids:
+            _forget(found, end)  # ids of items past the end are read again
+
+
+#: Bytes an item's read and its place in the memo's lists keep alive besides its copy (about).
+_READ_BYTES = 64
+#: How far back from its end a memo is searched for the last item it shares with a round.
+_BACKTRACK = 8
+_memo_keys = itertools.count()
+
+
+def _forget(found: dict[str, int], n: int) -> None:
+    """Drop the ids made by item ``n`` or later (the last ones made: an id never moves)."""
+    while found and next(reversed(found.values())) >= n:
+        found.popitem()
+
+
+def common(snapshot: list[Any], items: Sequence[Any]) -> int:
+    """How many leading items of ``items`` equal the memo's copy (0 when not found cheaply).
+
+    The copy is on the left and holds no container of the caller's, so every item is compared
+    field by field: an item changed in place differs and is read again. The end is found first
+    (a transcript that moved on, or a retried round with another last call, differs only
+    there), then the whole prefix is compared in one C-level list comparison.
+    """
+    n = min(len(snapshot), len(items))
+    k = n
+    while k > 0 and n - k < _BACKTRACK and snapshot[k - 1] != items[k - 1]:
+        k -= 1
+    if k == 0 or n - k >= _BACKTRACK:
+        return 0
+    if k == len(snapshot):
+        return k if snapshot == items[:k] else 0
+    return k if snapshot[:k] == items[:k] else 0
+
+
+P = TypeVar("P", bound=Prefix)
+
+
+def cut_key(ctx: ReadContext) -> Any:
+    """What a memo of reads under ``ctx``'s cut is kept under: no cut, or the policy's cap;
+    ``None`` for a cap of unknown identity (its reads are never kept)."""
+    if ctx.cap is None:
+        return ("none", None)
+    return ("cap", ctx.cap_key) if ctx.cap_key is not None else None
+
+
+class PrefixRound(Generic[P]):
+    """One round's use of a reader's :class:`Prefix`: the reads it serves, and what this round adds.
+
+    The memo is taken out of its cache for the round, cut back to the items the round shares
+    with it and grown by the new ones, then put back: the history costs one comparison and
+    nothing per item. Another thread meanwhile finds no memo and reads in full (the same
+    answer); a round that raises drops it (the next reads in full). The memo is kept only for a
+    list read under a known cut (``key`` not ``None``): anything else is read in full every round.
+    """
+
+    __slots__ = ("boundary", "copies", "items", "memo", "reads", "slot", "start")
+
+    def __init__(
+        self, counter: TokenCounter, name: str, items: Sequence[Any], key: Any, new: Callable[[], P]
+    ) -> None:
+        self.items = items
+        self.start = 0
+        self.copies: list[tuple[Any, int]] = []
+        #: The first item the memo cannot cover; -1 while every one can.
+        self.boundary = -1
+        self.slot: list[Any] | None = None
+        memo: P | None = None
+        if key is not None and items.__class__ is list:
+            slot = counter.dialect_state.get(name)
+            if slot is None:
+                cache: BoundedCache[Prefix] = BoundedCache(
+                    max_entries=1, max_chars=1 << 62, group=counter.cache.group
+                )
+                slot = counter.dialect_state.setdefault(name, [cache, ""])
+            self.slot = slot
+            memo = slot[0].take(slot[1])
+            if memo is not None:
+                k = common(memo.snapshot, items) if memo.key == key else 0
+                if k:
+                    memo.cut(k)
+                    self.start = k
+                else:  # another transcript (or another cut): the memo is left as it was
+                    slot[0].put(slot[1], memo)
+                    memo = None
+        else:
+            self.boundary = 0  # nothing is kept
+        self.memo: P = memo if memo is not None else new()
+        self.memo.key = key
+        #: Every read of the round, in order: the memo's first, then the caller's.
+        self.reads: list[Any] = self.memo.reads[:]
+
+    def ids(self) -> tuple[dict[str, int], ...]:
+        """The memo's id maps as of the round's start, for the reader to go on from: the reader
+        adds to them as it reads (the memo is out of its cache, so no other round sees them)."""
+        return self.memo.ids
+
+    def add(self, i: int, raw: Any, copy: tuple[Any, int] | None) -> None:
+        """Item ``i`` was read: ``copy`` is its private copy and bytes, ``None`` when the memo
+        must stop before it (it said a problem, it was cut, or it holds what cannot be copied)."""
+        if self.boundary < 0:
+            if copy is None:
+                self.boundary = i
+            else:
+                self.copies.append(copy)
+
+    def keep(self, counter: TokenCounter, ids: tuple[dict[str, int], ...]) -> P:
+        """Grow the memo by what this round read cleanly and put it back for the next round.
+
+        The memo takes ``ids`` over and drops what it does not cover: a reader that still needs
+        them after this passes copies."""
+        memo = self.memo
+        end = len(self.reads) if self.boundary < 0 else self.boundary
+        memo.ids = ids
+        memo.grow(self.reads, self.start, end, self.copies)
+        slot = self.slot
+        if slot is not None and end and memo.sizes[-1] <= counter.cache.max_chars:
+            memo.held_bytes = memo.sizes[-1] + getsizeof(memo.snapshot) + getsizeof(memo.reads)
+            slot[1] = str(next(_memo_keys))
+            slot[0].put(slot[1], memo)
+        return memo

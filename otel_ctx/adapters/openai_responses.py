@@ -14,9 +14,6 @@ the Chat Completions accounting, which the Responses API shares for text.
 
 from __future__ import annotations
 
-import itertools
-import sys
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any
@@ -26,9 +23,12 @@ from otel_ctx.adapters.base import (
     SUMMARY_PREFIX,
     Adapter,
     Fitted,
+    Prefix,
+    PrefixRound,
     ReadContext,
     Reading,
     as_mapping,
+    cut_key,
     kept_items,
     sized_private_copy,
     to_json,
@@ -49,7 +49,6 @@ from otel_ctx.adapters.openai_tools import (
     is_reasoning_model,
     section_framing,
 )
-from otel_ctx.engine.cache import BoundedCache, Held
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -389,7 +388,9 @@ class OpenAIResponsesAdapter(Adapter):
             group.clear()
 
         pending: dict[str, int] = {}
-        memo = _ItemMemo(reader, items, ctx)
+        memo = PrefixRound(counter, "responses-memo", items, cut_key(ctx), lambda: Prefix(2))
+        reader.declared, reader.answered = memo.ids()
+        reads = memo.reads
         for i, raw in enumerate(items):
             where = f"input[{i}]"
             item = as_mapping(raw)
@@ -402,14 +403,21 @@ class OpenAIResponsesAdapter(Adapter):
                     self._unanswered(pending, i, ctx)
                     pending = {}
                 group_side, group_start = side, i
-            read = memo.item(item, where, i, raw)
+            if i < memo.start:
+                read = reads[i]
+            else:
+                problems, unknowns = len(ctx.problems), len(ctx.unknowns)
+                read = reader.item(item, where, i)
+                reads.append(read)
+                if memo.boundary < 0:
+                    memo.add(i, raw, _copy_if_clean(raw, i, ctx, problems, unknowns, state))
             for c in read[3]:
                 pending[c] = i
             for a in read[4]:
                 pending.pop(a, None)
             group.append(read)
         close()
-        memo.keep()
+        memo.keep(counter, (reader.declared, reader.answered))
         self._unanswered(pending, len(items), ctx)
 
         model = RequestModel(
@@ -562,118 +570,11 @@ REASONING_ANSWER_CHANNEL = 2
 STORED_CALL_EXTRA = 3
 
 
-class _Prefix(Held):
-    """Items read last round with no problem and nothing cut: a private copy, what each read to."""
-
-    __slots__ = ("answered", "cap_key", "declared", "reads", "snapshot")
-
-    def __init__(
-        self,
-        snapshot: list[Any],
-        reads: list[ItemRead],
-        declared: list[tuple[str, int]],
-        answered: list[tuple[str, int]],
-        cap_key: Any,
-        held: int,
-    ) -> None:
-        super().__init__(held)
-        self.snapshot = snapshot
-        self.reads = reads
-        #: (call id, the item that made or answered it first), in that order.
-        self.declared = declared
-        self.answered = answered
-        self.cap_key = cap_key
-
-
-_memo_keys = itertools.count()
-
-
-def _at(pair: tuple[str, int]) -> int:
-    return pair[1]
-
-
-class _ItemMemo:
-    """One request's item reads: the leading run read last round (compared with its private copy in
-    one go) is not read again; what this round read is kept for the next."""
-
-    def __init__(self, reader: _Reader, items: Sequence[Any], ctx: ReadContext) -> None:
-        self.reader = reader
-        self.items = items
-        self.ctx = ctx
-        self.start = 0
-        self.reads: list[ItemRead] = []
-        self.copies: list[Any] = []
-        self.held = 0
-        self.boundary = -1
-        cap = ctx.cap
-        self.cap_key = (
-            ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
-        )
-        self.memo: _Prefix | None = None
-        self.slot: list[Any] | None = None
-        if self.cap_key is None or items.__class__ is not list:
-            self.boundary = 0  # nothing kept
-            return
-        counter = reader.counter
-        slot = counter.dialect_state.get("responses-memo")
-        if slot is None:
-            cache: BoundedCache[_Prefix] = BoundedCache(
-                max_entries=1, max_chars=1 << 62, group=counter.cache.group
-            )
-            slot = counter.dialect_state.setdefault("responses-memo", [cache, ""])
-        self.slot = slot
-        memo = slot[0].get(slot[1])
-        if memo is None or memo.cap_key != self.cap_key:
-            return
-        self.memo = memo
-        snapshot = memo.snapshot
-        n = min(len(snapshot), len(items))
-        k = n
-        while k > 0 and n - k < 8 and snapshot[k - 1] != items[k - 1]:
-            k -= 1
-        if k and n - k < 8 and (snapshot if k == len(snapshot) else snapshot[:k]) == items[:k]:
-            self.start = k
-            self.reads = memo.reads[:k]
-            whole = k == len(snapshot)
-            reader.declared = dict(
-                memo.declared if whole else memo.declared[: bisect_left(memo.declared, k, key=_at)]
-            )
-            reader.answered = dict(
-                memo.answered if whole else memo.answered[: bisect_left(memo.answered, k, key=_at)]
-            )
-
-    def item(self, item: Mapping[str, Any], where: str, i: int, raw: Any) -> ItemRead:
-        if i < self.start:
-            return self.reads[i]
-        ctx = self.ctx
-        problems = len(ctx.problems)
-        unknowns = len(ctx.unknowns)  # an item with an unknown is read every round, so it is recorded
-        read = self.reader.item(item, where, i)
-        if self.boundary < 0:
-            self.reads.append(read)
-            clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
-            found = sized_private_copy(raw) if clean and i not in self.reader.state.replaced else None
-            if found is None:
-                self.boundary = i
-            else:
-                self.copies.append(found[0])
-                self.held += found[1]
-        return read
-
-    def keep(self) -> None:
-        """Keep the run read without a problem for the next round."""
-        slot = self.slot
-        if slot is None:
-            return
-        end = len(self.items) if self.boundary < 0 else self.boundary
-        if end <= self.start or self.held > self.reader.counter.cache.max_chars:
-            return
-        memo = self.memo
-        snapshot = (memo.snapshot[: self.start] if self.start and memo is not None else []) + self.copies
-        # An id is kept where first made or answered (never moved later): those before the end are exact.
-        declared = [(c, at) for c, at in self.reader.declared.items() if at < end]
-        answered = [(c, at) for c, at in self.reader.answered.items() if at < end]
-        key = str(next(_memo_keys))
-        slot[1] = key
-        held = self.held + sys.getsizeof(snapshot) + 64 * len(snapshot)
-        slot[0].put(key, _Prefix(snapshot, self.reads[:end], declared, answered, self.cap_key, held))
+def _copy_if_clean(
+    raw: Any, i: int, ctx: ReadContext, problems: int, unknowns: int, state: _State
+) -> tuple[Any, int] | None:
+    """An item's private copy for the memo, ``None`` when it said a problem or an unknown (so it
+    is read, and says it, every round) or was cut."""
+    if len(ctx.problems) != problems or len(ctx.unknowns) != unknowns or i in state.replaced:
+        return None
+    return sized_private_copy(raw)
