@@ -16,7 +16,6 @@ provider would reject the request anyway); observe-only paths record the problem
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from sys import getsizeof
@@ -27,12 +26,16 @@ from otel_ctx.adapters.base import (
     SUMMARY_PREFIX,
     Adapter,
     Fitted,
+    Prefix,
+    PrefixRound,
     ReadContext,
     Reading,
     as_mapping,
+    cut_key,
     kept_items,
     to_json,
 )
+from otel_ctx.adapters.chat_calls import LEGACY, ChatCalls
 from otel_ctx.adapters.langchain_tools import is_langchain_tool, tool_dicts
 from otel_ctx.adapters.media import (
     AUDIO_PART_FRAMING,
@@ -52,7 +55,7 @@ from otel_ctx.adapters.openai_tools import (
     parallel_results,
     section_framing,
 )
-from otel_ctx.engine.cache import BoundedCache, Held
+from otel_ctx.engine.cache import BoundedCache
 from otel_ctx.engine.errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -98,7 +101,6 @@ _TEXT_COMPONENT: Mapping[str, Component] = {
 }
 #: Framing of the legacy ``function_call`` (the same wrapper a tool call has, less the id).
 TOKENS_PER_FUNCTION_CALL = 3
-_LEGACY = "\x00function:"  # call ids of the legacy function_call (no real id can start so)
 #: The first reasoning models, which take no system or developer message, bill framing of their
 #: own that no rule reproduces (measured: 8 tokens over the rules on a two-message request), so
 #: their count is a bound.
@@ -148,12 +150,6 @@ class ChatReader:
         self.tool_turns: BoundedCache[Turn] = BoundedCache(
             max_entries=8_192, max_chars=counter.cache.max_chars, group=group
         )
-        # The transcript read last round, up to the first message the fast paths did not take:
-        # the next round compares its prefix with that copy in one C-level list comparison and
-        # reads on from there, so the history already seen costs no Python work per message.
-        # Charged to the process cache budget with the turn caches, and evicted with them.
-        self._memo: BoundedCache[_Prefix] = BoundedCache(max_entries=1, max_chars=1 << 62, group=group)
-        self._memo_key = ""
 
     # -- content -------------------------------------------------------------------------
 
@@ -250,118 +246,206 @@ class ChatReader:
         state: _State,
         where: str = "messages",
     ) -> tuple[list[Turn], range]:
-        """One turn per message, with the API's transcript rules checked."""
+        """One turn per message, with the API's transcript rules checked.
+
+        The transcript read last round, up to the first message the fast paths did not take,
+        is served by the memo (one C-level comparison with its copy), so the history already
+        seen costs no Python work per message; the memo stops at a message that said a problem.
+        """
         if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
             raise InvalidRequestError(
                 where, f"must be a list of message objects, got {type(messages).__name__}"
             )
-        turns: list[Turn] = []
-        role_cost = self.role_cost
-        simple = self.simple
+        memo = PrefixRound(self.counter, "openai-memo", messages, cut_key(ctx), _ChatPrefix)
+        turns: list[Turn] = memo.reads
+        (declared,) = memo.ids()
+        calls = ChatCalls(declared)
+        calls.resume(turns)
         cap = ctx.cap
-        # Calls of the assistant message being answered: id -> answered yet.
-        pending: dict[str, bool] = {}
-        pending_at = -1
-        declared: dict[str, int] = {}
-        # The memo is kept only for a list read under a known cut (none, or the policy's cap).
-        cap_key = ("none", None) if cap is None else ("cap", ctx.cap_key) if ctx.cap_key is not None else None
-        memoize = cap_key is not None and messages.__class__ is list
-        start = 0
-        memo: _Prefix | None = None
-        if memoize:
-            # The memo is taken out of the cache for this round: it is cut back to the messages
-            # this round shares with it and grown by the new ones in place, so the history costs
-            # one comparison and nothing per message. Another thread meanwhile finds no memo and
-            # reads in full (the same answer); a round that raises drops it (the next reads in full).
-            key = self._memo_key
-            memo = self._memo.take(key)
-            if memo is not None:
-                if memo.cap_key == cap_key:
-                    start = _common(memo.snapshot, messages)
-                if start:
-                    memo.cut(start)
-                    turns = memo.turns[:]
-                    declared = memo.declared
-                    pending, pending_at = _pending_after(turns)
-                else:  # another transcript (or another cut): the memo is left as it was
-                    self._memo.put(key, memo)
-                    memo = None
         problems = len(ctx.problems)
-        copies: list[Message] = []
-        boundary = -1  # the first message the memo cannot cover; -1 while every one can
-        for i in range(start, len(messages)):
+        for i in range(memo.start, len(messages)):
             raw = messages[i]
-            fast = False
             # The hot path of every round: a plain message seen before is one cache lookup.
-            if raw.__class__ is dict and len(raw) == 2:
-                role = raw.get("role")
-                content = raw.get("content")
-                # Not "function" either: a legacy function result answers a call like a tool
-                # message does, so it must take the full path that keeps the pending calls.
-                if content.__class__ is str and role.__class__ is str and role not in ("tool", "function"):
-                    cache = simple.get(role)
-                    if cache is not None:
-                        hit = cache.get(content)
-                        if hit is None:
-                            line = ROLE_LINES[role]
-                            text_component = _TEXT_COMPONENT[line]
-                            hit = Turn(
-                                line,
-                                [Part(text_component, self.counter.text(content))],
-                                role_cost[role],
-                                has_user_text=line == "user",
-                            )
-                            cache.put(content, hit)
-                        if pending:
-                            if False in pending.values():
-                                self._unanswered(pending, pending_at, i, ctx)
-                            pending = {}
-                        turns.append(hit)
-                        if memoize and boundary < 0:
-                            boundary = _extend(copies, raw, i, ctx, problems)
-                        continue
-            known = self._known_call_turn(raw, i, cap, pending, declared) if raw.__class__ is dict else None
-            if known is not None:
-                turn = known
-                fast = True
-            else:
-                m = as_mapping(raw)
-                here = f"{where}[{i}]"
-                if m is None:
-                    raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
-                turn, replaced = self._message(m, here, i, cap, ctx, pending, pending_at, declared)
-                if replaced is not None:
-                    state.replaced[i] = replaced
-            if turn.role == "tool" and len(pending) > 1 and turn.answers and False not in pending.values():
-                turn = self._group_answered(messages, pending_at, turns, turn, cap)
-            if turn.role != "tool":
-                if pending and False in pending.values():
-                    self._unanswered(pending, pending_at, i, ctx)
-                pending = {}
-                if turn.calls:
-                    # The legacy function_call pairs with a function message by name, which the
-                    # API does not enforce: only tool calls must be answered.
-                    pending = {c: False for c in turn.calls if not c.startswith(_LEGACY)}
-                    pending_at = i
+            turn = self._plain(raw)
+            fast = turn is not None
+            if turn is None:
+                turn = self._known_call_turn(raw, i, cap, calls) if raw.__class__ is dict else None
+                fast = turn is not None
+                if turn is None:
+                    turn = self._message(raw, f"{where}[{i}]", i, ctx, calls, state)
+                if turn.role == "tool" and calls.group_answered(turn):
+                    turn = self._group_answered(messages, calls.at, turns, turn, cap)
+            calls.after(turn, i, ctx)
             turns.append(turn)
-            if memoize and boundary < 0:
-                boundary = _extend(copies, raw, i, ctx, problems) if fast else i
-        if memoize:
-            end = len(turns) if boundary < 0 else boundary
-            if memo is None:
-                memo = _Prefix(declared, cap_key)
-            memo.grow(turns, start, end, copies)
+            if memo.boundary < 0:
+                # A message that said a problem is read again next round, and says it again.
+                memo.add(i, raw, _copy(raw) if fast and len(ctx.problems) == problems else None)
+        kept = memo.keep(self.counter, (declared,))
+        if memo.slot is not None:
             # Units and sums the fit goes on from (copies: the memo changes them next round).
-            state.known_units = memo.units[:] if end == len(turns) else memo.units[:-1]
-            state.known_sums = (end, memo.sums[end])
-            state.known_answers = (end, memo.answers[end])
-            if end and memo.held[-1] <= self.counter.cache.max_chars:
-                memo.held_bytes = memo.held[-1] + getsizeof(memo.snapshot) + getsizeof(memo.turns)
-                self._memo_key = str(next(_memo_keys))
-                self._memo.put(self._memo_key, memo)
-        if pending:
-            self._unanswered(pending, pending_at, len(messages), ctx)
+            end = len(kept.reads)
+            state.known_units = kept.units[:] if end == len(turns) else kept.units[:-1]
+            state.known_sums = (end, kept.sums[end])
+            state.known_answers = (end, kept.answers[end])
+        if calls.pending:
+            calls.close(len(messages), ctx)
         return turns, range(len(turns))
+
+    def _plain(self, raw: Any) -> Turn | None:
+        """The turn of a plain ``{"role", "content": str}`` message (kept by content, one cache per
+        role), or ``None``. Not a tool or function result: those answer a call, which the full
+        path checks."""
+        if raw.__class__ is not dict or len(raw) != 2:
+            return None
+        role = raw.get("role")
+        content = raw.get("content")
+        if content.__class__ is not str or role.__class__ is not str or role in ("tool", "function"):
+            return None
+        cache = self.simple.get(role)
+        if cache is None:
+            return None
+        hit = cache.get(content)
+        if hit is None:
+            line = ROLE_LINES[role]
+            hit = Turn(
+                line,
+                [Part(_TEXT_COMPONENT[line], self.counter.text(content))],
+                self.role_cost[role],
+                has_user_text=line == "user",
+            )
+            cache.put(content, hit)
+        return hit
+
+    def _message(
+        self, raw: Any, here: str, i: int, ctx: ReadContext, calls: ChatCalls, state: _State
+    ) -> Turn:
+        """A message read field by field (every shape the fast paths do not take)."""
+        m = as_mapping(raw)
+        if m is None:
+            raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
+        role = m.get("role")
+        line = ROLE_LINES.get(role) if isinstance(role, str) else None
+        if line is None:
+            raise InvalidMessageError(
+                f"{here}.role",
+                f"unknown role {shown(role)}; expected one of {', '.join(ROLE_LINES)}",
+                index=i,
+            )
+        if role == "tool":
+            parts, replaced, answers = self._tool_result(m, here, i, ctx, calls)
+            if replaced is not None:
+                state.replaced[i] = replaced
+            made: tuple[str, ...] = ()
+        else:
+            parts, made, answers = self._said(m, str(role), line, here, i, ctx, calls)
+        name = m.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InvalidMessageError(f"{here}.name", "must be a string", index=i)
+        # A tool result's ``name`` is not billed: the API names a result after its call (measured).
+        if name is not None and role != "tool":
+            # o200k models write the name after the role with a colon (``user:alice``), which the
+            # encoding merges; the older ones add a token to the name (measured on the bills).
+            text = self.counter.text
+            cost = (
+                text(":" + name)
+                if self.counter.resolved.name == "o200k_base"
+                else text(name) + TOKENS_PER_NAME
+            )
+            parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), cost))
+        return Turn(
+            line, parts, self.role_cost[str(role)], calls=made, answers=answers, has_user_text=line == "user"
+        )
+
+    def _tool_result(
+        self, m: Mapping[str, Any], here: str, i: int, ctx: ReadContext, calls: ChatCalls
+    ) -> tuple[list[Part], Any, tuple[str, ...]]:
+        """A tool message's parts, its capped form (``None`` when within the cap) and the call it answers."""
+        call_id = m.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise InvalidMessageError(
+                f"{here}.tool_call_id", "a tool result needs a 'tool_call_id' string", index=i
+            )
+        if m.get("tool_calls") is not None:
+            ctx.problem(
+                TranscriptRuleError(f"{here}.tool_calls", "a tool message cannot make tool calls", index=i)
+            )
+        answers = (call_id,) if calls.answer(call_id, here, i, ctx) else ()
+        content = m.get("content")
+        replaced: Any = None
+        if ctx.cap is not None:
+            new = _cap_content(content, ctx.cap)
+            if new is not None:
+                replaced = dict(m)
+                replaced["content"] = new
+                content = new
+        text = self.counter.text
+        if isinstance(content, ARRAY) and _all_text(content):
+            parts = [Part("tool_result", text("".join(p["text"] for p in content)), call_id)]
+        elif isinstance(content, str):
+            parts = [Part("tool_result", text(content), call_id, capped=replaced is not None)]
+        else:
+            parts = self.content(content, "tool", here, i, ctx)
+        return parts, replaced, answers
+
+    def _said(
+        self,
+        m: Mapping[str, Any],
+        role: str,
+        line: Line,
+        here: str,
+        i: int,
+        ctx: ReadContext,
+        calls: ChatCalls,
+    ) -> tuple[list[Part], tuple[str, ...], tuple[str, ...]]:
+        """A message that is no tool result: its parts, the calls it makes and the one it answers
+        (a legacy function result answers its call by name)."""
+        answers: tuple[str, ...] = ()
+        if role == "function":
+            fname = m.get("name")
+            answers = (f"{LEGACY}{fname}",) if isinstance(fname, str) else ()
+        parts = self.content(m.get("content"), role if role != "function" else "tool", here, i, ctx)
+        made: tuple[str, ...] = ()
+        tool_calls = m.get("tool_calls")
+        if tool_calls is not None:
+            if line != "assistant":
+                ctx.problem(
+                    TranscriptRuleError(
+                        f"{here}.tool_calls", "only assistant messages may make tool calls", index=i
+                    )
+                )
+            call_parts = self.tool_calls(tool_calls, here, i)
+            if not call_parts:
+                ctx.problem(
+                    TranscriptRuleError(
+                        f"{here}.tool_calls", "is an empty list (leave the field out instead)", index=i
+                    )
+                )
+            ids = [str(p.call_id) for p in call_parts]
+            calls.declare(ids, here, i, ctx)
+            parts.extend(call_parts)
+            if line == "assistant":
+                made = tuple(dict.fromkeys(ids))
+        text = self.counter.text
+        function_call = m.get("function_call")
+        if function_call is not None:
+            fc = as_mapping(function_call)
+            name = fc.get("name") if fc is not None else None
+            args = fc.get("arguments", "") if fc is not None else None
+            if not isinstance(name, str) or not isinstance(args, str):
+                raise InvalidMessageError(
+                    f"{here}.function_call", "needs a 'name' string and an 'arguments' JSON string", index=i
+                )
+            parts.append(Part("tool_call", TOKENS_PER_FUNCTION_CALL + text(name) + text(args)))
+            made = (*made, f"{LEGACY}{name}")
+        refusal = m.get("refusal")
+        if refusal is not None:
+            if not isinstance(refusal, str):
+                raise InvalidMessageError(f"{here}.refusal", "must be a string", index=i)
+            parts.append(Part("assistant", text(refusal)))
+        audio = m.get("audio")
+        if audio is not None:  # a reference to an earlier audio reply, billed as audio
+            parts.append(Part("other", text(to_json(audio, f"{here}.audio", i, InvalidMessageError))))
+        return parts, made, answers
 
     def _group_answered(
         self, messages: Sequence[Any], at: int, turns: list[Turn], last: Turn, cap: Any
@@ -392,9 +476,7 @@ class ChatReader:
         # On the framing: the results' parts keep their own text's tokens (a unit is dropped whole).
         return Turn(last.role, last.parts, last.overhead + extra, calls=last.calls, answers=last.answers)
 
-    def _known_call_turn(
-        self, m: dict[str, Any], i: int, cap: Any, pending: dict[str, bool], declared: dict[str, int]
-    ) -> Turn | None:
+    def _known_call_turn(self, m: dict[str, Any], i: int, cap: Any, rules: ChatCalls) -> Turn | None:
         """The turn of a tool-call or tool-result message read before, or ``None`` (read it in full).
 
         Only the exact shapes the API sends back are taken here, and only when the transcript
@@ -407,7 +489,7 @@ class ChatReader:
             content, call_id = m.get("content"), m.get("tool_call_id")
             if len(m) != 3 or content.__class__ is not str or call_id.__class__ is not str:
                 return None
-            if pending.get(call_id) is not False:
+            if not rules.is_open(call_id):
                 return None
             if cap is not None and cap(content) is not content:
                 return None  # cut at the cap: the full read writes the cut text back
@@ -420,7 +502,7 @@ class ChatReader:
                     answers=(call_id,),
                 )
                 self.tool_turns.put(content, turn)
-            pending[call_id] = True
+            rules.pending[call_id] = True
             return turn
         if role != "assistant":
             return None
@@ -443,7 +525,7 @@ class ChatReader:
             name, arguments = fn.get("name"), fn.get("arguments")
             if name.__class__ is not str or arguments.__class__ is not str:
                 return None
-            if call_id in declared or call_id in ids:
+            if call_id in rules.declared or call_id in ids:
                 return None
             ids.append(call_id)
             key += f"\x00{call_id}\x01{name}\x01{arguments}"
@@ -458,180 +540,23 @@ class ChatReader:
             turn = Turn(ROLE_LINES["assistant"], parts, self.role_cost["assistant"], calls=tuple(ids))
             self.call_turns.put(key, turn)
         for call_id in ids:
-            declared[call_id] = i
+            rules.declared[call_id] = i
         return turn
-
-    def _unanswered(self, pending: dict[str, bool], at: int, before: int, ctx: ReadContext) -> None:
-        missing = [call for call, done in pending.items() if not done]
-        if missing:
-            ids = ", ".join(repr(c) for c in missing)
-            ctx.problem(
-                TranscriptRuleError(
-                    f"messages[{at}].tool_calls",
-                    f"tool call(s) {ids} never answered: every call needs a tool message "
-                    f"right after the assistant message (before messages[{before}])",
-                    index=at,
-                )
-            )
-
-    def _message(
-        self,
-        m: Mapping[str, Any],
-        here: str,
-        i: int,
-        cap: Any,
-        ctx: ReadContext,
-        pending: dict[str, bool],
-        pending_at: int,
-        declared: dict[str, int],
-    ) -> tuple[Turn, Any]:
-        role = m.get("role")
-        line = ROLE_LINES.get(role) if isinstance(role, str) else None
-        if line is None:
-            raise InvalidMessageError(
-                f"{here}.role",
-                f"unknown role {shown(role)}; expected one of {', '.join(ROLE_LINES)}",
-                index=i,
-            )
-        text = self.counter.text
-        content = m.get("content")
-        replaced: Any = None
-        calls: tuple[str, ...] = ()
-        answers: tuple[str, ...] = ()
-        parts: list[Part] = []
-        if role == "tool":
-            call_id = m.get("tool_call_id")
-            if not isinstance(call_id, str):
-                raise InvalidMessageError(
-                    f"{here}.tool_call_id", "a tool result needs a 'tool_call_id' string", index=i
-                )
-            if m.get("tool_calls") is not None:
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{here}.tool_calls", "a tool message cannot make tool calls", index=i
-                    )
-                )
-            if call_id in pending and not pending[call_id]:
-                pending[call_id] = True
-                answers = (call_id,)
-            else:
-                duplicate = call_id in pending  # answered already, by a result of this same group
-                ctx.problem(_orphan(here, i, call_id, declared, duplicate))
-            if cap is not None:
-                new = _cap_content(content, cap)
-                if new is not None:
-                    replaced = dict(m)
-                    replaced["content"] = new
-                    content = new
-            if isinstance(content, ARRAY) and _all_text(content):
-                joined = "".join(p["text"] for p in content)
-                parts.append(Part("tool_result", text(joined), call_id))
-            elif isinstance(content, str):
-                parts.append(Part("tool_result", text(content), call_id, capped=replaced is not None))
-            else:
-                parts.extend(self.content(content, "tool", here, i, ctx))
-        else:
-            if role == "function":  # legacy function result: paired with its call by name
-                fname = m.get("name")
-                answers = (f"{_LEGACY}{fname}",) if isinstance(fname, str) else ()
-            parts.extend(self.content(content, role if role != "function" else "tool", here, i, ctx))  # type: ignore[arg-type]
-            tool_calls = m.get("tool_calls")
-            if tool_calls is not None:
-                if line != "assistant":
-                    ctx.problem(
-                        TranscriptRuleError(
-                            f"{here}.tool_calls", "only assistant messages may make tool calls", index=i
-                        )
-                    )
-                call_parts = self.tool_calls(tool_calls, here, i)
-                if not call_parts:
-                    ctx.problem(
-                        TranscriptRuleError(
-                            f"{here}.tool_calls", "is an empty list (leave the field out instead)", index=i
-                        )
-                    )
-                ids = []
-                for k, p in enumerate(call_parts):
-                    assert p.call_id is not None
-                    if p.call_id in declared or p.call_id in ids:
-                        first = declared.get(p.call_id, i)
-                        ctx.problem(
-                            TranscriptRuleError(
-                                f"{here}.tool_calls[{k}].id",
-                                f"call id {shown(p.call_id)} is already used by messages[{first}]",
-                                index=i,
-                            )
-                        )
-                    else:
-                        declared[p.call_id] = i
-                    ids.append(p.call_id)
-                parts.extend(call_parts)
-                if line == "assistant":
-                    calls = tuple(dict.fromkeys(ids))
-            function_call = m.get("function_call")
-            if function_call is not None:
-                fc = as_mapping(function_call)
-                name = fc.get("name") if fc is not None else None
-                args = fc.get("arguments", "") if fc is not None else None
-                if not isinstance(name, str) or not isinstance(args, str):
-                    raise InvalidMessageError(
-                        f"{here}.function_call",
-                        "needs a 'name' string and an 'arguments' JSON string",
-                        index=i,
-                    )
-                parts.append(Part("tool_call", TOKENS_PER_FUNCTION_CALL + text(name) + text(args)))
-                calls = (*calls, f"{_LEGACY}{name}")
-            refusal = m.get("refusal")
-            if refusal is not None:
-                if not isinstance(refusal, str):
-                    raise InvalidMessageError(f"{here}.refusal", "must be a string", index=i)
-                parts.append(Part("assistant", text(refusal)))
-            audio = m.get("audio")
-            if audio is not None:  # a reference to an earlier audio reply, billed as audio
-                parts.append(Part("other", text(to_json(audio, f"{here}.audio", i, InvalidMessageError))))
-        name = m.get("name")
-        if name is not None and not isinstance(name, str):
-            raise InvalidMessageError(f"{here}.name", "must be a string", index=i)
-        # A tool result's ``name`` is not billed: the API names a result after its call (measured).
-        if name is not None and role != "tool":
-            # o200k models write the name after the role with a colon (``user:alice``), which the
-            # encoding merges; the older ones add a token to the name (measured on the bills).
-            cost = (
-                text(":" + name)
-                if self.counter.resolved.name == "o200k_base"
-                else text(name) + TOKENS_PER_NAME
-            )
-            parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), cost))
-        turn = Turn(
-            line, parts, self.role_cost[str(role)], calls=calls, answers=answers, has_user_text=line == "user"
-        )
-        return turn, replaced
 
 
 #: A key that is not there (``content`` may be absent, ``None`` or a string: three readings).
 _ABSENT: Any = object()
 
 
-class _Prefix(Held):
-    """A transcript prefix read with the fast paths only: a private copy of its messages and their turns.
+class _ChatPrefix(Prefix):
+    """The memo of a transcript read with the fast paths only (its reads are the turns), and what
+    the fit goes on from: the turns' units, running sums and answers."""
 
-    Kept from one round to the next and changed in place (cut back to what the next round
-    shares with it, then grown by that round's new messages), so a round does work for its
-    new messages only, however long the history.
-    """
+    __slots__ = ("answers", "sums", "units")
 
-    __slots__ = ("answers", "cap_key", "declared", "held", "snapshot", "sums", "turns", "units")
-
-    def __init__(self, declared: dict[str, int], cap_key: Any) -> None:
-        super().__init__(0)
-        self.snapshot: list[Message] = []
-        self.turns: list[Turn] = []
-        #: Call id -> the message of the prefix that made it, in the order made (so by message).
-        self.declared = declared
-        self.cap_key = cap_key
-        #: Bytes the copy of messages ``[0, k]`` keeps alive, for every k (charged to the cache budget).
-        self.held: list[int] = []
-        #: The units of ``turns`` (the last one may go on past them).
+    def __init__(self) -> None:
+        super().__init__(1)  # the calls made, by message
+        #: The units of the turns (the last one may go on past them).
         self.units: list[tuple[int, int]] = []
         #: ``sums[k]``: the raw tokens of ``turns[:k]`` added up.
         self.sums: list[Sums] = [NO_SUMS]
@@ -641,54 +566,42 @@ class _Prefix(Held):
         self.answers: list[int] = [0]
 
     def cut(self, n: int) -> None:
-        """Keep the first ``n`` messages only (those the next round shares)."""
-        del self.snapshot[n:]
-        del self.turns[n:]
-        del self.held[n:]
+        super().cut(n)
         del self.sums[n + 1 :]
         del self.answers[n + 1 :]
         # A unit ending at the cut may go on in the next round: it is split again.
         units = self.units
         while units and units[-1][1] >= n:
             units.pop()
-        _forget_calls(self.declared, n)
 
-    def grow(self, turns: list[Turn], start: int, end: int, copies: list[Message]) -> None:
-        """Add ``turns[start:end]``, read this round, and ``copies`` of their messages."""
-        _forget_calls(self.declared, end)  # calls of messages past the end are read again
-        new = turns[start:end]
-        self.turns += new
-        self.snapshot += copies
-        held = self.held
-        total = held[-1] if held else 0
-        for copy in copies:
-            total += _held_bytes(copy)
-            held.append(total)
+    def grow(self, reads: list[Any], start: int, end: int, copies: list[tuple[Any, int]]) -> None:
+        super().grow(reads, start, end, copies)
         sums, answers = self.sums, self.answers
         acc, count = sums[-1], answers[-1]
-        before = self.turns[start - 1].role if start else None
-        for t in new:
+        before = self.reads[start - 1].role if start else None
+        for t in reads[start:end]:
             acc = add_sums(acc, t)
             sums.append(acc)
             if t.role == "assistant" and before != "assistant":
                 count += 1  # a run of assistant messages is one answer
             answers.append(count)
             before = t.role
-        split_units(self.turns, self.units)
+        split_units(self.reads, self.units)
 
 
-def _forget_calls(declared: dict[str, int], n: int) -> None:
-    """Drop the calls made by message ``n`` or later (the last ones made)."""
-    while declared and next(reversed(declared.values())) >= n:
-        declared.popitem()
-
-
-_memo_keys = itertools.count()
+def _copy(raw: dict[str, Any]) -> tuple[Message, int]:
+    """A fast-read message's private copy (its shape is known: strings, and the calls' dicts)."""
+    calls = raw.get("tool_calls")
+    if calls is None:
+        copy = dict(raw)  # every value a string
+    else:
+        copy = {**raw, "tool_calls": [{**c, "function": dict(c["function"])} for c in calls]}
+    return copy, _held_bytes(copy)
 
 
 def _held_bytes(copy: Message) -> int:
     """Bytes a message's copy keeps alive: its dicts and lists and the texts in them."""
-    size = getsizeof(copy) + 64  # and the turn's share of the list and the prefix
+    size = getsizeof(copy)
     for v in copy.values():
         if v.__class__ is str:
             size += getsizeof(v)
@@ -700,54 +613,6 @@ def _held_bytes(copy: Message) -> int:
             size += getsizeof(c) + getsizeof(c["id"]) + getsizeof(fn)
             size += getsizeof(fn["name"]) + getsizeof(fn["arguments"])
     return size
-
-
-#: How far back from its end a memo is searched for the last message it shares with a round.
-_MEMO_BACKTRACK = 8
-
-
-def _common(snapshot: list[Message], messages: Sequence[Any]) -> int:
-    """How many leading messages of ``messages`` equal the memo's copy (0 when not found cheaply).
-
-    The copy is on the left and holds no container of the caller's, so every message is
-    compared field by field: a message changed in place differs and is read again. The end is
-    found first (a transcript that moved on, or a retried round with another last call, differs
-    only there), then the whole prefix is compared in one C-level list comparison.
-    """
-    n = min(len(snapshot), len(messages))
-    k = n
-    while k > 0 and n - k < _MEMO_BACKTRACK and snapshot[k - 1] != messages[k - 1]:
-        k -= 1
-    if k == 0 or n - k >= _MEMO_BACKTRACK:
-        return 0
-    if k == len(snapshot):
-        return k if snapshot == messages[:k] else 0
-    return k if snapshot[:k] == messages[:k] else 0
-
-
-def _pending_after(turns: list[Turn]) -> tuple[dict[str, bool], int]:
-    """The calls still open after ``turns`` (all read by the fast paths): id -> answered, and where."""
-    j = len(turns) - 1
-    while j >= 0 and turns[j].role == "tool":
-        j -= 1
-    if j < 0:
-        return {}, -1
-    pending = {c: False for c in turns[j].calls if not c.startswith(_LEGACY)}
-    for t in turns[j + 1 :]:
-        pending[t.answers[0]] = True
-    return pending, j
-
-
-def _extend(copies: list[Message], raw: dict[str, Any], i: int, ctx: ReadContext, problems: int) -> int:
-    """Add a fast-read message to the memo's copy: -1, or ``i`` when the memo must stop before it."""
-    if len(ctx.problems) != problems:
-        return i  # a problem was said reading it: the next round reads it again and says it again
-    calls = raw.get("tool_calls")
-    if calls is None:
-        copies.append(dict(raw))  # every value a string
-    else:
-        copies.append({**raw, "tool_calls": [{**c, "function": dict(c["function"])} for c in calls]})
-    return -1
 
 
 def _all_text(content: Sequence[Any]) -> bool:
@@ -773,23 +638,6 @@ def _media_part(component: Component, cost: Cost, ctx: ReadContext | None) -> Pa
     if cost.unknown is not None and ctx is not None:
         ctx.unknown(cost.unknown)
     return Part(component, cost.tokens, exact=cost.exact)
-
-
-def _orphan(
-    here: str, index: int, call_id: str, declared: Mapping[str, int], duplicate: bool
-) -> TranscriptRuleError:
-    """The error for a tool result that answers no open call of the assistant message before it."""
-    where = f"{here}.tool_call_id"
-    if duplicate:
-        problem = f"tool call {shown(call_id)} is already answered by an earlier tool message"
-    elif call_id in declared:
-        problem = (
-            f"answers tool call {shown(call_id)} of messages[{declared[call_id]}], but tool results "
-            "must directly follow the assistant message that made the calls"
-        )
-    else:
-        problem = f"no earlier assistant message declared tool call {shown(call_id)}"
-    return TranscriptRuleError(where, problem, index=index)
 
 
 class OpenAIChatAdapter(Adapter):
