@@ -522,83 +522,7 @@ class AnthropicAdapter(Adapter):
         read = _read_messages(reader, messages, ctx)
         if not fam.keeps_thinking:
             read = _without_earlier_thinking(read)
-        turns: list[Turn] = []
-        starts: list[int] = []
-        if read and read[0][0] != "user":
-            # The API takes a history that opens with the assistant (it bills it as sent).
-            _note(
-                ctx, TranscriptRuleError("messages[0].role", "the first message is the assistant's", index=0)
-            )
-        i = 0
-        n = len(read)
-        while i < n:
-            start = i
-            parts: list[Part] = []
-            uses: list[str] = []
-            answers: list[str] = []
-            has_user_text = False
-            while i < n and read[i][0] == "assistant":
-                parts.extend(read[i][1])
-                uses.extend(read[i][2])
-                i += 1
-            first_user = i
-            while i < n and read[i][0] == "user":
-                _, uparts, _, results, kinds = read[i]
-                parts.extend(uparts)
-                for r in results:
-                    if r not in uses:
-                        ctx.problem(_orphan(i, r, reader.seen_ids))
-                    elif r in answers:
-                        ctx.problem(
-                            TranscriptRuleError(
-                                f"messages[{i}].content", f"tool_use {shown(r)} is answered twice", index=i
-                            )
-                        )
-                    else:
-                        answers.append(r)
-                if results and i == first_user:
-                    if kinds[: len(results)] != ["tool_result"] * len(results):
-                        ctx.problem(
-                            TranscriptRuleError(
-                                f"messages[{i}].content",
-                                "tool_result blocks must come first in the message, before any text",
-                                index=i,
-                            )
-                        )
-                elif results:
-                    ctx.problem(
-                        TranscriptRuleError(
-                            f"messages[{i}].content",
-                            "tool results must be in the first user message after the tool_use",
-                            index=i,
-                        )
-                    )
-                if any(k != "tool_result" for k in kinds):
-                    has_user_text = True
-                i += 1
-            missing = [u for u in uses if u not in answers]
-            if missing:
-                ids = ", ".join(repr(u) for u in missing)
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"messages[{start}].content",
-                        f"tool_use {ids} never answered: every tool_use needs a tool_result in the "
-                        "next (user) message",
-                        index=start,
-                    )
-                )
-            role = "user" if read[start][0] == "user" else "assistant"
-            turns.append(
-                Turn(
-                    role,  # type: ignore[arg-type]
-                    parts,
-                    0,
-                    calls=tuple(uses),
-                    answers=tuple(answers),
-                    has_user_text=has_user_text,
-                )
-            )
-            starts.append(start)
+        turns, starts = _exchanges(read, ctx, reader.seen_ids)
         system = body.get("system")
         blocks: tuple[Block, ...] = ()
         if system is not None:
@@ -778,6 +702,106 @@ def _rendered_tools(tools: Sequence[Any], counter: TokenCounter, ratio: float) -
         unknown.append(kind)
     counter.dialect_state["anthropic-tools"] = (tools, items, key, n, unknown, ratio)
     return n, unknown
+
+
+def _exchanges(read: list[Read], ctx: ReadContext, seen: Mapping[str, int]) -> tuple[list[Turn], list[int]]:
+    """The turns of the messages read, and where each starts: a run of the assistant's messages
+    and the user's that follow is one exchange to the API (consecutive same-role messages are one
+    turn), and the pairing rules are checked on it: every tool_use answered once, in the first
+    user message after it, its tool_result blocks first."""
+    turns: list[Turn] = []
+    starts: list[int] = []
+    if read and read[0][0] != "user":
+        # The API takes a history that opens with the assistant (it bills it as sent).
+        _note(ctx, TranscriptRuleError("messages[0].role", "the first message is the assistant's", index=0))
+    i = 0
+    n = len(read)
+    while i < n:
+        start = i
+        parts: list[Part] = []
+        uses: list[str] = []
+        answers: list[str] = []
+        has_user_text = False
+        while i < n and read[i][0] == "assistant":
+            parts.extend(read[i][1])
+            uses.extend(read[i][2])
+            i += 1
+        first_user = i
+        while i < n and read[i][0] == "user":
+            _, uparts, _, results, kinds = read[i]
+            parts.extend(uparts)
+            if results:
+                _check_results(i, results, kinds, i == first_user, uses, answers, ctx, seen)
+            if any(k != "tool_result" for k in kinds):
+                has_user_text = True
+            i += 1
+        missing = [u for u in uses if u not in answers]
+        if missing:
+            ids = ", ".join(repr(u) for u in missing)
+            ctx.problem(
+                TranscriptRuleError(
+                    f"messages[{start}].content",
+                    f"tool_use {ids} never answered: every tool_use needs a tool_result in the "
+                    "next (user) message",
+                    index=start,
+                )
+            )
+        role = "user" if read[start][0] == "user" else "assistant"
+        turns.append(
+            Turn(
+                role,  # type: ignore[arg-type]
+                parts,
+                0,
+                calls=tuple(uses),
+                answers=tuple(answers),
+                has_user_text=has_user_text,
+            )
+        )
+        starts.append(start)
+    return turns, starts
+
+
+def _check_results(
+    i: int,
+    results: list[str],
+    kinds: list[str],
+    first: bool,
+    uses: list[str],
+    answers: list[str],
+    ctx: ReadContext,
+    seen: Mapping[str, int],
+) -> None:
+    """The pairing rules on user message ``i``'s tool_results (adding those that hold to
+    ``answers``): each answers a tool_use of the exchange once, in its first user message, before
+    any text."""
+    for r in results:
+        if r not in uses:
+            ctx.problem(_orphan(i, r, seen))
+        elif r in answers:
+            ctx.problem(
+                TranscriptRuleError(
+                    f"messages[{i}].content", f"tool_use {shown(r)} is answered twice", index=i
+                )
+            )
+        else:
+            answers.append(r)
+    if first:
+        if kinds[: len(results)] != ["tool_result"] * len(results):
+            ctx.problem(
+                TranscriptRuleError(
+                    f"messages[{i}].content",
+                    "tool_result blocks must come first in the message, before any text",
+                    index=i,
+                )
+            )
+    else:
+        ctx.problem(
+            TranscriptRuleError(
+                f"messages[{i}].content",
+                "tool results must be in the first user message after the tool_use",
+                index=i,
+            )
+        )
 
 
 def _note(ctx: ReadContext, error: TranscriptRuleError) -> None:
