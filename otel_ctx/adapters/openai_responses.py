@@ -183,115 +183,133 @@ class _Reader:
                 raise InvalidMessageError(f"{here}.type", "is missing or not a string", index=index)
         return out
 
-    def item(
-        self, item: Mapping[str, Any], where: str, i: int
-    ) -> tuple[Line, list[Part], int, list[str], list[str]]:
+    def item(self, item: Mapping[str, Any], where: str, i: int) -> ItemRead:
         """(line, parts, overhead, calls opened, calls answered) of one input item."""
-        text = self.counter.text
         kind = item.get("type")
-        ctx = self.ctx
         if kind is None or kind == "message":
-            role = item.get("role")
-            line = _ROLE_LINES.get(role) if isinstance(role, str) else None
-            if line is None:
-                raise InvalidMessageError(
-                    f"{where}.role",
-                    f"unknown role {shown(role)}; expected one of {', '.join(_ROLE_LINES)}",
-                    index=i,
-                )
-            return line, self.content(item.get("content"), line, where, i), self.role_cost[str(role)], [], []
+            return self._message(item, where, i)
         if kind == "function_call":
-            call_id, name, args = item.get("call_id"), item.get("name"), item.get("arguments", "")
-            if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(args, str):
-                raise InvalidMessageError(
-                    where, "a function_call needs 'call_id', 'name' and 'arguments' strings", index=i
-                )
-            if call_id in self.declared:
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{where}.call_id",
-                        f"call id {shown(call_id)} is already used by input[{self.declared[call_id]}]",
-                        index=i,
-                    )
-                )
-                opened: list[str] = []
-            else:
-                self.declared[call_id] = i
-                opened = [call_id]
-            return (
-                "assistant",
-                [Part("tool_call", self.call_tokens(item, name, args), call_id)],
-                0,
-                opened,
-                [],
-            )
+            return self._function_call(item, where, i)
         if kind == "reasoning":
-            summary = item.get("summary") or []
-            n = 0
-            if isinstance(summary, ARRAY):
-                for s in summary:
-                    t = s.get("text") if isinstance(s, Mapping) else None
-                    n += text(t) if isinstance(t, str) else 0
-            content = item.get("content")
-            if isinstance(content, ARRAY):
-                for c in content:
-                    t = c.get("text") if isinstance(c, Mapping) else None
-                    n += text(t) if isinstance(t, str) else 0
-            # What a reasoning item costs when replayed is the server's to say (its encrypted
-            # content is opaque): the summary's text is a floor, and the bill a bound.
-            self.ctx.unknown("reasoning item")
-            return "assistant", [Part("reasoning", n, exact=False)], 0, [], []
+            return self._reasoning(item)
         if isinstance(kind, str) and kind.endswith("_output"):
-            call_id = item.get("call_id")
-            if call_id is None and kind not in ("function_call_output", "custom_tool_call_output"):
-                # A server tool's own output replayed (a tool search's, say): the API takes it
-                # without a call id and bills what its server side made of it. Counted as its
-                # JSON text, an estimate, and said to be a bound.
-                self.ctx.unknown(f"server tool {kind.removesuffix('_output')}")
-                shown_json = to_json(item, where, i, InvalidMessageError)
-                return "assistant", [Part("other", text(shown_json), exact=False)], 0, [], []
-            if not isinstance(call_id, str):
-                raise InvalidMessageError(f"{where}.call_id", f"a {kind} needs a 'call_id' string", index=i)
-            answers: list[str] = []
-            if call_id in self.answered:
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{where}.call_id",
-                        f"call {shown(call_id)} is already answered by input[{self.answered[call_id]}]",
-                        index=i,
-                    )
-                )
-            elif call_id not in self.declared:
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{where}.call_id", f"no earlier item declared call {shown(call_id)}", index=i
-                    )
-                )
-            else:
-                answers = [call_id]
-            self.answered.setdefault(call_id, i)
-            output = item.get("output")
-            if kind == "function_call_output" and self.ctx.cap is not None:
-                new = _cap_output(output, self.ctx.cap)
-                if new is not None:
-                    replaced = dict(item)
-                    replaced["output"] = new
-                    self.state.replaced[i] = replaced
-                    output = new
-            if isinstance(output, str):
-                parts = [Part("tool_result", text(output), call_id, capped=i in self.state.replaced)]
-            elif isinstance(output, ARRAY):
-                parts = [
-                    Part("tool_result", p.tokens, call_id) for p in self.content(output, "tool", where, i)
-                ]
-            else:
-                rest = {k: v for k, v in item.items() if k not in ("type", "call_id", "id", "status")}
-                parts = [Part("tool_result", text(to_json(rest, where, i, InvalidMessageError)), call_id)]
-            return "tool", parts, self.role_cost["tool"], [], answers
+            return self._output(item, kind, where, i)
         if not isinstance(kind, str):
             raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=i)
-        # Any other item (web search calls, item references, custom tool calls...): its JSON text.
-        opened = []
+        return self._other(item, kind, where, i)
+
+    def _message(self, item: Mapping[str, Any], where: str, i: int) -> ItemRead:
+        """A message of any role: its content's parts and the role's framing."""
+        role = item.get("role")
+        line = _ROLE_LINES.get(role) if isinstance(role, str) else None
+        if line is None:
+            raise InvalidMessageError(
+                f"{where}.role",
+                f"unknown role {shown(role)}; expected one of {', '.join(_ROLE_LINES)}",
+                index=i,
+            )
+        return line, self.content(item.get("content"), line, where, i), self.role_cost[str(role)], [], []
+
+    def _function_call(self, item: Mapping[str, Any], where: str, i: int) -> ItemRead:
+        """A call the model made: its id must be new."""
+        ctx = self.ctx
+        call_id, name, args = item.get("call_id"), item.get("name"), item.get("arguments", "")
+        if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(args, str):
+            raise InvalidMessageError(
+                where, "a function_call needs 'call_id', 'name' and 'arguments' strings", index=i
+            )
+        if call_id in self.declared:
+            ctx.problem(
+                TranscriptRuleError(
+                    f"{where}.call_id",
+                    f"call id {shown(call_id)} is already used by input[{self.declared[call_id]}]",
+                    index=i,
+                )
+            )
+            opened: list[str] = []
+        else:
+            self.declared[call_id] = i
+            opened = [call_id]
+        return (
+            "assistant",
+            [Part("tool_call", self.call_tokens(item, name, args), call_id)],
+            0,
+            opened,
+            [],
+        )
+
+    def _reasoning(self, item: Mapping[str, Any]) -> ItemRead:
+        """A reasoning item: the text of its summary and content, a floor."""
+        text = self.counter.text
+        summary = item.get("summary") or []
+        n = 0
+        if isinstance(summary, ARRAY):
+            for s in summary:
+                t = s.get("text") if isinstance(s, Mapping) else None
+                n += text(t) if isinstance(t, str) else 0
+        content = item.get("content")
+        if isinstance(content, ARRAY):
+            for c in content:
+                t = c.get("text") if isinstance(c, Mapping) else None
+                n += text(t) if isinstance(t, str) else 0
+        # What a reasoning item costs when replayed is the server's to say (its encrypted
+        # content is opaque): the summary's text is a floor, and the bill a bound.
+        self.ctx.unknown("reasoning item")
+        return "assistant", [Part("reasoning", n, exact=False)], 0, [], []
+
+    def _output(self, item: Mapping[str, Any], kind: str, where: str, i: int) -> ItemRead:
+        """A call's output: it must answer a call made before, once; a function's is cut at the cap."""
+        text = self.counter.text
+        ctx = self.ctx
+        call_id = item.get("call_id")
+        if call_id is None and kind not in ("function_call_output", "custom_tool_call_output"):
+            # A server tool's own output replayed (a tool search's, say): the API takes it
+            # without a call id and bills what its server side made of it. Counted as its
+            # JSON text, an estimate, and said to be a bound.
+            self.ctx.unknown(f"server tool {kind.removesuffix('_output')}")
+            shown_json = to_json(item, where, i, InvalidMessageError)
+            return "assistant", [Part("other", text(shown_json), exact=False)], 0, [], []
+        if not isinstance(call_id, str):
+            raise InvalidMessageError(f"{where}.call_id", f"a {kind} needs a 'call_id' string", index=i)
+        answers: list[str] = []
+        if call_id in self.answered:
+            ctx.problem(
+                TranscriptRuleError(
+                    f"{where}.call_id",
+                    f"call {shown(call_id)} is already answered by input[{self.answered[call_id]}]",
+                    index=i,
+                )
+            )
+        elif call_id not in self.declared:
+            ctx.problem(
+                TranscriptRuleError(
+                    f"{where}.call_id", f"no earlier item declared call {shown(call_id)}", index=i
+                )
+            )
+        else:
+            answers = [call_id]
+        self.answered.setdefault(call_id, i)
+        output = item.get("output")
+        if kind == "function_call_output" and self.ctx.cap is not None:
+            new = _cap_output(output, self.ctx.cap)
+            if new is not None:
+                replaced = dict(item)
+                replaced["output"] = new
+                self.state.replaced[i] = replaced
+                output = new
+        if isinstance(output, str):
+            parts = [Part("tool_result", text(output), call_id, capped=i in self.state.replaced)]
+        elif isinstance(output, ARRAY):
+            parts = [Part("tool_result", p.tokens, call_id) for p in self.content(output, "tool", where, i)]
+        else:
+            rest = {k: v for k, v in item.items() if k not in ("type", "call_id", "id", "status")}
+            parts = [Part("tool_result", text(to_json(rest, where, i, InvalidMessageError)), call_id)]
+        return "tool", parts, self.role_cost["tool"], [], answers
+
+    def _other(self, item: Mapping[str, Any], kind: str, where: str, i: int) -> ItemRead:
+        """Any other item (web search calls, item references, custom tool calls...): its JSON text."""
+        text = self.counter.text
+        opened: list[str] = []
         call_id = item.get("call_id")
         if isinstance(call_id, str) and kind.endswith("_call") and call_id not in self.declared:
             self.declared[call_id] = i
@@ -351,74 +369,8 @@ class OpenAIResponsesAdapter(Adapter):
                 "(Chat Completions or Anthropic Messages)",
             )
         counter = ctx.counter
-        raw_input = body.get("input")
-        state = _State(isinstance(raw_input, str))
-        if raw_input is None:
-            items: Sequence[Any] = []
-        elif isinstance(raw_input, str):
-            items = [{"role": "user", "content": raw_input}]
-        elif isinstance(raw_input, Sequence) and not isinstance(raw_input, bytes):
-            items = raw_input
-        else:
-            raise InvalidRequestError(
-                "input", f"must be a string or a list of items, got {type(raw_input).__name__}"
-            )
-        reader = _Reader(counter, ctx, state)
-        turns: list[Turn] = []
-        starts: list[int] = []
-        group: list[tuple[Line, list[Part], int, list[str], list[str]]] = []
-        group_side = ""
-        group_start = 0
-
-        def close() -> None:
-            if not group:
-                return
-            role: Line = (
-                "assistant"
-                if group_side == _ASSISTANT
-                else ("tool" if group_side == _OUTPUT else group[0][0])
-            )
-            parts = [p for g in group for p in g[1]]
-            calls = tuple(c for g in group for c in g[3])
-            answers = tuple(a for g in group for a in g[4])
-            overhead = sum(g[2] for g in group)
-            has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
-            turns.append(Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user))
-            starts.append(group_start)
-            group.clear()
-
-        pending: dict[str, int] = {}
-        memo = PrefixRound(counter, "responses-memo", items, cut_key(ctx), lambda: Prefix(2))
-        reader.declared, reader.answered = memo.ids()
-        reads = memo.reads
-        for i, raw in enumerate(items):
-            where = f"input[{i}]"
-            item = as_mapping(raw)
-            if item is None:
-                raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
-            side = _side(item)
-            if side != group_side or side == _OWN:
-                close()
-                if side != _OUTPUT:
-                    self._unanswered(pending, i, ctx)
-                    pending = {}
-                group_side, group_start = side, i
-            if i < memo.start:
-                read = reads[i]
-            else:
-                problems, unknowns = len(ctx.problems), len(ctx.unknowns)
-                read = reader.item(item, where, i)
-                reads.append(read)
-                if memo.boundary < 0:
-                    memo.add(i, raw, _copy_if_clean(raw, i, ctx, problems, unknowns, state))
-            for c in read[3]:
-                pending[c] = i
-            for a in read[4]:
-                pending.pop(a, None)
-            group.append(read)
-        close()
-        memo.keep(counter, (reader.declared, reader.answered))
-        self._unanswered(pending, len(items), ctx)
+        items, state = _input_items(body.get("input"))
+        turns, starts = self._turns(items, _Reader(counter, ctx, state), ctx)
 
         model = RequestModel(
             turns=turns,
@@ -456,6 +408,53 @@ class OpenAIResponsesAdapter(Adapter):
             add_output_schema(model, text_config.get("format"), counter, responses=True)
         model.unknowns = tuple(ctx.unknowns)  # images and files the body only names
         return Reading(model=model, body=body, items=items, state=state)
+
+    def _turns(self, items: Sequence[Any], reader: _Reader, ctx: ReadContext) -> tuple[list[Turn], list[int]]:
+        """The turns of ``items`` and where each starts: an assistant's consecutive items are one
+        turn, the outputs answering them the next; every call must be answered before the next
+        item of another side. The leading run read last round is served by the memo."""
+        turns: list[Turn] = []
+        starts: list[int] = []
+        group: list[ItemRead] = []
+        group_side = ""
+        pending: dict[str, int] = {}
+        state = reader.state
+        memo = PrefixRound(reader.counter, "responses-memo", items, cut_key(ctx), lambda: Prefix(2))
+        reader.declared, reader.answered = memo.ids()
+        reads = memo.reads
+        for i, raw in enumerate(items):
+            where = f"input[{i}]"
+            item = as_mapping(raw)
+            if item is None:
+                raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
+            side = _side(item)
+            if side != group_side or side == _OWN:
+                if group:
+                    turns.append(_group_turn(group, group_side))
+                    group = []
+                if side != _OUTPUT:
+                    self._unanswered(pending, i, ctx)
+                    pending = {}
+                group_side = side
+                starts.append(i)
+            if i < memo.start:
+                read = reads[i]
+            else:
+                problems, unknowns = len(ctx.problems), len(ctx.unknowns)
+                read = reader.item(item, where, i)
+                reads.append(read)
+                if memo.boundary < 0:
+                    memo.add(i, raw, _copy_if_clean(raw, i, ctx, problems, unknowns, state))
+            for c in read[3]:
+                pending[c] = i
+            for a in read[4]:
+                pending.pop(a, None)
+            group.append(read)
+        if group:
+            turns.append(_group_turn(group, group_side))
+        memo.keep(reader.counter, (reader.declared, reader.answered))
+        self._unanswered(pending, len(items), ctx)
+        return turns, starts
 
     @staticmethod
     def _unanswered(pending: dict[str, int], before: int, ctx: ReadContext) -> None:
@@ -568,6 +567,29 @@ REASONING_ANSWER_CHANNEL = 2
 #: tokens more than one without (measured on calls of several agents; one recorded call with an id
 #: was billed without them, so the server's stored item, not the body, has the last word).
 STORED_CALL_EXTRA = 3
+
+
+def _input_items(raw_input: Any) -> tuple[Sequence[Any], _State]:
+    """``input`` as a list of items (a string is one user message), and the read's state."""
+    state = _State(isinstance(raw_input, str))
+    if raw_input is None:
+        return [], state
+    if isinstance(raw_input, str):
+        return [{"role": "user", "content": raw_input}], state
+    if isinstance(raw_input, Sequence) and not isinstance(raw_input, bytes):
+        return raw_input, state
+    raise InvalidRequestError("input", f"must be a string or a list of items, got {type(raw_input).__name__}")
+
+
+def _group_turn(group: list[ItemRead], side: str) -> Turn:
+    """The turn of one side's consecutive items."""
+    role: Line = "assistant" if side == _ASSISTANT else ("tool" if side == _OUTPUT else group[0][0])
+    parts = [p for g in group for p in g[1]]
+    calls = tuple(c for g in group for c in g[3])
+    answers = tuple(a for g in group for a in g[4])
+    overhead = sum(g[2] for g in group)
+    has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
+    return Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user)
 
 
 def _copy_if_clean(
