@@ -367,66 +367,7 @@ class GoogleGenAIAdapter(Adapter):
         if not items:
             ctx.problem(TranscriptRuleError("contents", "needs at least one content"))
         read = [reader.content(raw, i) for i, raw in enumerate(items)]
-        turns: list[Turn] = []
-        starts: list[int] = []
-        if read and read[0][0] != "user":
-            ctx.problem(
-                TranscriptRuleError("contents[0].role", "the first content must be the user's", index=0)
-            )
-        i, n = 0, len(read)
-        while i < n:
-            start = i
-            parts: list[Part] = []
-            calls: list[str] = []
-            answers: list[str] = []
-            has_user_text = False
-            while i < n and read[i][0] == "model":
-                parts.extend(read[i][1])
-                calls.extend(read[i][2])
-                i += 1
-            while i < n and read[i][0] == "user":
-                _, uparts, _, answered = read[i]
-                parts.extend(uparts)
-                for key in answered:
-                    if key not in calls:
-                        ctx.problem(
-                            TranscriptRuleError(
-                                f"contents[{i}].parts",
-                                f"function response {shown(key)} answers no call of the model content "
-                                "right before it",
-                                index=i,
-                            )
-                        )
-                    else:
-                        answers.append(key)
-                if any(p.component not in ("tool_result",) for p in uparts[1:]):
-                    has_user_text = True
-                i += 1
-            missing = [c for c in calls if c not in answers]
-            if missing:
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"contents[{start}].parts",
-                        f"function call {', '.join(repr(c) for c in missing)} never answered: each needs a "
-                        "function response in the next (user) content",
-                        index=start,
-                    )
-                )
-            role = "user" if read[start][0] == "user" else "assistant"
-            turns.append(
-                Turn(
-                    role,  # type: ignore[arg-type]
-                    parts,
-                    0,
-                    # Calls are matched within their exchange, by id or (usually) by name: the
-                    # exchange's position makes them unique, so two exchanges calling the same
-                    # function stay two units the fit may drop apart.
-                    calls=tuple(f"{start}:{c}" for c in calls),
-                    answers=tuple(f"{start}:{a}" for a in answers),
-                    has_user_text=has_user_text,
-                )
-            )
-            starts.append(start)
+        turns, starts = _exchanges(read, ctx)
         instruction, where = _setting(body, "system_instruction", "systemInstruction")
         blocks: tuple[Block, ...] = ()
         if instruction is not None:
@@ -547,6 +488,73 @@ def _instruction_parts(raw: Any) -> list[Any]:
         parts = getattr(raw, "parts", None)
         return list(parts if parts is not None else m.get("parts") or [])
     return [raw]
+
+
+def _exchanges(
+    read: list[tuple[str, list[Part], list[str], list[str]]], ctx: ReadContext
+) -> tuple[list[Turn], list[int]]:
+    """The turns of the contents read, and where each starts: the model's contents and the user's
+    that follow are one exchange, in which every function call must be answered by a function
+    response of the next (user) content."""
+    turns: list[Turn] = []
+    starts: list[int] = []
+    if read and read[0][0] != "user":
+        ctx.problem(TranscriptRuleError("contents[0].role", "the first content must be the user's", index=0))
+    i, n = 0, len(read)
+    while i < n:
+        start = i
+        parts: list[Part] = []
+        calls: list[str] = []
+        answers: list[str] = []
+        has_user_text = False
+        while i < n and read[i][0] == "model":
+            parts.extend(read[i][1])
+            calls.extend(read[i][2])
+            i += 1
+        while i < n and read[i][0] == "user":
+            _, uparts, _, answered = read[i]
+            parts.extend(uparts)
+            for key in answered:
+                if key not in calls:
+                    ctx.problem(
+                        TranscriptRuleError(
+                            f"contents[{i}].parts",
+                            f"function response {shown(key)} answers no call of the model content "
+                            "right before it",
+                            index=i,
+                        )
+                    )
+                else:
+                    answers.append(key)
+            if any(p.component not in ("tool_result",) for p in uparts[1:]):
+                has_user_text = True
+            i += 1
+        missing = [c for c in calls if c not in answers]
+        if missing:
+            ctx.problem(
+                TranscriptRuleError(
+                    f"contents[{start}].parts",
+                    f"function call {', '.join(repr(c) for c in missing)} never answered: each needs a "
+                    "function response in the next (user) content",
+                    index=start,
+                )
+            )
+        role = "user" if read[start][0] == "user" else "assistant"
+        turns.append(
+            Turn(
+                role,  # type: ignore[arg-type]
+                parts,
+                0,
+                # Calls are matched within their exchange, by id or (usually) by name: the
+                # exchange's position makes them unique, so two exchanges calling the same
+                # function stay two units the fit may drop apart.
+                calls=tuple(f"{start}:{c}" for c in calls),
+                answers=tuple(f"{start}:{a}" for a in answers),
+                has_user_text=has_user_text,
+            )
+        )
+        starts.append(start)
+    return turns, starts
 
 
 ADAPTER = GoogleGenAIAdapter()
