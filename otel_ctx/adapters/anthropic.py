@@ -44,7 +44,6 @@ from otel_ctx.adapters.base import (
     as_mapping,
     cut_key,
     kept_items,
-    sized_private_copy,
     to_json,
 )
 from otel_ctx.adapters.media import (
@@ -379,7 +378,7 @@ class _Reader:
         uses: list[str] = []
         results: list[str] = []
         kinds: list[str] = []
-        if content.__class__ is str or isinstance(content, str):
+        if isinstance(content, str):
             parts.append(Part("user" if line_role == "user" else "assistant", self.text(str(content))))
             return line_role, parts, uses, results, ["text"]
         if not isinstance(content, ARRAY):
@@ -937,6 +936,6 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
         read.append(reader.message(raw, i))
         if memo.boundary < 0:
             clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
-            memo.add(i, raw, sized_private_copy(raw) if clean and i not in replaced else None)
+            memo.add(i, raw, clean and i not in replaced)
     memo.keep(reader.counter, (dict(reader.seen_ids),))  # the pairing rules name the ids' messages
     return read

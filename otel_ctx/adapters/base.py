@@ -337,14 +337,16 @@ class PrefixRound(Generic[P]):
         adds to them as it reads (the memo is out of its cache, so no other round sees them)."""
         return self.memo.ids
 
-    def add(self, i: int, raw: Any, copy: tuple[Any, int] | None) -> None:
-        """Item ``i`` was read: ``copy`` is its private copy and bytes, ``None`` when the memo
-        must stop before it (it said a problem, it was cut, or it holds what cannot be copied)."""
+    def add(self, i: int, raw: Any, clean: bool) -> None:
+        """Item ``i`` was read; ``clean`` when it said no problem or unknown and was not cut (an item
+        that did is read, and says it, every round). The memo stops before the first item that is
+        not clean or holds what cannot be copied."""
         if self.boundary < 0:
-            if copy is None:
+            found = sized_private_copy(raw) if clean else None
+            if found is None:
                 self.boundary = i
             else:
-                self.copies.append(copy)
+                self.copies.append(found)
 
     def keep(self, counter: TokenCounter, ids: tuple[dict[str, int], ...]) -> P:
         """Grow the memo by what this round read cleanly and put it back for the next round.

@@ -8,17 +8,15 @@ tool calls, the legacy ``function_call``, ``refusal``. A part type the accountin
 does not cover is charged its JSON text, which errs high, the safe direction for a
 budget.
 
-The transcript rules the API enforces are checked here: a tool result must answer a
-call of the assistant message right before it, every call must be answered, call ids
-are unique. ``fit`` raises a :class:`TranscriptRuleError` naming the message (the
-provider would reject the request anyway); observe-only paths record the problem.
+The transcript rules the API enforces (a tool result answers a call of the assistant
+message right before it, every call is answered, call ids are unique) are checked while
+the messages are read, by :class:`~otel_ctx.adapters.chat_calls.ChatCalls`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
-from sys import getsizeof
 from typing import Any
 
 from otel_ctx.adapters.base import (
@@ -158,7 +156,7 @@ class ChatReader:
     ) -> list[Part]:
         """The parts of a message's ``content``: a string, ``None`` or a list of parts."""
         text_component = _TEXT_COMPONENT.get(role, "tool_result")
-        if content.__class__ is str or isinstance(content, str):
+        if isinstance(content, str):
             return [Part(text_component, self.counter.text(str(content)))]
         if content is None:
             return []
@@ -279,7 +277,7 @@ class ChatReader:
             turns.append(turn)
             if memo.boundary < 0:
                 # A message that said a problem is read again next round, and says it again.
-                memo.add(i, raw, _copy(raw) if fast and len(ctx.problems) == problems else None)
+                memo.add(i, raw, fast and len(ctx.problems) == problems)
         kept = memo.keep(self.counter, (declared,))
         if memo.slot is not None:
             # Units and sums the fit goes on from (copies: the memo changes them next round).
@@ -587,32 +585,6 @@ class _ChatPrefix(Prefix):
             answers.append(count)
             before = t.role
         split_units(self.reads, self.units)
-
-
-def _copy(raw: dict[str, Any]) -> tuple[Message, int]:
-    """A fast-read message's private copy (its shape is known: strings, and the calls' dicts)."""
-    calls = raw.get("tool_calls")
-    if calls is None:
-        copy = dict(raw)  # every value a string
-    else:
-        copy = {**raw, "tool_calls": [{**c, "function": dict(c["function"])} for c in calls]}
-    return copy, _held_bytes(copy)
-
-
-def _held_bytes(copy: Message) -> int:
-    """Bytes a message's copy keeps alive: its dicts and lists and the texts in them."""
-    size = getsizeof(copy)
-    for v in copy.values():
-        if v.__class__ is str:
-            size += getsizeof(v)
-    calls = copy.get("tool_calls")
-    if calls is not None:
-        size += getsizeof(calls)
-        for c in calls:
-            fn = c["function"]
-            size += getsizeof(c) + getsizeof(c["id"]) + getsizeof(fn)
-            size += getsizeof(fn["name"]) + getsizeof(fn["arguments"])
-    return size
 
 
 def _all_text(content: Sequence[Any]) -> bool:

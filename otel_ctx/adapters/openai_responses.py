@@ -30,7 +30,6 @@ from otel_ctx.adapters.base import (
     as_mapping,
     cut_key,
     kept_items,
-    sized_private_copy,
     to_json,
 )
 from otel_ctx.adapters.media import (
@@ -444,7 +443,8 @@ class OpenAIResponsesAdapter(Adapter):
                 read = reader.item(item, where, i)
                 reads.append(read)
                 if memo.boundary < 0:
-                    memo.add(i, raw, _copy_if_clean(raw, i, ctx, problems, unknowns, state))
+                    clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
+                    memo.add(i, raw, clean and i not in state.replaced)
             for c in read[3]:
                 pending[c] = i
             for a in read[4]:
@@ -590,13 +590,3 @@ def _group_turn(group: list[ItemRead], side: str) -> Turn:
     overhead = sum(g[2] for g in group)
     has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
     return Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user)
-
-
-def _copy_if_clean(
-    raw: Any, i: int, ctx: ReadContext, problems: int, unknowns: int, state: _State
-) -> tuple[Any, int] | None:
-    """An item's private copy for the memo, ``None`` when it said a problem or an unknown (so it
-    is read, and says it, every round) or was cut."""
-    if len(ctx.problems) != problems or len(ctx.unknowns) != unknowns or i in state.replaced:
-        return None
-    return sized_private_copy(raw)
