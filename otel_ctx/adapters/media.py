@@ -27,6 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from otel_ctx.engine.dialect import ReadContext
+from otel_ctx.engine.model import Component, Part
+
 log = logging.getLogger("otel_ctx")
 
 __all__ = [
@@ -235,6 +238,12 @@ class Cost:
     tokens: int
     exact: bool = False
     unknown: str | None = None
+
+    def part(self, component: Component, ctx: ReadContext | None) -> Part:
+        """The image's or document's part; what the body cannot show is recorded as unknown."""
+        if self.unknown is not None and ctx is not None:
+            ctx.unknown(self.unknown)
+        return Part(component, self.tokens, exact=self.exact)
 
 
 # -- OpenAI images -------------------------------------------------------------------------

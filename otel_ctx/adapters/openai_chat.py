@@ -37,7 +37,6 @@ from otel_ctx.adapters.chat_calls import LEGACY, ChatCalls
 from otel_ctx.adapters.langchain_tools import is_langchain_tool, tool_dicts
 from otel_ctx.adapters.media import (
     AUDIO_PART_FRAMING,
-    Cost,
     audio_tokens,
     image_size,
     openai_file_bound,
@@ -190,7 +189,7 @@ class ChatReader:
             detail = image.get("detail") if image is not None else None
             size = image_size(url) if isinstance(url, str) and url.startswith("data:") else None
             cost = openai_image_tokens(self.counter.model, size, detail)
-            return _media_part("image", cost, ctx)
+            return cost.part("image", ctx)
         if kind == "input_audio":
             audio = as_mapping(part.get("input_audio"))
             data = audio.get("data") if audio is not None else None
@@ -205,8 +204,8 @@ class ChatReader:
             data = file.get("file_data") if file is not None else None
             name = file.get("filename") if file is not None else None
             if isinstance(data, str):
-                return _media_part("document", openai_file_tokens(data, name, text, page_images=True), ctx)
-            return _media_part("document", openai_file_bound(), ctx)
+                return openai_file_tokens(data, name, text, page_images=True).part("document", ctx)
+            return openai_file_bound().part("document", ctx)
         # A part type the accounting does not know: charge its JSON text (errs high).
         return Part("other", text(to_json(part, where, index, InvalidMessageError)))
 
@@ -603,13 +602,6 @@ def _cap_content(content: Any, cap: Any) -> str | None:
         new = cap(joined)
         return None if new is joined else new
     return None  # images or unknown parts: counted, not cut
-
-
-def _media_part(component: Component, cost: Cost, ctx: ReadContext | None) -> Part:
-    """An image's or a document's part; what the body cannot show is recorded as unknown."""
-    if cost.unknown is not None and ctx is not None:
-        ctx.unknown(cost.unknown)
-    return Part(component, cost.tokens, exact=cost.exact)
 
 
 class OpenAIChatAdapter(Adapter):

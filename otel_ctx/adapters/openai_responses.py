@@ -33,7 +33,6 @@ from otel_ctx.adapters.base import (
     to_json,
 )
 from otel_ctx.adapters.media import (
-    Cost,
     audio_tokens,
     image_size,
     openai_file_bound,
@@ -123,12 +122,6 @@ class _Reader:
         n = call_overhead(self.counter.model, 1) + 2 * text(name) + text(args)
         return n + STORED_CALL_EXTRA if item.get("id") else n
 
-    def media(self, component: Component, cost: Cost) -> Part:
-        """An image's or a document's part; what the body cannot show is recorded as unknown."""
-        if cost.unknown is not None:
-            self.ctx.unknown(cost.unknown)
-        return Part(component, cost.tokens, exact=cost.exact)
-
     def content(self, content: Any, line: Line, where: str, index: int) -> list[Part]:
         text = self.counter.text
         component = _TEXT_COMPONENT[line]
@@ -160,9 +153,8 @@ class _Reader:
                 # file id's size is unknown.
                 url = part.get("image_url")
                 size = image_size(url) if isinstance(url, str) and url.startswith("data:") else None
-                out.append(
-                    self.media("image", openai_image_tokens(self.counter.model, size, part.get("detail")))
-                )
+                cost = openai_image_tokens(self.counter.model, size, part.get("detail"))
+                out.append(cost.part("image", self.ctx))
             elif kind == "input_audio":
                 audio = as_mapping(part.get("input_audio"))
                 data = audio.get("data") if audio is not None else None
@@ -174,7 +166,7 @@ class _Reader:
                     cost = openai_file_tokens(data, name, text, page_images=False)
                 else:
                     cost = openai_file_bound()
-                out.append(self.media("document", cost))
+                out.append(cost.part("document", self.ctx))
             elif isinstance(kind, str):
                 # Anything newer: its JSON text (errs high).
                 out.append(Part("other", text(to_json(part, here, index, InvalidMessageError))))
