@@ -296,12 +296,11 @@ class PrefixRound(Generic[P]):
     list read under a known cut (``key`` not ``None``): anything else is read in full every round.
     """
 
-    __slots__ = ("boundary", "copies", "items", "memo", "reads", "slot", "start")
+    __slots__ = ("boundary", "copies", "memo", "reads", "slot", "start")
 
     def __init__(
         self, counter: TokenCounter, name: str, items: Sequence[Any], key: Any, new: Callable[[], P]
     ) -> None:
-        self.items = items
         self.start = 0
         self.copies: list[tuple[Any, int]] = []
         #: The first item the memo cannot cover; -1 while every one can.
