@@ -413,12 +413,19 @@ class OpenAIResponsesAdapter(Adapter):
         memo = PrefixRound(reader.counter, "responses-memo", items, cut_key(ctx), lambda: Prefix(2))
         reader.declared, reader.answered = memo.ids()
         reads = memo.reads
+        item: Mapping[str, Any] = {}
         for i, raw in enumerate(items):
-            where = f"input[{i}]"
-            item = as_mapping(raw)
-            if item is None:
-                raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
-            side = _side(item)
+            # An item the memo serves equals its copy: its side and read are the memo's.
+            if i < memo.start:
+                side, read = reads[i]
+            else:
+                found = as_mapping(raw)
+                if found is None:
+                    raise InvalidMessageError(
+                        f"input[{i}]", f"must be an object, got {type(raw).__name__}", index=i
+                    )
+                item = found
+                side = _side(item)
             if side != group_side or side == _OWN:
                 if group:
                     turns.append(_group_turn(group, group_side))
@@ -428,12 +435,10 @@ class OpenAIResponsesAdapter(Adapter):
                     pending = {}
                 group_side = side
                 starts.append(i)
-            if i < memo.start:
-                read = reads[i]
-            else:
+            if i >= memo.start:
                 problems, unknowns = len(ctx.problems), len(ctx.unknowns)
-                read = reader.item(item, where, i)
-                reads.append(read)
+                read = reader.item(item, f"input[{i}]", i)
+                reads.append((side, read))
                 if memo.boundary < 0:
                     clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
                     memo.add(i, raw, clean and i not in state.replaced)
