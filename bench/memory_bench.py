@@ -25,7 +25,8 @@ import tracemalloc
 from dataclasses import dataclass
 
 from bench.report import Figure
-from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx import ContextFitter
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.demo.content import SYSTEM_PROMPT
 
 SECTION = "Memory: 100,000 fits, bounded cache"

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from otel_ctx import SUPPORT_DESK, ContextFitter, FitResult, names
+from otel_ctx import ContextFitter, FitResult, names
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.ledger import BUILTIN_RESOLUTIONS, ERROR, UNRESOLVED
 from otel_ctx.telemetry import Emitter, run
 

@@ -2,7 +2,8 @@
 
 import json
 
-from otel_ctx import SUPPORT_DESK, ContextFitter, Source
+from otel_ctx import ContextFitter, Source
+from otel_ctx.demo import SUPPORT_DESK
 
 fitter = ContextFitter(SUPPORT_DESK, model="gpt-4")  # status 4k / returns 8k / dispute 16k, reserve 800
 items = [{"sku": f"SKU-{i}", "title": "Oak shelf, natural finish " * 60} for i in range(11)]

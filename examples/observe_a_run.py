@@ -1,7 +1,8 @@
 """A run with two rounds, emitted as spans and metrics (to the console here)."""
 
 import otel_ctx
-from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx import ContextFitter
+from otel_ctx.demo import SUPPORT_DESK
 
 handle = otel_ctx.configure(exporter="console", service_name="support-agent")
 fitter = ContextFitter(SUPPORT_DESK, model="gpt-4")

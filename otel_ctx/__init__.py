@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from otel_ctx.fitting import ContextFitter
     from otel_ctx.instrumentation import carry, instrument, task, uninstrument
     from otel_ctx.ledger import RunCeilingReached
-    from otel_ctx.presets import SUPPORT_DESK, support_desk_policies
     from otel_ctx.pricing import PriceTable, Usage
 
     # (mypy sees the telemetry package's submodules of the same names as earlier bindings.)
@@ -76,12 +76,10 @@ _EXPORTS: dict[str, str] = {
     ),
     # The engine with each request's dialect picked for it.
     "ContextFitter": "otel_ctx.fitting",
-    "SUPPORT_DESK": "otel_ctx.presets",
     "set_cache_budget": "otel_ctx.engine.cache",
     "RunCeilingReached": "otel_ctx.ledger",
     "PriceTable": "otel_ctx.pricing",
     "Usage": "otel_ctx.pricing",
-    "support_desk_policies": "otel_ctx.presets",
     **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
     # The zero-code instrumentor (needs the openai/anthropic/langchain extras).
     **dict.fromkeys(("instrument", "uninstrument", "task", "carry"), "otel_ctx.instrumentation"),
@@ -89,7 +87,6 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "DATA_CLASSES",
-    "SUPPORT_DESK",
     "Breakdown",
     "BudgetPolicy",
     "ContextFitter",
@@ -118,14 +115,25 @@ __all__ = [
     "observed",
     "run",
     "set_cache_budget",
-    "support_desk_policies",
     "task",
     "uninstrument",
 ]
 
 
+#: The demo's policies, once exported here: they are demo data (:mod:`otel_ctx.demo`), kept under
+#: their old names for one release so code written from the 0.3 quickstart still runs, with a warning.
+_MOVED = {"SUPPORT_DESK": "otel_ctx.demo", "support_desk_policies": "otel_ctx.demo"}
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
+    if name in _MOVED:
+        warnings.warn(
+            f"otel_ctx.{name} is demo data and moved to {_MOVED[name]}: import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(_MOVED[name]), name)
     if module is None:
         raise AttributeError(f"module 'otel_ctx' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -30,8 +30,8 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import format_span_id, format_trace_id, get_current_span
 
-from otel_ctx import SUPPORT_DESK, ContextFitter
-from otel_ctx.demo import RoundFitter, Ticket, run_ticket, tickets
+from otel_ctx import ContextFitter
+from otel_ctx.demo import SUPPORT_DESK, RoundFitter, Ticket, run_ticket, tickets
 from otel_ctx.engine.result import FitResult
 from otel_ctx.names import COMPONENTS, LINE_COMPONENTS, OUTCOME_OVERFLOW
 from otel_ctx.telemetry import configure, run, start_counters

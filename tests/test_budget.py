@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from otel_ctx import SUPPORT_DESK, BudgetPolicy, InvalidPolicyError
+from otel_ctx import BudgetPolicy, InvalidPolicyError
+from otel_ctx.demo import SUPPORT_DESK
 
 
 def test_budget_is_limit_minus_reserve_minus_margin() -> None:
@@ -46,3 +47,13 @@ def test_invalid_settings_name_the_field(kwargs: dict[str, object], field: str, 
     assert isinstance(exc.value, ValueError)
     assert exc.value.field == field
     assert text in str(exc.value)
+
+
+def test_the_demo_policies_answer_under_their_old_top_level_names_with_a_warning() -> None:
+    import otel_ctx
+
+    with pytest.warns(DeprecationWarning, match=r"otel_ctx\.demo"):
+        assert otel_ctx.SUPPORT_DESK is SUPPORT_DESK
+    with pytest.warns(DeprecationWarning, match=r"otel_ctx\.demo"):
+        assert otel_ctx.support_desk_policies() == dict(SUPPORT_DESK)
+    assert "SUPPORT_DESK" not in otel_ctx.__all__

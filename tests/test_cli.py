@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import otel_ctx
-from otel_ctx import SUPPORT_DESK, names
-from otel_ctx.demo import make_ticket
+from otel_ctx import names
+from otel_ctx.demo import SUPPORT_DESK, make_ticket
 from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
 from tests.support import free_port
 

@@ -17,7 +17,6 @@ from conversations import (
 )
 
 from otel_ctx import (
-    SUPPORT_DESK,
     BudgetPolicy,
     ContextFitter,
     ContextOverflow,
@@ -28,6 +27,7 @@ from otel_ctx import (
     UnknownTaskTypeError,
 )
 from otel_ctx.adapters.openai_tools import count_functions, section_framing
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.engine.breakdown import COUNTED_IN_TRANSCRIPT, SYSTEM_PROMPT_LABEL
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from support import missing
 
-from otel_ctx import SUPPORT_DESK, __version__
+from otel_ctx import __version__
+from otel_ctx.demo import SUPPORT_DESK
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The children must not see the checkout: a PYTHONPATH pointing at it makes pip take the

@@ -15,8 +15,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from telemetry_capture import Capture, attrs_of
 
-from otel_ctx import SUPPORT_DESK, BudgetPolicy, ContextFitter, FitResult, InvalidMessageError, Source
+from otel_ctx import BudgetPolicy, ContextFitter, FitResult, InvalidMessageError, Source
 from otel_ctx import names as n
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.telemetry import LabelPolicy, component_values, observed, run
 
 TOOLS = [

@@ -8,8 +8,9 @@ import pytest
 from conversations import long_dispute
 from telemetry_capture import Capture, attrs_of
 
-from otel_ctx import SUPPORT_DESK, ContextFitter, encodings
+from otel_ctx import ContextFitter, encodings
 from otel_ctx import names as n
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.telemetry import LabelPolicy, labels
 from otel_ctx.telemetry.labels import DEFAULT_MAX_MODELS
 

@@ -13,8 +13,9 @@ from conversations import ORIGINAL_TICKET, assistant, long_dispute, user
 from support import missing
 from telemetry_capture import Capture, attrs_of
 
-from otel_ctx import SUPPORT_DESK, BudgetPolicy, ContextFitter, InvalidMessageError
+from otel_ctx import BudgetPolicy, ContextFitter, InvalidMessageError
 from otel_ctx import names as n
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.telemetry import observe, observed, run
 
 POLICY = BudgetPolicy(context_length=128_000, reserved_output=800, request_limit=4_000)

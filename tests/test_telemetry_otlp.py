@@ -19,8 +19,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from support import free_port
 
-from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx import ContextFitter
 from otel_ctx import names as n
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.telemetry import Emitter, ExportSettings, create_providers, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +59,8 @@ SENDER = """
 import json, sys
 sys.path.insert(0, "tests")
 from conversations import ORIGINAL_TICKET, long_dispute, tool_round, user
-from otel_ctx import ContextFitter, SUPPORT_DESK
+from otel_ctx import ContextFitter
+from otel_ctx.demo import SUPPORT_DESK
 import otel_ctx.telemetry as t
 
 CANARY = {canary!r}
@@ -273,7 +275,8 @@ def test_prometheus_metrics_with_spans_over_otlp(receiver: tuple[int, Path]) -> 
 import json, sys, urllib.request
 sys.path.insert(0, "tests")
 from conversations import user
-from otel_ctx import ContextFitter, SUPPORT_DESK
+from otel_ctx import ContextFitter
+from otel_ctx.demo import SUPPORT_DESK
 import otel_ctx.telemetry as t
 h = t.configure(exporter="prometheus", endpoint="http://127.0.0.1:{port}", prometheus_port={scrape})
 with t.run(ContextFitter(SUPPORT_DESK), task_type="returns") as r:

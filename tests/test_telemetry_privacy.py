@@ -11,8 +11,9 @@ import pytest
 from conversations import ORIGINAL_TICKET, assistant, user
 from telemetry_capture import Capture
 
-from otel_ctx import SUPPORT_DESK, BudgetPolicy, ContextFitter, Source
+from otel_ctx import BudgetPolicy, ContextFitter, Source
 from otel_ctx import names as n
+from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.telemetry import observe, observed, run
 
 CANARY = "CANARY-7f3a9c-do-not-export"

@@ -29,7 +29,8 @@ PRELUDE = """
 import json, sys
 sys.path.insert(0, "tests")
 from conversations import long_dispute, user
-from otel_ctx import ContextFitter, SUPPORT_DESK
+from otel_ctx import ContextFitter
+from otel_ctx.demo import SUPPORT_DESK
 import otel_ctx.telemetry as t
 fitter = ContextFitter(SUPPORT_DESK)
 """
@@ -221,7 +222,8 @@ def test_otlp_over_http_posts_to_the_signal_paths(
 ) -> None:
     from conversations import user
 
-    from otel_ctx import SUPPORT_DESK, ContextFitter
+    from otel_ctx import ContextFitter
+    from otel_ctx.demo import SUPPORT_DESK
     from otel_ctx.telemetry import Emitter, run
 
     endpoint, received = http_collector

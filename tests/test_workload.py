@@ -8,8 +8,9 @@ from collections import Counter
 
 import pytest
 
-from otel_ctx import SUPPORT_DESK, ContextFitter
+from otel_ctx import ContextFitter
 from otel_ctx.demo import (
+    SUPPORT_DESK,
     SYSTEM_PROMPT,
     TOOLS,
     WorkloadSummary,

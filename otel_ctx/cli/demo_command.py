@@ -23,12 +23,17 @@ from otel_ctx.cli.console import make_console
 from otel_ctx.cli.errors import CliError
 from otel_ctx.cli.render import breakdown_table, cost_table, outcome_line, sources_table, summary_tables
 from otel_ctx.demo.agent import RoundStats, TicketRun, bare_run, observed_run, run_ticket
+from otel_ctx.demo.presets import (
+    SUPPORT_DESK,
+    SUPPORT_DESK_LIMITS,
+    SUPPORT_DESK_RESERVE,
+    SUPPORT_DESK_RUN_CEILING,
+)
 from otel_ctx.demo.summary import WorkloadSummary
 from otel_ctx.demo.workload import Ticket, make_ticket, tickets
 from otel_ctx.engine.result import OUTCOME_COMPACTED
 from otel_ctx.fitting import ContextFitter
 from otel_ctx.ledger import STOP_CEILING, STOP_OVERFLOW
-from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE, SUPPORT_DESK_RUN_CEILING
 from otel_ctx.pricing import default_prices
 from otel_ctx.telemetry import start_counters
 

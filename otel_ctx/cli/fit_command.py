@@ -15,6 +15,7 @@ from otel_ctx.cli.input import DEFAULT_MAX_INPUT_BYTES, describe_size, parse_siz
 from otel_ctx.cli.output import first_unencodable, write_atomically
 from otel_ctx.cli.render import breakdown_table, outcome_line, sources_table
 from otel_ctx.cli.request_file import ChatRequest, load_request
+from otel_ctx.demo.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
 from otel_ctx.dialects import adapter_for, detect
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.errors import (
@@ -25,7 +26,6 @@ from otel_ctx.engine.errors import (
 )
 from otel_ctx.engine.result import OUTCOME_OVERFLOW, FitResult
 from otel_ctx.fitting import ContextFitter
-from otel_ctx.presets import SUPPORT_DESK, SUPPORT_DESK_RESERVE
 
 DEFAULT_MODEL = "gpt-4o"
 #: The window assumed when neither --context-length nor a preset says (gpt-4o's).

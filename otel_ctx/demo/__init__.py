@@ -1,6 +1,7 @@
-"""The support-desk demo workload: deterministic tickets, the agent loop, and its summary.
+"""The support-desk demo workload: its policies, deterministic tickets, the agent loop, and its summary.
 
-Used by ``otel-ctx demo`` (and the compose stack's load service) and by the benchmarks.
+Used by ``otel-ctx demo`` (and the compose stack's load service), the examples, the benchmarks
+and the tests; ``SUPPORT_DESK`` is the desk's three budgets as policies.
 It sits outside the fit engine: it only calls the engine's public API.
 """
 
@@ -14,10 +15,12 @@ from otel_ctx.demo.agent import (
     run_ticket,
 )
 from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
+from otel_ctx.demo.presets import SUPPORT_DESK, support_desk_policies
 from otel_ctx.demo.summary import TaskStats, WorkloadSummary
 from otel_ctx.demo.workload import TASK_MIX, Round, Ticket, make_ticket, tickets
 
 __all__ = [
+    "SUPPORT_DESK",
     "SYSTEM_PROMPT",
     "TASK_MIX",
     "TOOLS",
@@ -33,5 +36,6 @@ __all__ = [
     "make_ticket",
     "observed_run",
     "run_ticket",
+    "support_desk_policies",
     "tickets",
 ]

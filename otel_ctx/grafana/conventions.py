@@ -2,7 +2,8 @@
 
 The dashboards' uids (alerts link to them), where Grafana and Jaeger are by default (the
 compose stack's addresses), the overflow shares at which a task type turns orange and red
-(the alert fires at the red one) and the outcome colours every panel uses.
+(the alert fires at the red one), the tool-result cap a dashboard starts from and the outcome
+colours every panel uses.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ DEFAULT_JAEGER_URL = "http://127.0.0.1:16686"
 #: default threshold is the red line.
 OVERFLOW_WARN = 0.01
 OVERFLOW_BAD = 0.05
+
+#: The task-type dashboard's tool-result cap until a viewer types their policy's: the dashboards
+#: know no policy, so they start from a common cap (the demo desk's) that a reader changes in place.
+TOOL_RESULT_CAP = 1_200
 
 OUTCOME_COLORS = {
     names.OUTCOME_FIT: "green",

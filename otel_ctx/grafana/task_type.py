@@ -14,7 +14,6 @@ import otel_ctx.grafana.options as o
 import otel_ctx.grafana.panels as p
 import otel_ctx.grafana.promql as q
 from otel_ctx import names
-from otel_ctx.presets import SUPPORT_DESK_TOOL_RESULT_CAP
 
 UID = conventions.TASK_TYPE_UID
 TITLE = "otel-ctx · Task type drill-down"
@@ -378,7 +377,7 @@ def _distributions() -> list[p.PanelBuilder]:
 
 
 def _tool_result_cap_variable() -> dash_b.TextBoxVariable:
-    cap = str(SUPPORT_DESK_TOOL_RESULT_CAP)
+    cap = str(conventions.TOOL_RESULT_CAP)
     built: dash_b.TextBoxVariable = (
         dash_b.TextBoxVariable(q.VAR_TOOL_RESULT_CAP)
         .label("Tool result cap")
