@@ -490,179 +490,200 @@ def jaeger_overflow_search(s: AlertSettings) -> str:
 # --- the rules ---------------------------------------------------------------------------
 
 
+_OVERVIEW = f"the otel-ctx overview dashboard (uid {conventions.OVERVIEW_UID})"
+_COST_BOARD = f"the otel-ctx cost and resolution dashboard (uid {conventions.COST_UID})"
+
+
+def _rule(
+    s: AlertSettings, alert: str, for_: str, severity: str = "warning", **annotations: str
+) -> dict[str, Any]:
+    """One alerting rule as the file holds it: its expression, ``for:``, severity and annotations."""
+    return {
+        "alert": alert,
+        "expr": expressions(s)[alert],
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": annotations,
+    }
+
+
+def _cost_board_link(s: AlertSettings) -> str:
+    """The ticket view's alerts open the cost dashboard, filtered as the overview's link is."""
+    return dashboard_link(s).replace(f"/d/{conventions.OVERVIEW_UID}", f"/d/{conventions.COST_UID}")
+
+
 def _rules(s: AlertSettings) -> list[dict[str, Any]]:
-    exprs = expressions(s)
-    job, task, model = _tmpl(q.JOB), _tmpl(q.TASK_TYPE), _tmpl(q.MODEL)
-    overview = f"the otel-ctx overview dashboard (uid {conventions.OVERVIEW_UID})"
-    return [
-        {
-            "alert": OVERFLOW_RATE,
-            "expr": exprs[OVERFLOW_RATE],
-            "for": s.overflow_for,
-            "labels": {"severity": "critical"},
-            "annotations": {
-                "summary": (
-                    f"{job}: {{{{ $value | humanizePercentage }}}} of {task!s} requests overflow "
-                    f"their budget (threshold {s.overflow_ratio:.0%})"
-                ),
-                "description": (
-                    f"Over the last {s.overflow_window}, {{{{ $value | humanizePercentage }}}} of the "
-                    f"{task} fits of {job} ended with {names.OUTCOME}=overflow: the pinned floor "
-                    "(system prompt, tool schemas, skills and the latest turn) alone exceeds the task's "
-                    "budget, so compaction cannot help and the request goes out over budget or is refused.\n"
-                    f"Look: on {overview}, filter task type {task}: 'Which component fills the window' shows "
-                    "which line grew (tool schema, system prompt, skills, tool results); click an "
-                    "overflow exemplar, or the jaeger link, to open an overflowed run's trace "
-                    f"(span event {names.EVENT_FLOOR_OVERFLOW}).\nFix: shrink that component (fewer "
-                    "tools or skills for this task type, a shorter system prompt: for instrumented SDK "
-                    f"calls it is counted in the {names.transcript_role_component('system')} line) or "
-                    "raise the task's request_limit; check whether a deploy changed the prompt or tool set."
-                ),
-                "dashboard": dashboard_link(s),
-                "jaeger": jaeger_overflow_search(s),
-            },
-        },
-        {
-            "alert": UTILIZATION_NEAR_BUDGET,
-            "expr": exprs[UTILIZATION_NEAR_BUDGET],
-            "for": s.utilization_for,
-            "labels": {"severity": "warning"},
-            "annotations": {
-                "summary": (
-                    f"{job}: p{s.utilization_quantile * 100:g} utilization of {task} requests is "
-                    f"{{{{ $value | humanizePercentage }}}} of the budget (threshold "
-                    f"{s.utilization_threshold:.0%})"
-                ),
-                "description": (
-                    f"For {s.utilization_for}, the p{s.utilization_quantile * 100:g} of estimated ÷ budget "
-                    f"for {task} requests of {job} has been above {s.utilization_threshold:.0%}: most "
-                    "requests run at the budget line, compaction drops history on most rounds and a "
-                    "little growth in the pinned floor will overflow.\n"
-                    f"Look: on {overview}, filter task type {task}: the share-of-the-budget-by-round "
-                    "panel shows how fast a run fills the window and 'Which component fills the window' "
-                    "which line fills it "
-                    "(tool results usually: check the tool-result cap and capped results).\nFix: lower "
-                    "the tool_result_cap, trim the system prompt or skills, or raise the request_limit "
-                    "before the overflow alert fires."
-                ),
-                "dashboard": dashboard_link(s),
-            },
-        },
-        {
-            "alert": ESTIMATE_DRIFT,
-            "expr": exprs[ESTIMATE_DRIFT],
-            "for": s.drift_for,
-            "labels": {"severity": "warning"},
-            "annotations": {
-                "summary": (
-                    f'{job}: provider counts {{{{ $value | printf "%.3f" }}}}× otel-ctx\'s estimate '
-                    f"for {model} ({task})"
-                ),
-                "description": (
-                    f"Over {s.drift_window}, the provider-reported input tokens of {job}'s {task} "
-                    f'requests to {model} averaged {{{{ $value | printf "%.3f" }}}}× the estimate '
-                    f"(threshold {s.drift_ratio:g}×): otel-ctx under-counts, so a request it thinks "
-                    "fits can exceed the real window. Usual causes: the model maps to the wrong "
-                    f"tiktoken encoding (span attribute {names.ENCODING}), the provider added "
-                    "per-request overhead (tool schema format, images), or usage is recorded against "
-                    "the wrong fit.\n"
-                    f"Look: on {overview}, the estimate-accuracy panel shows when it started; "
-                    "compare a trace's "
-                    f"{names.ESTIMATED_TOKENS} with {names.USAGE_INPUT_TOKENS}.\nFix: mitigate with a "
-                    "safety_margin of the drift until the encoding is fixed."
-                ),
-                "dashboard": dashboard_link(s, model=True),
-            },
-        },
-        {
-            "alert": TELEMETRY_ABSENT,
-            "expr": exprs[TELEMETRY_ABSENT],
-            "for": s.absent_for,
-            "labels": {"severity": "warning"},
-            "annotations": {
-                "summary": (
-                    f"No otel-ctx metrics from {job} for {s.absent_window}: its context-budget alerts "
-                    f"are blind (no service named: none reported for {s.absent_lookback})"
-                ),
-                "description": (
-                    f"Prometheus has had no {names.FITS.prometheus} series from {job} for "
-                    f"{s.absent_window} although it had some within {s.absent_lookback}, so the "
-                    "overflow and utilization alerts cannot fire for it.\nCheck in order: the agents "
-                    "of that service are running (a deploy, a crash loop); they still set up "
-                    "telemetry: zero-code agents under `opentelemetry-instrument` with "
-                    "OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_SERVICE_NAME set, agents using the "
-                    "library call otel_ctx.configure() (or instrument()) before their first request; "
-                    "the OpenTelemetry Collector is up and its metrics reach Prometheus (its remote "
-                    "write: Prometheus runs with --web.enable-remote-write-receiver, the Collector logs "
-                    "no export errors; or, scraping its prometheus exporter, Status > Targets shows it "
-                    "up and the scrape keeps the job label with honor_labels).\n"
-                    f"{overview.capitalize()} goes empty for {job} at the same time."
-                ),
-                "dashboard": dashboard_link(s, task_type=False),
-            },
-        },
-    ]
+    """The overview's rules: overflow, utilization near the budget, estimate drift, telemetry gone."""
+    return [_overflow_rule(s), _utilization_rule(s), _drift_rule(s), _absent_rule(s)]
 
 
 def _ticket_rules(s: AlertSettings) -> list[dict[str, Any]]:
     """The ticket view's rules: the ceiling stops too many runs; a ticket costs too much."""
-    exprs = expressions(s)
+    return [_ceiling_rule(s), _cost_rule(s)]
+
+
+def _overflow_rule(s: AlertSettings) -> dict[str, Any]:
     job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
-    board = f"the otel-ctx cost and resolution dashboard (uid {conventions.COST_UID})"
-    link = dashboard_link(s).replace(f"/d/{conventions.OVERVIEW_UID}", f"/d/{conventions.COST_UID}")
-    return [
-        {
-            "alert": CEILING_STOP_RATE,
-            "expr": exprs[CEILING_STOP_RATE],
-            "for": s.ceiling_for,
-            "labels": {"severity": "warning"},
-            "annotations": {
-                "summary": (
-                    f"{job}: the run ceiling stops {{{{ $value | humanizePercentage }}}} of {task} tickets "
-                    f"(threshold {s.ceiling_stop_ratio:.0%})"
-                ),
-                "description": (
-                    f"Over the last {s.ceiling_window}, {{{{ $value | humanizePercentage }}}} of the {task} "
-                    f"runs of {job} were stopped by their token ceiling: the next request would have taken "
-                    "the ticket over its run_ceiling, so the agent escalated instead of sending it. A few "
-                    "stops are the ceiling doing its job on the worst tickets; many mean the request budget, "
-                    "the number of rounds or the tool results grew.\n"
-                    f"Look: on {board}, filter task type {task}: 'Tokens per ticket against the ceiling' "
-                    "shows how close typical tickets come, and 'Resolution rate beside cost per ticket' "
-                    "whether the stopped tickets would have resolved. The fit spans carry "
-                    f"{names.RUN_SPENT_TOKENS} and the event {names.EVENT_RUN_CEILING}.\nFix: lower the "
-                    "task's request_limit or tool_result_cap so each round spends less, or raise its "
-                    "run_ceiling if those tickets are worth the spend."
-                ),
-                "dashboard": link,
-            },
-        },
-        {
-            "alert": COST_PER_TICKET_HIGH,
-            "expr": exprs[COST_PER_TICKET_HIGH],
-            "for": s.cost_for,
-            "labels": {"severity": "warning"},
-            "annotations": {
-                "summary": (
-                    f"{job}: p{s.cost_quantile * 100:g} cost per {task} ticket is "
-                    f'${{{{ $value | printf "%.3f" }}}} (threshold ${s.cost_threshold:g})'
-                ),
-                "description": (
-                    f"Over the last {s.cost_window}, the p{s.cost_quantile * 100:g} cost of a finished "
-                    f'{task} run of {job} was ${{{{ $value | printf "%.3f" }}}}, '
-                    f"above the ${s.cost_threshold:g} a ticket may cost. Cost comes from the provider's "
-                    "reported usage at the price table's "
-                    "list prices (cached prompt tokens at the cached rate), else from the estimate.\n"
-                    f"Look: on {board}, 'Cost per ticket' shows when it rose and 'Resolution rate beside "
-                    "cost per ticket' whether it bought resolutions; a model change or a grown budget "
-                    "are the usual causes.\nFix: lower the task's request_limit (see `otel-ctx advise` "
-                    "for what a lower limit would compact), cap tool results, or route the task type to "
-                    "a cheaper model."
-                ),
-                "dashboard": link,
-            },
-        },
-    ]
+    return _rule(
+        s,
+        OVERFLOW_RATE,
+        s.overflow_for,
+        "critical",
+        summary=(
+            f"{job}: {{{{ $value | humanizePercentage }}}} of {task!s} requests overflow "
+            f"their budget (threshold {s.overflow_ratio:.0%})"
+        ),
+        description=(
+            f"Over the last {s.overflow_window}, {{{{ $value | humanizePercentage }}}} of the "
+            f"{task} fits of {job} ended with {names.OUTCOME}=overflow: the pinned floor "
+            "(system prompt, tool schemas, skills and the latest turn) alone exceeds the task's "
+            "budget, so compaction cannot help and the request goes out over budget or is refused.\n"
+            f"Look: on {_OVERVIEW}, filter task type {task}: 'Which component fills the window' shows "
+            "which line grew (tool schema, system prompt, skills, tool results); click an "
+            "overflow exemplar, or the jaeger link, to open an overflowed run's trace "
+            f"(span event {names.EVENT_FLOOR_OVERFLOW}).\nFix: shrink that component (fewer "
+            "tools or skills for this task type, a shorter system prompt: for instrumented SDK "
+            f"calls it is counted in the {names.transcript_role_component('system')} line) or "
+            "raise the task's request_limit; check whether a deploy changed the prompt or tool set."
+        ),
+        dashboard=dashboard_link(s),
+        jaeger=jaeger_overflow_search(s),
+    )
+
+
+def _utilization_rule(s: AlertSettings) -> dict[str, Any]:
+    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
+    return _rule(
+        s,
+        UTILIZATION_NEAR_BUDGET,
+        s.utilization_for,
+        summary=(
+            f"{job}: p{s.utilization_quantile * 100:g} utilization of {task} requests is "
+            f"{{{{ $value | humanizePercentage }}}} of the budget (threshold "
+            f"{s.utilization_threshold:.0%})"
+        ),
+        description=(
+            f"For {s.utilization_for}, the p{s.utilization_quantile * 100:g} of estimated ÷ budget "
+            f"for {task} requests of {job} has been above {s.utilization_threshold:.0%}: most "
+            "requests run at the budget line, compaction drops history on most rounds and a "
+            "little growth in the pinned floor will overflow.\n"
+            f"Look: on {_OVERVIEW}, filter task type {task}: the share-of-the-budget-by-round "
+            "panel shows how fast a run fills the window and 'Which component fills the window' "
+            "which line fills it "
+            "(tool results usually: check the tool-result cap and capped results).\nFix: lower "
+            "the tool_result_cap, trim the system prompt or skills, or raise the request_limit "
+            "before the overflow alert fires."
+        ),
+        dashboard=dashboard_link(s),
+    )
+
+
+def _drift_rule(s: AlertSettings) -> dict[str, Any]:
+    job, task, model = _tmpl(q.JOB), _tmpl(q.TASK_TYPE), _tmpl(q.MODEL)
+    return _rule(
+        s,
+        ESTIMATE_DRIFT,
+        s.drift_for,
+        summary=(
+            f'{job}: provider counts {{{{ $value | printf "%.3f" }}}}× otel-ctx\'s estimate '
+            f"for {model} ({task})"
+        ),
+        description=(
+            f"Over {s.drift_window}, the provider-reported input tokens of {job}'s {task} "
+            f'requests to {model} averaged {{{{ $value | printf "%.3f" }}}}× the estimate '
+            f"(threshold {s.drift_ratio:g}×): otel-ctx under-counts, so a request it thinks "
+            "fits can exceed the real window. Usual causes: the model maps to the wrong "
+            f"tiktoken encoding (span attribute {names.ENCODING}), the provider added "
+            "per-request overhead (tool schema format, images), or usage is recorded against "
+            "the wrong fit.\n"
+            f"Look: on {_OVERVIEW}, the estimate-accuracy panel shows when it started; "
+            "compare a trace's "
+            f"{names.ESTIMATED_TOKENS} with {names.USAGE_INPUT_TOKENS}.\nFix: mitigate with a "
+            "safety_margin of the drift until the encoding is fixed."
+        ),
+        dashboard=dashboard_link(s, model=True),
+    )
+
+
+def _absent_rule(s: AlertSettings) -> dict[str, Any]:
+    job = _tmpl(q.JOB)
+    return _rule(
+        s,
+        TELEMETRY_ABSENT,
+        s.absent_for,
+        summary=(
+            f"No otel-ctx metrics from {job} for {s.absent_window}: its context-budget alerts "
+            f"are blind (no service named: none reported for {s.absent_lookback})"
+        ),
+        description=(
+            f"Prometheus has had no {names.FITS.prometheus} series from {job} for "
+            f"{s.absent_window} although it had some within {s.absent_lookback}, so the "
+            "overflow and utilization alerts cannot fire for it.\nCheck in order: the agents "
+            "of that service are running (a deploy, a crash loop); they still set up "
+            "telemetry: zero-code agents under `opentelemetry-instrument` with "
+            "OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_SERVICE_NAME set, agents using the "
+            "library call otel_ctx.configure() (or instrument()) before their first request; "
+            "the OpenTelemetry Collector is up and its metrics reach Prometheus (its remote "
+            "write: Prometheus runs with --web.enable-remote-write-receiver, the Collector logs "
+            "no export errors; or, scraping its prometheus exporter, Status > Targets shows it "
+            "up and the scrape keeps the job label with honor_labels).\n"
+            f"{_OVERVIEW.capitalize()} goes empty for {job} at the same time."
+        ),
+        dashboard=dashboard_link(s, task_type=False),
+    )
+
+
+def _ceiling_rule(s: AlertSettings) -> dict[str, Any]:
+    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
+    return _rule(
+        s,
+        CEILING_STOP_RATE,
+        s.ceiling_for,
+        summary=(
+            f"{job}: the run ceiling stops {{{{ $value | humanizePercentage }}}} of {task} tickets "
+            f"(threshold {s.ceiling_stop_ratio:.0%})"
+        ),
+        description=(
+            f"Over the last {s.ceiling_window}, {{{{ $value | humanizePercentage }}}} of the {task} "
+            f"runs of {job} were stopped by their token ceiling: the next request would have taken "
+            "the ticket over its run_ceiling, so the agent escalated instead of sending it. A few "
+            "stops are the ceiling doing its job on the worst tickets; many mean the request budget, "
+            "the number of rounds or the tool results grew.\n"
+            f"Look: on {_COST_BOARD}, filter task type {task}: 'Tokens per ticket against the ceiling' "
+            "shows how close typical tickets come, and 'Resolution rate beside cost per ticket' "
+            "whether the stopped tickets would have resolved. The fit spans carry "
+            f"{names.RUN_SPENT_TOKENS} and the event {names.EVENT_RUN_CEILING}.\nFix: lower the "
+            "task's request_limit or tool_result_cap so each round spends less, or raise its "
+            "run_ceiling if those tickets are worth the spend."
+        ),
+        dashboard=_cost_board_link(s),
+    )
+
+
+def _cost_rule(s: AlertSettings) -> dict[str, Any]:
+    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
+    return _rule(
+        s,
+        COST_PER_TICKET_HIGH,
+        s.cost_for,
+        summary=(
+            f"{job}: p{s.cost_quantile * 100:g} cost per {task} ticket is "
+            f'${{{{ $value | printf "%.3f" }}}} (threshold ${s.cost_threshold:g})'
+        ),
+        description=(
+            f"Over the last {s.cost_window}, the p{s.cost_quantile * 100:g} cost of a finished "
+            f'{task} run of {job} was ${{{{ $value | printf "%.3f" }}}}, '
+            f"above the ${s.cost_threshold:g} a ticket may cost. Cost comes from the provider's "
+            "reported usage at the price table's "
+            "list prices (cached prompt tokens at the cached rate), else from the estimate.\n"
+            f"Look: on {_COST_BOARD}, 'Cost per ticket' shows when it rose and 'Resolution rate beside "
+            "cost per ticket' whether it bought resolutions; a model change or a grown budget "
+            "are the usual causes.\nFix: lower the task's request_limit (see `otel-ctx advise` "
+            "for what a lower limit would compact), cap tool results, or route the task type to "
+            "a cheaper model."
+        ),
+        dashboard=_cost_board_link(s),
+    )
 
 
 def runbook_link(s: AlertSettings, alert: str) -> str:

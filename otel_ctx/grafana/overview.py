@@ -20,11 +20,21 @@ TITLE = "otel-ctx · Context budget overview"
 
 
 def _overflow_panels() -> list[p.PanelBuilder]:
+    return [
+        _overflow_rate_stat(),
+        _overflow_rate_series(),
+        _overflow_count(),
+        _overflow_table(),
+        _overflow_search(),
+    ]
+
+
+def _overflow_rate_stat() -> stat.Panel:
     settings = alerts.current()
     warn, bad = settings.overflow_warn, settings.overflow_ratio
     overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
     by_task = p.legend(q.TASK_TYPE)
-    rate_stat = (
+    rate_stat: stat.Panel = (
         stat.Panel()
         .title("Overflow rate (time range)")
         .description(
@@ -48,7 +58,14 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .span(6)
         .height(8)
     )
-    rate_series = (
+    return rate_stat
+
+
+def _overflow_rate_series() -> timeseries.Panel:
+    bad = alerts.current().overflow_ratio
+    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
+    by_task = p.legend(q.TASK_TYPE)
+    rate_series: timeseries.Panel = (
         timeseries.Panel()
         .title("Overflow rate by task type")
         .description(
@@ -68,7 +85,13 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .span(9)
         .height(8)
     )
-    count = (
+    return rate_series
+
+
+def _overflow_count() -> timeseries.Panel:
+    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
+    by_task = p.legend(q.TASK_TYPE)
+    count: timeseries.Panel = (
         timeseries.Panel()
         .title("Overflowed fits (exemplars link to traces)")
         .description(
@@ -101,7 +124,12 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .span(9)
         .height(8)
     )
-    where = (
+    return count
+
+
+def _overflow_table() -> table.Panel:
+    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
+    where: table.Panel = (
         table.Panel()
         .title("Where floors overflowed: click a row to list the runs in Jaeger")
         .description(
@@ -146,7 +174,11 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .span(12)
         .height(8)
     )
-    search = (
+    return where
+
+
+def _overflow_search() -> text.Panel:
+    search: text.Panel = (
         text.Panel()
         .title("Recent overflowed runs of ${" + q.VAR_SERVICE + "} in Jaeger")
         .description("One link per selected service: Jaeger's search needs a service name.")
@@ -158,7 +190,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .span(12)
         .height(8)
     )
-    return [rate_stat, rate_series, count, where, search]
+    return search
 
 
 def _jaeger_markdown() -> str:
@@ -186,9 +218,13 @@ def _jaeger_markdown() -> str:
 
 
 def _component_panels() -> list[p.PanelBuilder]:
+    return [_component_stack(), _component_shares(), _component_matrix()]
+
+
+def _component_stack() -> timeseries.Panel:
     summed = q.one_of(names.SUMMED_COMPONENTS)
     budget = {q.COMPONENT: names.COMPONENT_BUDGET}
-    stacked = (
+    stacked: timeseries.Panel = (
         timeseries.Panel()
         .title("Which component fills the window: mean tokens per request vs the budget")
         .description(
@@ -231,7 +267,11 @@ def _component_panels() -> list[p.PanelBuilder]:
         .span(16)
         .height(10)
     )
-    shares = (
+    return stacked
+
+
+def _component_shares() -> bargauge.Panel:
+    shares: bargauge.Panel = (
         bargauge.Panel()
         .title("Share of the budget by component (time range)")
         .description(
@@ -265,7 +305,11 @@ def _component_panels() -> list[p.PanelBuilder]:
         .span(8)
         .height(10)
     )
-    matrix = (
+    return shares
+
+
+def _component_matrix() -> table.Panel:
+    matrix: table.Panel = (
         table.Panel()
         .title("Mean breakdown by task type (time range)")
         .description(
@@ -293,7 +337,7 @@ def _component_panels() -> list[p.PanelBuilder]:
         .span(24)
         .height(7)
     )
-    return [stacked, shares, matrix]
+    return matrix
 
 
 def _column_order() -> dict[str, int]:
@@ -301,9 +345,13 @@ def _column_order() -> dict[str, int]:
 
 
 def _utilization_panels() -> list[p.PanelBuilder]:
+    return [_utilization_quantiles(), _utilization_by_round()]
+
+
+def _utilization_quantiles() -> timeseries.Panel:
     near = alerts.current().utilization_threshold
     by_task = p.legend(q.TASK_TYPE)
-    quantiles = (
+    quantiles: timeseries.Panel = (
         timeseries.Panel()
         .title("Utilization p50 / p95 by task type")
         .description(
@@ -331,7 +379,12 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .span(12)
         .height(9)
     )
-    by_round = (
+    return quantiles
+
+
+def _utilization_by_round() -> barchart.Panel:
+    near = alerts.current().utilization_threshold
+    by_round: barchart.Panel = (
         barchart.Panel()
         .title("Share of the budget used, by round (time range)")
         .description(
@@ -371,13 +424,21 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .span(12)
         .height(9)
     )
-    return [quantiles, by_round]
+    return by_round
 
 
 def _activity_panels() -> list[p.PanelBuilder]:
-    drift = alerts.current().drift_ratio
-    by_task = p.legend(q.TASK_TYPE)
-    fits = (
+    return [
+        _fits_by_outcome(),
+        _compactions(),
+        _capped_tool_results(),
+        _estimate_accuracy(),
+        _unmeasured_panel(),
+    ]
+
+
+def _fits_by_outcome() -> timeseries.Panel:
+    fits: timeseries.Panel = (
         timeseries.Panel()
         .title("Fits per second by outcome")
         .description(
@@ -396,7 +457,12 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .height(8)
     )
     fits = p.fixed_colors(fits, conventions.OUTCOME_COLORS)
-    compactions = (
+    return fits
+
+
+def _compactions() -> timeseries.Panel:
+    by_task = p.legend(q.TASK_TYPE)
+    compactions: timeseries.Panel = (
         timeseries.Panel()
         .title("Compactions and dropped turns per second")
         .description(
@@ -423,7 +489,12 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .span(8)
         .height(8)
     )
-    capped = (
+    return compactions
+
+
+def _capped_tool_results() -> timeseries.Panel:
+    by_task = p.legend(q.TASK_TYPE)
+    capped: timeseries.Panel = (
         timeseries.Panel()
         .title("Capped tool results per second")
         .description(
@@ -443,7 +514,13 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .span(8)
         .height(8)
     )
-    accuracy = (
+    return capped
+
+
+def _estimate_accuracy() -> timeseries.Panel:
+    drift = alerts.current().drift_ratio
+    by_task = p.legend(q.TASK_TYPE)
+    accuracy: timeseries.Panel = (
         timeseries.Panel()
         .title("Estimate accuracy: provider-reported ÷ estimated input tokens")
         .description(
@@ -466,7 +543,7 @@ def _activity_panels() -> list[p.PanelBuilder]:
         .span(16)
         .height(8)
     )
-    return [fits, compactions, capped, accuracy, _unmeasured_panel()]
+    return accuracy
 
 
 #: The reason label of the unmeasured-calls counter.

@@ -167,7 +167,11 @@ def _utilization_buckets() -> str:
 
 
 def _edge() -> list[p.PanelBuilder]:
-    util = (
+    return [_utilization_heatmap(), _headroom(), _outcomes(), _turns_per_compaction()]
+
+
+def _utilization_heatmap() -> heatmap.Panel:
+    util: heatmap.Panel = (
         heatmap.Panel()
         .title("Utilization distribution over time")
         .description(
@@ -189,7 +193,11 @@ def _edge() -> list[p.PanelBuilder]:
         .span(12)
         .height(9)
     )
-    headroom = (
+    return util
+
+
+def _headroom() -> timeseries.Panel:
+    headroom: timeseries.Panel = (
         timeseries.Panel()
         .title("Headroom left: p5 and p50 (share of the budget)")
         .description(
@@ -211,7 +219,11 @@ def _edge() -> list[p.PanelBuilder]:
         .span(12)
         .height(9)
     )
-    outcomes = (
+    return headroom
+
+
+def _outcomes() -> timeseries.Panel:
+    outcomes: timeseries.Panel = (
         timeseries.Panel()
         .title("Outcomes per second")
         .description("Fits by outcome, stacked: `fit`, `compacted`, `overflow`.")
@@ -226,7 +238,11 @@ def _edge() -> list[p.PanelBuilder]:
         .height(8)
     )
     outcomes = p.fixed_colors(outcomes, conventions.OUTCOME_COLORS)
-    per_compaction = (
+    return outcomes
+
+
+def _turns_per_compaction() -> timeseries.Panel:
+    per_compaction: timeseries.Panel = (
         timeseries.Panel()
         .title("Turns dropped per compaction")
         .description(
@@ -250,7 +266,7 @@ def _edge() -> list[p.PanelBuilder]:
         .span(12)
         .height(8)
     )
-    return [util, headroom, outcomes, per_compaction]
+    return per_compaction
 
 
 #: What a distribution panel shows where the metrics carry no distributions (scraped from the SDK,
