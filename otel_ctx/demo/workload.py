@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,10 +102,21 @@ def _tool_turn(rng: random.Random, calls: list[tuple[str, dict[str, Any], str]])
     return (assistant, *results)
 
 
-def _exchange(rng: random.Random, replies: Sequence[str], follow_ups: Sequence[str]) -> tuple[Message, ...]:
+def _one(rng: random.Random, name: str, args: dict[str, Any], result: str) -> tuple[Message, ...]:
+    """One tool call and its result (``result`` is drawn before the call's id)."""
+    return _tool_turn(rng, [(name, args, result)])
+
+
+def _call(rng: random.Random, name: str, args: dict[str, Any], result: str) -> Round:
+    """A round of one tool call and its result."""
+    return Round(_one(rng, name, args, result))
+
+
+def _exchange(rng: random.Random) -> tuple[Message, ...]:
+    """The agent answers and the buyer follows up."""
     return (
-        {"role": "assistant", "content": rng.choice(replies)},
-        {"role": "user", "content": rng.choice(follow_ups)},
+        {"role": "assistant", "content": rng.choice(REPLIES)},
+        {"role": "user", "content": rng.choice(FOLLOW_UPS)},
     )
 
 
@@ -195,35 +206,11 @@ def _status_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str, 
     )
     n_rounds = int(_weighted(rng, (("1", 0.15), ("2", 0.25), ("3", 0.35), ("4", 0.25))))
     carrier = rng.choice(payloads._CARRIERS)
-    later = [
-        Round(
-            _tool_turn(
-                rng,
-                [
-                    (
-                        "get_order",
-                        {"order_id": oid},
-                        payloads.get_order(
-                            rng, oid, items=rng.randint(1, 3), customer_id=customer, tracking=tracking
-                        ),
-                    )
-                ],
-            )
-        ),
-        Round(
-            _tool_turn(
-                rng,
-                [
-                    (
-                        "track_parcel",
-                        {"tracking_number": tracking, "carrier": carrier},
-                        payloads.track_parcel(rng, tracking, scans=rng.randint(6, 43), delivered=False),
-                    )
-                ],
-            )
-        ),
-        Round(_exchange(rng, REPLIES, FOLLOW_UPS)),
-    ]
+    order = payloads.get_order(rng, oid, items=rng.randint(1, 3), customer_id=customer, tracking=tracking)
+    later = [_call(rng, "get_order", {"order_id": oid}, order)]
+    scans = payloads.track_parcel(rng, tracking, scans=rng.randint(6, 43), delivered=False)
+    later.append(_call(rng, "track_parcel", {"tracking_number": tracking, "carrier": carrier}, scans))
+    later.append(Round(_exchange(rng)))
     rounds = [Round(()), *later[: n_rounds - 1]]
     return _finish(rng, ticket_id, "status", "order-status", opening, rounds)
 
@@ -234,35 +221,11 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
     opening: tuple[Message, ...] = ({"role": "user", "content": _fill(rng, template, oid)},)
     items = rng.randint(1, 6)
     reason = "late" if late else rng.choice(["changed_mind", "not_as_described", "wrong_item"])
-    plan: list[Round] = [
-        Round(
-            _tool_turn(
-                rng,
-                [
-                    (
-                        "get_order",
-                        {"order_id": oid},
-                        payloads.get_order(rng, oid, items=items, customer_id=customer, tracking=tracking),
-                    )
-                ],
-            )
-        )
-    ]
+    order = payloads.get_order(rng, oid, items=items, customer_id=customer, tracking=tracking)
+    plan = [_call(rng, "get_order", {"order_id": oid}, order)]
     if late:
-        plan.append(
-            Round(
-                _tool_turn(
-                    rng,
-                    [
-                        (
-                            "track_parcel",
-                            {"tracking_number": tracking, "carrier": "dhl"},
-                            payloads.track_parcel(rng, tracking, scans=rng.randint(25, 45), delivered=True),
-                        )
-                    ],
-                )
-            )
-        )
+        scans = payloads.track_parcel(rng, tracking, scans=rng.randint(25, 45), delivered=True)
+        plan.append(_call(rng, "track_parcel", {"tracking_number": tracking, "carrier": "dhl"}, scans))
     lines = rng.sample(range(1, items + 1), k=min(items, rng.randint(1, 2)))
     plan.append(
         Round(
@@ -279,38 +242,19 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
             )
         )
     )
-    plan.append(Round(_exchange(rng, REPLIES, FOLLOW_UPS)))
-    plan.append(
-        Round(
-            _tool_turn(
-                rng,
-                [
-                    (
-                        "create_return_label",
-                        {"order_id": oid, "line_ids": [f"{oid}-L{line:02d}" for line in lines]},
-                        payloads.create_return_label(rng, oid),
-                    )
-                ],
-            )
-        )
-    )
-    plan.append(Round(_exchange(rng, REPLIES, FOLLOW_UPS)))
+    plan.append(Round(_exchange(rng)))
+    line_ids = [f"{oid}-L{line:02d}" for line in lines]
+    label = payloads.create_return_label(rng, oid)
+    plan.append(_call(rng, "create_return_label", {"order_id": oid, "line_ids": line_ids}, label))
+    plan.append(Round(_exchange(rng)))
     amount = round(rng.uniform(15, 140), 2)
+    refund = payloads.issue_refund(rng, oid, amount)
     plan.append(
-        Round(
-            _tool_turn(
-                rng,
-                [
-                    (
-                        "issue_refund",
-                        {"order_id": oid, "amount": amount, "reason_code": "return_received"},
-                        payloads.issue_refund(rng, oid, amount),
-                    )
-                ],
-            )
+        _call(
+            rng, "issue_refund", {"order_id": oid, "amount": amount, "reason_code": "return_received"}, refund
         )
     )
-    plan.append(Round(_exchange(rng, REPLIES, FOLLOW_UPS)))
+    plan.append(Round(_exchange(rng)))
     n_rounds = rng.randint(3, min(8, len(plan) + 1))
     rounds = [Round(()), *plan[: n_rounds - 1]]
     return _finish(rng, ticket_id, "returns", "late-delivery" if late else "return", opening, rounds)
@@ -332,6 +276,26 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
     )
     carrier = rng.choice(payloads._CARRIERS)
     items = rng.randint(6, 11) if escalating else rng.randint(2, 11)
+    steps = _dispute_steps(rng, oid, tracking, customer, carrier, items)
+    if escalating:
+        # The pasted thread sends the agent back to the sources early: the re-check comes fourth,
+        # and its floor overflows the budget before the ticket reaches its 60,000-token ceiling
+        # (the long damage claims are the ones the ceiling stops).
+        steps.insert(3, steps.pop(8))
+    n_rounds = 12 if escalating else rng.randint(6, 12)
+    rounds = [Round(())]
+    for appended, action in steps[: n_rounds - 1]:
+        actions = [*actions, action]
+        facts = [*facts, f"round {len(actions) + 1}: {action}"]
+        rounds.append(Round(appended, state=_state(ticket_id, oid, "dispute", actions, facts)))
+    kind = "escalating-dispute" if escalating else "damage-claim"
+    return _finish(rng, ticket_id, "dispute", kind, opening, rounds, pinned=DISPUTE_PINNED)
+
+
+def _dispute_steps(
+    rng: random.Random, oid: str, tracking: str, customer: str, carrier: str, items: int
+) -> list[tuple[tuple[Message, ...], str]]:
+    """What a dispute's agent does round by round, and the action its state records for it."""
 
     def order() -> tuple[str, dict[str, Any], str]:
         return (
@@ -350,63 +314,40 @@ def _dispute_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
     def seller() -> tuple[str, dict[str, Any], str]:
         return ("get_seller_messages", {"order_id": oid}, payloads.get_seller_messages(rng, oid, messages=12))
 
-    steps: list[tuple[tuple[Message, ...], str]] = [
+    return [
         (_tool_turn(rng, [order()]), "looked up the order"),
         (_tool_turn(rng, [parcel()]), "pulled the carrier scan history"),
         (_tool_turn(rng, [seller()]), "read the buyer-seller thread"),
-        (_exchange(rng, REPLIES, FOLLOW_UPS), "asked the buyer for photos"),
+        (_exchange(rng), "asked the buyer for photos"),
         (
-            _tool_turn(
-                rng, [("get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer))]
-            ),
+            _one(rng, "get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer)),
             "checked the buyer's refund history",
         ),
-        (_exchange(rng, REPLIES, FOLLOW_UPS), "told the buyer the seller has 48 hours"),
+        (_exchange(rng), "told the buyer the seller has 48 hours"),
         (
-            _tool_turn(
+            _one(
                 rng,
-                [
-                    (
-                        "check_return_eligibility",
-                        {"order_id": oid, "line_id": f"{oid}-L01", "reason": "damaged"},
-                        payloads.check_return_eligibility(rng, oid, 1, "damaged"),
-                    )
-                ],
+                "check_return_eligibility",
+                {"order_id": oid, "line_id": f"{oid}-L01", "reason": "damaged"},
+                payloads.check_return_eligibility(rng, oid, 1, "damaged"),
             ),
             "confirmed the damaged line is returnable",
         ),
-        (_exchange(rng, REPLIES, FOLLOW_UPS), "explained the carrier claim"),
+        (_exchange(rng), "explained the carrier claim"),
         # The re-check: order, scans and thread again, in one parallel turn. On an escalating
         # dispute this newest turn, pinned with everything else, is what overflows the floor.
         (_tool_turn(rng, [order(), parcel(), seller()]), "re-checked order, scans and thread"),
-        (_exchange(rng, REPLIES, FOLLOW_UPS), "summarised both sides for the buyer"),
+        (_exchange(rng), "summarised both sides for the buyer"),
         (
-            _tool_turn(
+            _one(
                 rng,
-                [
-                    (
-                        "escalate_to_human",
-                        {"summary": "see state", "priority": "high"},
-                        payloads.escalate_to_human(rng),
-                    )
-                ],
+                "escalate_to_human",
+                {"summary": "see state", "priority": "high"},
+                payloads.escalate_to_human(rng),
             ),
             "escalated to tier 2",
         ),
     ]
-    if escalating:
-        # The pasted thread sends the agent back to the sources early: the re-check comes fourth,
-        # and its floor overflows the budget before the ticket reaches its 60,000-token ceiling
-        # (the long damage claims are the ones the ceiling stops).
-        steps.insert(3, steps.pop(8))
-    n_rounds = 12 if escalating else rng.randint(6, 12)
-    rounds = [Round(())]
-    for appended, action in steps[: n_rounds - 1]:
-        actions = [*actions, action]
-        facts = [*facts, f"round {len(actions) + 1}: {action}"]
-        rounds.append(Round(appended, state=_state(ticket_id, oid, "dispute", actions, facts)))
-    kind = "escalating-dispute" if escalating else "damage-claim"
-    return _finish(rng, ticket_id, "dispute", kind, opening, rounds, pinned=DISPUTE_PINNED)
 
 
 def tickets(seed: int, count: int | None = None, *, start: int = 1) -> Iterator[Ticket]:
