@@ -34,8 +34,3 @@ def make_console(*, stderr: bool = False) -> Console:
 
 def table_box(console: Console) -> box.Box:
     return box.SIMPLE_HEAD if console.is_terminal else box.MARKDOWN
-
-
-def styled(console: Console) -> bool:
-    """True when styles will reach the user (a terminal, colours allowed)."""
-    return console.is_terminal and console.color_system is not None

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from importlib.abc import Traversable
     from types import ModuleType
 
+    from otel_ctx.grafana.alerts import AlertSettings
+    from otel_ctx.grafana.push import GrafanaTarget, PushResult
+
 app = typer.Typer(no_args_is_help=True, help="Build or push the shipped Grafana dashboards.")
 
 EXIT_FAILED = 1
@@ -88,6 +91,48 @@ def _grafana(command: str) -> ModuleType:
     return grafana
 
 
+_OutOption = Annotated[
+    Path, typer.Option("--out", "-o", help="Directory for the dashboard JSON files (created if missing).")
+]
+_CheckOption = Annotated[
+    bool,
+    typer.Option("--check", help="Write nothing; exit 1 if the files differ from what the code generates."),
+]
+_GrafanaUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL).", show_default=False
+    ),
+]
+_JaegerUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--jaeger-url",
+        help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
+        show_default=False,
+    ),
+]
+_RunbookUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--runbook-url",
+        help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
+        show_default=False,
+    ),
+]
+_SettingsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help=(
+            "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
+            "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
+        ),
+        show_default=False,
+    ),
+]
+
+
 @app.command(
     epilog=(
         "Examples:\n\n"
@@ -101,48 +146,12 @@ def _grafana(command: str) -> ModuleType:
     )
 )
 def build(
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory for the dashboard JSON files (created if missing).")
-    ] = Path("dashboards"),
-    check: Annotated[
-        bool,
-        typer.Option(
-            "--check", help="Write nothing; exit 1 if the files differ from what the code generates."
-        ),
-    ] = False,
-    grafana_url: Annotated[
-        str | None,
-        typer.Option(
-            "--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL).", show_default=False
-        ),
-    ] = None,
-    jaeger_url: Annotated[
-        str | None,
-        typer.Option(
-            "--jaeger-url",
-            help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
-            show_default=False,
-        ),
-    ] = None,
-    runbook_url: Annotated[
-        str | None,
-        typer.Option(
-            "--runbook-url",
-            help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
-            show_default=False,
-        ),
-    ] = None,
-    settings: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            help=(
-                "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
-                "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
-            ),
-            show_default=False,
-        ),
-    ] = None,
+    out: _OutOption = Path("dashboards"),
+    check: _CheckOption = False,
+    grafana_url: _GrafanaUrlOption = None,
+    jaeger_url: _JaegerUrlOption = None,
+    runbook_url: _RunbookUrlOption = None,
+    settings: _SettingsOption = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:
@@ -157,6 +166,16 @@ def build(
     _check_target("build", names, backend)
     # The extra's check comes first: the rule generator imports the package that needs it.
     grafana = _grafana("build")
+    urls = {"grafana_url": grafana_url, "jaeger_url": jaeger_url, "runbook_url": runbook_url}
+    chosen = _alert_settings(settings, urls)
+    if check:
+        _check_built(grafana, out, chosen, names, backend)
+    else:
+        _write_built(grafana, out, chosen, names, backend)
+
+
+def _alert_settings(settings: list[str] | None, urls: dict[str, str | None]) -> AlertSettings:
+    """What ``build`` generates with: the defaults, ``OTEL_CTX_<NAME>``, then ``--set`` and the URLs."""
     from otel_ctx.grafana import alerts
 
     overrides: dict[str, str] = {}
@@ -165,39 +184,40 @@ def build(
         if not sep or not name.strip():
             _fail("build", f"--set takes NAME=VALUE, got {item!r}", EXIT_USAGE)
         overrides[name.strip()] = value.strip()
-    for name, url in (
-        ("grafana_url", grafana_url),
-        ("jaeger_url", jaeger_url),
-        ("runbook_url", runbook_url),
-    ):
-        if url is not None:
-            overrides[name] = url
+    overrides.update({name: url for name, url in urls.items() if url is not None})
     try:
-        chosen = alerts.AlertSettings.from_env(overrides=overrides)
+        return alerts.AlertSettings.from_env(overrides=overrides)
     except (TypeError, ValueError) as exc:
         _fail("build", str(exc), EXIT_USAGE)
 
+
+def _check_built(
+    grafana: ModuleType, out: Path, chosen: AlertSettings, names: Names, backend: Backend
+) -> None:
+    """``build --check``: exit 1 naming each file that differs from what the generator writes."""
+    from otel_ctx.grafana import alerts
+
+    drift = [f"{item.path} {item.problem}" for item in grafana.check(out, chosen, names.value, backend.value)]
+    rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
+    if rules_problem is not None:
+        drift.append(rules_problem)
+    if drift:
+        for item in drift:
+            typer.echo(f"otel-ctx dashboards build: {item}", err=True)
+        _fail("build", f"{len(drift)} file(s) out of date; run: otel-ctx dashboards build --out {out}", 1)
+    Console().print(
+        f"[green]✓[/green] {len(grafana.DASHBOARDS)} dashboards and {alerts.RULES_FILENAME} "
+        f"in {out} match the generator"
+    )
+
+
+def _write_built(
+    grafana: ModuleType, out: Path, chosen: AlertSettings, names: Names, backend: Backend
+) -> None:
+    """Write the dashboards and the rules, then list what each dashboard holds."""
+    from otel_ctx.grafana import alerts
+
     console = Console()
-    if check:
-        drift = [
-            f"{item.path} {item.problem}" for item in grafana.check(out, chosen, names.value, backend.value)
-        ]
-        rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
-        if rules_problem is not None:
-            drift.append(rules_problem)
-        if drift:
-            for item in drift:
-                typer.echo(f"otel-ctx dashboards build: {item}", err=True)
-            _fail(
-                "build",
-                f"{len(drift)} file(s) out of date; run: otel-ctx dashboards build --out {out}",
-                1,
-            )
-        console.print(
-            f"[green]✓[/green] {len(grafana.DASHBOARDS)} dashboards and {alerts.RULES_FILENAME} "
-            f"in {out} match the generator"
-        )
-        return
     try:
         written = grafana.write(out, chosen, names.value, backend.value)
         rules = alerts.write(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
@@ -230,6 +250,75 @@ class Kind(str, Enum):
 _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--instance-selector", "--folder")
 
 
+_ExportOutOption = Annotated[
+    Path,
+    typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
+]
+_ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")]
+_KubernetesOption = Annotated[
+    list[Kind] | None,
+    typer.Option(
+        "--kubernetes",
+        "-k",
+        help=(
+            "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
+            "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
+        ),
+        show_default=False,
+    ),
+]
+_SourceOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
+        show_default=False,
+    ),
+]
+_NamespaceOption = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="metadata.namespace of every object.", show_default=False),
+]
+_LabelsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--label",
+        help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
+        show_default=False,
+    ),
+]
+_SidecarLabelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sidecar-label",
+        help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
+        show_default=False,
+    ),
+]
+_InstanceSelectorOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--instance-selector",
+        help=(
+            "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
+            "(repeatable; default dashboards=grafana)."
+        ),
+        show_default=False,
+    ),
+]
+_ExportFolderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--folder",
+        help=(
+            "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
+            "annotation; '' for none (default otel-ctx)."
+        ),
+        show_default=False,
+    ),
+]
+
+
 @app.command(
     epilog=(
         "Examples:\n\n"
@@ -243,73 +332,15 @@ _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--in
     )
 )
 def export(
-    out: Annotated[
-        Path,
-        typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
-    ],
-    force: Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")] = False,
-    kubernetes: Annotated[
-        list[Kind] | None,
-        typer.Option(
-            "--kubernetes",
-            "-k",
-            help=(
-                "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
-                "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    source: Annotated[
-        Path | None,
-        typer.Option(
-            "--from",
-            help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
-            show_default=False,
-        ),
-    ] = None,
-    namespace: Annotated[
-        str | None,
-        typer.Option("--namespace", "-n", help="metadata.namespace of every object.", show_default=False),
-    ] = None,
-    labels: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--label",
-            help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
-            show_default=False,
-        ),
-    ] = None,
-    sidecar_label: Annotated[
-        str | None,
-        typer.Option(
-            "--sidecar-label",
-            help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
-            show_default=False,
-        ),
-    ] = None,
-    instance_selector: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--instance-selector",
-            help=(
-                "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
-                "(repeatable; default dashboards=grafana)."
-            ),
-            show_default=False,
-        ),
-    ] = None,
-    folder: Annotated[
-        str | None,
-        typer.Option(
-            "--folder",
-            help=(
-                "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
-                "annotation; '' for none (default otel-ctx)."
-            ),
-            show_default=False,
-        ),
-    ] = None,
+    out: _ExportOutOption,
+    force: _ForceOption = False,
+    kubernetes: _KubernetesOption = None,
+    source: _SourceOption = None,
+    namespace: _NamespaceOption = None,
+    labels: _LabelsOption = None,
+    sidecar_label: _SidecarLabelOption = None,
+    instance_selector: _InstanceSelectorOption = None,
+    folder: _ExportFolderOption = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:
@@ -350,6 +381,12 @@ def export(
     ]
     if given:
         _fail("export", f"{given[0]} shapes the Kubernetes manifests: pass --kubernetes KIND too", EXIT_USAGE)
+    _export_files(out, force, names.value, backend.value)
+
+
+def _export_files(out: Path, force: bool, names: str, backend: str) -> None:
+    """Write the shipped files (rewritten for ``names`` and ``backend``) into ``out``, refusing to
+    overwrite earlier copies unless ``force``."""
     from otel_ctx import artefacts
 
     if str(out) == "-":
@@ -357,7 +394,7 @@ def export(
     if out.exists() and not out.is_dir():
         _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
     shipped = artefacts.files()
-    contents = _shipped_contents(shipped, names.value, backend.value)
+    contents = _shipped_contents(shipped, names, backend)
     existing = [name for name in contents if (out / name).exists()]
     if existing and not force:
         _fail(
@@ -566,6 +603,40 @@ def _basic_auth(user: str | None) -> tuple[str, str] | None:
     return name, password
 
 
+_UrlOption = Annotated[
+    str | None,
+    typer.Option("--url", envvar="GRAFANA_URL", help="Grafana's root URL, e.g. http://localhost:3000."),
+]
+_TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar="GRAFANA_TOKEN",
+        help="Service-account token (Editor role). Never printed.",
+        show_default=False,
+    ),
+]
+_UserOption = Annotated[
+    str | None,
+    typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token.", show_default=False),
+]
+_PushFolderOption = Annotated[str, typer.Option("--folder", help="Folder title, created if missing.")]
+_DatasourceOption = Annotated[
+    str, typer.Option("--datasource", help="Name of the Prometheus data source the dashboards open on.")
+]
+_DatasourceUidOption = Annotated[
+    str | None, typer.Option("--datasource-uid", help="Or its uid (wins over --datasource).")
+]
+_CaCertOption = Annotated[
+    Path | None, typer.Option("--ca-cert", help="CA bundle to verify Grafana's TLS certificate with.")
+]
+_InsecureOption = Annotated[bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")]
+_TimeoutOption = Annotated[
+    float,
+    typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
+]
+
+
 @app.command(
     epilog=(
         "Examples:\n\n"
@@ -577,40 +648,15 @@ def _basic_auth(user: str | None) -> tuple[str, str] | None:
     )
 )
 def push(
-    url: Annotated[
-        str | None,
-        typer.Option("--url", envvar="GRAFANA_URL", help="Grafana's root URL, e.g. http://localhost:3000."),
-    ] = None,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            "--token",
-            envvar="GRAFANA_TOKEN",
-            help="Service-account token (Editor role). Never printed.",
-            show_default=False,
-        ),
-    ] = None,
-    user: Annotated[
-        str | None,
-        typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token.", show_default=False),
-    ] = None,
-    folder: Annotated[str, typer.Option("--folder", help="Folder title, created if missing.")] = "otel-ctx",
-    datasource: Annotated[
-        str, typer.Option("--datasource", help="Name of the Prometheus data source the dashboards open on.")
-    ] = "Prometheus",
-    datasource_uid: Annotated[
-        str | None, typer.Option("--datasource-uid", help="Or its uid (wins over --datasource).")
-    ] = None,
-    ca_cert: Annotated[
-        Path | None, typer.Option("--ca-cert", help="CA bundle to verify Grafana's TLS certificate with.")
-    ] = None,
-    insecure: Annotated[
-        bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")
-    ] = False,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
-    ] = 10.0,
+    url: _UrlOption = None,
+    token: _TokenOption = None,
+    user: _UserOption = None,
+    folder: _PushFolderOption = "otel-ctx",
+    datasource: _DatasourceOption = "Prometheus",
+    datasource_uid: _DatasourceUidOption = None,
+    ca_cert: _CaCertOption = None,
+    insecure: _InsecureOption = False,
+    timeout: _TimeoutOption = 10.0,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:
@@ -652,6 +698,11 @@ def push(
         )
     except pusher.PushError as exc:
         _fail("push", str(exc), EXIT_USAGE if exc.kind in ("usage", "response") else EXIT_FAILED)
+    _print_pushed(target, result)
+
+
+def _print_pushed(target: GrafanaTarget, result: PushResult) -> None:
+    """Where the dashboards went: the Grafana, its data source and folder, then each dashboard's URL."""
     console = Console()
     console.print(
         f"Grafana {result.grafana_version or '(version unknown)'} at {target.display_url}: "

@@ -66,65 +66,81 @@ DIALECT_NAMES = {
 }
 
 
+_DEFAULT_MAX_INPUT_SIZE = describe_size(DEFAULT_MAX_INPUT_BYTES)
+_RequestArgument = Annotated[
+    str, typer.Argument(metavar="REQUEST.json|-", help="The request body; - reads stdin.")
+]
+_TaskTypeOption = Annotated[
+    str | None,
+    typer.Option(help="Task type; status, returns and dispute use the support-desk presets."),
+]
+_ModelOption = Annotated[
+    str | None, typer.Option(help=f"Model (default: the body's model, else {DEFAULT_MODEL}).")
+]
+_ContextLengthOption = Annotated[int | None, typer.Option(min=1, help="Model context window, tokens.")]
+_RequestLimitOption = Annotated[
+    int | None, typer.Option(min=1, help="Per-request ceiling below the window, tokens.")
+]
+_BudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Tokens the prompt may spend (the Budget line): sets the request limit to "
+        "budget + reserve + safety margin.",
+    ),
+]
+_ReserveOption = Annotated[int | None, typer.Option(min=0, help="Tokens reserved for the answer.")]
+_SafetyMarginOption = Annotated[int, typer.Option(min=0, help="Tokens kept free for estimation error.")]
+_ToolResultCapOption = Annotated[int | None, typer.Option(min=1, help="Cap per tool result, tokens.")]
+_PinOption = Annotated[list[int] | None, typer.Option(help="Index of a message never to drop (repeatable).")]
+_ProviderOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The body's dialect: openai (Chat Completions), openai-responses, anthropic or "
+        "google (Gemini generate_content) (default: read from the body)."
+    ),
+]
+_StrategyOption = Annotated[str, typer.Option(help="Compaction order: middle or oldest.")]
+_MeasureOption = Annotated[
+    bool, typer.Option("--measure", help="Only account the request as given; change nothing.")
+]
+_AsJsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+_OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write the fitted request body (messages as they would be sent)."),
+]
+_FailOnOverflowOption = Annotated[
+    bool, typer.Option("--fail-on-overflow", help="Exit 1 when the request overflows its budget.")
+]
+_MaxInputSizeOption = Annotated[
+    str,
+    typer.Option(
+        "--max-input-size",
+        metavar="SIZE",
+        help="Refuse a request body larger than this (bytes, or with k/M/G); guards against "
+        "reading an endless stream.",
+    ),
+]
+
+
 def fit(
-    request: Annotated[
-        str, typer.Argument(metavar="REQUEST.json|-", help="The request body; - reads stdin.")
-    ],
-    task_type: Annotated[
-        str | None,
-        typer.Option(help="Task type; status, returns and dispute use the support-desk presets."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help=f"Model (default: the body's model, else {DEFAULT_MODEL}).")
-    ] = None,
-    context_length: Annotated[int | None, typer.Option(min=1, help="Model context window, tokens.")] = None,
-    request_limit: Annotated[
-        int | None, typer.Option(min=1, help="Per-request ceiling below the window, tokens.")
-    ] = None,
-    budget: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Tokens the prompt may spend (the Budget line): sets the request limit to "
-            "budget + reserve + safety margin.",
-        ),
-    ] = None,
-    reserve: Annotated[int | None, typer.Option(min=0, help="Tokens reserved for the answer.")] = None,
-    safety_margin: Annotated[int, typer.Option(min=0, help="Tokens kept free for estimation error.")] = 0,
-    tool_result_cap: Annotated[int | None, typer.Option(min=1, help="Cap per tool result, tokens.")] = None,
-    pin: Annotated[
-        list[int] | None, typer.Option(help="Index of a message never to drop (repeatable).")
-    ] = None,
-    provider: Annotated[
-        str | None,
-        typer.Option(
-            help="The body's dialect: openai (Chat Completions), openai-responses, anthropic or "
-            "google (Gemini generate_content) (default: read from the body)."
-        ),
-    ] = None,
-    strategy: Annotated[str, typer.Option(help="Compaction order: middle or oldest.")] = "middle",
-    measure: Annotated[
-        bool, typer.Option("--measure", help="Only account the request as given; change nothing.")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output", "-o", help="Write the fitted request body (messages as they would be sent)."
-        ),
-    ] = None,
-    fail_on_overflow: Annotated[
-        bool, typer.Option("--fail-on-overflow", help="Exit 1 when the request overflows its budget.")
-    ] = False,
-    max_input_size: Annotated[
-        str,
-        typer.Option(
-            "--max-input-size",
-            metavar="SIZE",
-            help="Refuse a request body larger than this (bytes, or with k/M/G); guards against "
-            "reading an endless stream.",
-        ),
-    ] = describe_size(DEFAULT_MAX_INPUT_BYTES),
+    request: _RequestArgument,
+    task_type: _TaskTypeOption = None,
+    model: _ModelOption = None,
+    context_length: _ContextLengthOption = None,
+    request_limit: _RequestLimitOption = None,
+    budget: _BudgetOption = None,
+    reserve: _ReserveOption = None,
+    safety_margin: _SafetyMarginOption = 0,
+    tool_result_cap: _ToolResultCapOption = None,
+    pin: _PinOption = None,
+    provider: _ProviderOption = None,
+    strategy: _StrategyOption = "middle",
+    measure: _MeasureOption = False,
+    as_json: _AsJsonOption = False,
+    output: _OutputOption = None,
+    fail_on_overflow: _FailOnOverflowOption = False,
+    max_input_size: _MaxInputSizeOption = _DEFAULT_MAX_INPUT_SIZE,
 ) -> None:
     if not request:  # some typer releases let a missing argument through as None
         raise CliError("missing argument 'REQUEST.json|-' (a file, or - for stdin)")
@@ -145,10 +161,42 @@ def fit(
         safety_margin=safety_margin,
         tool_result_cap=tool_result_cap,
     )
-    chosen_model = model or req.model or DEFAULT_MODEL
-    mode: Literal["middle", "oldest"] = "oldest" if strategy == "oldest" else "middle"
+    strategy_name: Literal["middle", "oldest"] = "oldest" if strategy == "oldest" else "middle"
+    fitter, result = _fit_or_measure(
+        policy,
+        req,
+        model or req.model or DEFAULT_MODEL,
+        strategy_name,
+        provider,
+        task_type=task_type,
+        pinned=pin or None,
+        measure=measure,
+    )
+    if output is not None:
+        _write_request(output, req, result)
+    if as_json:
+        make_console().print_json(json.dumps(fit_json(result, policy, measure=measure, source=req.source)))
+    else:
+        _print(result, fitter, measure=measure, source=req.source)
+    if fail_on_overflow and result.outcome == OUTCOME_OVERFLOW:
+        raise typer.Exit(EXIT_OVERFLOW)
+
+
+def _fit_or_measure(
+    policy: BudgetPolicy,
+    req: ChatRequest,
+    model: str,
+    strategy: Literal["middle", "oldest"],
+    provider: str | None,
+    *,
+    task_type: str | None,
+    pinned: list[int] | None,
+    measure: bool,
+) -> tuple[ContextFitter, FitResult]:
+    """The body read in its dialect (given, else detected), then fitted or only measured; an
+    invalid body or task type is the command's error, naming the file."""
     try:
-        fitter = ContextFitter(policy, model=chosen_model, strategy=mode)
+        fitter = ContextFitter(policy, model=model, strategy=strategy)
         try:
             adapter = detect(req.body) if provider is None else adapter_for(provider)
         except UnknownProviderError:
@@ -158,22 +206,12 @@ def fit(
             # command always has, as Chat Completions (the JSON output says which).
             adapter = adapter_for("openai")
         if measure:
-            result = fitter.measure_request(req.body, provider=adapter.provider, task_type=task_type)
-        else:
-            result = fitter.fit_request(
-                req.body, provider=adapter.provider, task_type=task_type, pinned=pin or None
-            )
+            return fitter, fitter.measure_request(req.body, provider=adapter.provider, task_type=task_type)
+        return fitter, fitter.fit_request(
+            req.body, provider=adapter.provider, task_type=task_type, pinned=pinned
+        )
     except (InvalidRequestError, UnknownTaskTypeError) as exc:
         raise CliError(f"{req.source}: {exc}") from None
-
-    if output is not None:
-        _write_request(output, req, result)
-    if as_json:
-        make_console().print_json(json.dumps(fit_json(result, policy, measure=measure, source=req.source)))
-    else:
-        _print(result, fitter, measure=measure, source=req.source)
-    if fail_on_overflow and result.outcome == OUTCOME_OVERFLOW:
-        raise typer.Exit(EXIT_OVERFLOW)
 
 
 def build_policy(
