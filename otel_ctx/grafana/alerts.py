@@ -497,13 +497,14 @@ _COST_BOARD = f"the otel-ctx cost and resolution dashboard (uid {conventions.COS
 def _rule(
     s: AlertSettings, alert: str, for_: str, severity: str = "warning", **annotations: str
 ) -> dict[str, Any]:
-    """One alerting rule as the file holds it: its expression, ``for:``, severity and annotations."""
+    """One alerting rule as the file holds it: its expression, ``for:``, severity and annotations,
+    the last of them its runbook."""
     return {
         "alert": alert,
         "expr": expressions(s)[alert],
         "for": for_,
         "labels": {"severity": severity},
-        "annotations": annotations,
+        "annotations": {**annotations, "runbook_url": runbook_link(s, alert)},
     }
 
 
@@ -691,12 +692,6 @@ def runbook_link(s: AlertSettings, alert: str) -> str:
     return f"{s.runbook_url}#{alert.lower()}"
 
 
-def _with_runbooks(s: AlertSettings, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for rule in rules:
-        rule["annotations"]["runbook_url"] = runbook_link(s, rule["alert"])
-    return rules
-
-
 def check_target(names_: str, backend: str) -> None:
     """Refuse a naming and backend that do not go together: VictoriaMetrics with the
     underscore names only (the rules and dashboards for it are tested with those)."""
@@ -722,7 +717,7 @@ def build(
     """
     check_target(names_, backend)
     with q.for_backend(backend):
-        alerting = _with_runbooks(settings, [*_rules(settings), *_ticket_rules(settings)])
+        alerting = [*_rules(settings), *_ticket_rules(settings)]
         rules: list[dict[str, Any]] = [*recording_rules(settings), *alerting]
     return naming.rules({"groups": [{"name": GROUP_NAME, "rules": rules}]}, names_)
 

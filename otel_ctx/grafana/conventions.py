@@ -17,9 +17,8 @@ COST_UID = "otel-ctx-cost"
 DEFAULT_GRAFANA_URL = "http://127.0.0.1:3000"
 DEFAULT_JAEGER_URL = "http://127.0.0.1:16686"
 
-#: Overflow share of fits above which a task type turns orange / red; the overflow alert's
-#: default threshold is the red line.
-OVERFLOW_WARN = 0.01
+#: Overflow share of fits above which a task type turns red: the overflow alert's default
+#: threshold (it turns orange at a fifth of the alert's threshold, :attr:`AlertSettings.overflow_warn`).
 OVERFLOW_BAD = 0.05
 
 #: The task-type dashboard's tool-result cap until a viewer types their policy's: the dashboards

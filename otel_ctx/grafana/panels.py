@@ -6,7 +6,6 @@ source uid, so the same JSON works in any Grafana whatever its Prometheus is cal
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from grafana_foundation_sdk.builders import common as common_b
@@ -208,11 +207,6 @@ def alert_annotation() -> dash_b.AnnotationQuery:
         .icon_color("red")
     )
     return built
-
-
-def series_override_names(values: Sequence[str]) -> str:
-    """A Grafana field-name regex matching exactly these legend names."""
-    return "^(" + "|".join(re.escape(v) for v in values) + ")$"
 
 
 def dashboard(
