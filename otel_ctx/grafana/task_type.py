@@ -311,8 +311,17 @@ def _line_heatmap(line: str) -> heatmap.Panel:
 
 
 def _distributions() -> list[p.PanelBuilder]:
+    return [
+        _line_quantiles(),
+        _over_tool_result_cap(),
+        _utilization_by_round(),
+        *(_line_heatmap(line) for line in DISTRIBUTION_LINES),
+    ]
+
+
+def _line_quantiles() -> timeseries.Panel:
     lines = {q.COMPONENT: "!" + names.COMPONENT_BUDGET}
-    quantiles = (
+    quantiles: timeseries.Panel = (
         timeseries.Panel()
         .title("Each line per request: p50, p95 and p99 tokens")
         .description(
@@ -345,8 +354,12 @@ def _distributions() -> list[p.PanelBuilder]:
         .span(16)
         .height(9)
     )
+    return quantiles
+
+
+def _over_tool_result_cap() -> timeseries.Panel:
     tools = q.distribution_rate(names.LINE_TOKENS, **{q.COMPONENT: TOOL_RESULTS})
-    over_cap = (
+    over_cap: timeseries.Panel = (
         timeseries.Panel()
         .title("Requests whose tool results exceed the cap")
         .description(
@@ -373,8 +386,12 @@ def _distributions() -> list[p.PanelBuilder]:
         .span(8)
         .height(9)
     )
+    return over_cap
+
+
+def _utilization_by_round() -> heatmap.Panel:
     by_round = q.distribution_rate(names.ROUND_UTILIZATION, [q.ROUND])
-    utilization = (
+    utilization: heatmap.Panel = (
         heatmap.Panel()
         .title("Utilization by round: p95")
         .description(
@@ -389,7 +406,7 @@ def _distributions() -> list[p.PanelBuilder]:
         .span(6)
         .height(7)
     )
-    return [quantiles, over_cap, utilization, *(_line_heatmap(line) for line in DISTRIBUTION_LINES)]
+    return utilization
 
 
 def _tool_result_cap_variable() -> dash_b.TextBoxVariable:
