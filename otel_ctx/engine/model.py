@@ -113,11 +113,6 @@ class Turn:
             out.append((COMPONENT_LINE[p.component] or role, p.tokens))
         return out
 
-    def inexact_lines(self) -> list[tuple[Line, int]]:
-        """The turn's estimated tokens (see :attr:`Part.exact`) by breakdown line."""
-        role = self.role
-        return [(COMPONENT_LINE[p.component] or role, p.tokens) for p in self.parts if not p.exact]
-
     def __repr__(self) -> str:
         return f"Turn({self.role!r}, cost={self.cost}, calls={self.calls}, answers={self.answers})"
 
