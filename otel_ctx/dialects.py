@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.engine.dialect import Adapter
-from otel_ctx.engine.errors import UnknownProviderError, shown
+from otel_ctx.engine.errors import InvalidRequestError, UnknownProviderError, shown
 
 __all__ = [
     "PROVIDERS",
     "adapter_for",
     "adapter_for_items",
     "detect",
+    "for_body",
     "register",
 ]
 
@@ -121,8 +122,17 @@ def detect(body: Any) -> Adapter:
     )
 
 
+def for_body(body: Any, provider: str | None) -> Adapter:
+    """The adapter of ``provider``; when it is None, the one dialect that can read ``body``."""
+    return detect(body) if provider is None else adapter_for(provider)
+
+
 def adapter_for_items(items: Sequence[Any]) -> Adapter:
     """The dialect of a bare transcript: LangChain messages, else Chat Completions."""
+    if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+        raise InvalidRequestError(
+            "messages", f"must be a list of message objects, got {type(items).__name__}"
+        )
     fallback: Adapter | None = None
     for module in _ITEM_MODULES:
         adapter = _load(module)

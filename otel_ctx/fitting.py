@@ -2,25 +2,36 @@
 
 :class:`ContextFitter` is what agents use (``otel_ctx.ContextFitter``). It sits above
 both the engine (:class:`otel_ctx.engine.fitter.Fitter`, which knows no provider)
-and the dialect adapters (which know only their own format): it asks
-:mod:`otel_ctx.dialects` which adapter reads a request, then hands both to the
-engine.
+and the dialect adapters (which know only their own format): each entry point asks
+:mod:`otel_ctx.dialects` which adapter reads a request and hands the engine one
+:class:`~otel_ctx.engine.request.FitRequest` naming it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_ctx import dialects
 from otel_ctx.engine.budget import BudgetPolicy
-from otel_ctx.engine.dialect import Adapter
-from otel_ctx.engine.errors import InvalidRequestError
-from otel_ctx.engine.fitter import ExactCounter, Fitter, Pinned, Summarizer
+from otel_ctx.engine.fitter import ExactCounter, Fitter, Summarizer
+from otel_ctx.engine.request import FitOptions, FitRequest, MeasureOptions, Pinned, RequestParts
 from otel_ctx.engine.result import FitResult
 from otel_ctx.engine.sources import SourcesLike
 
-__all__ = ["ContextFitter", "ExactCounter", "Pinned", "Summarizer"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from typing_extensions import Unpack
+
+__all__ = [
+    "ContextFitter",
+    "ExactCounter",
+    "FitOptions",
+    "MeasureOptions",
+    "Pinned",
+    "RequestParts",
+    "Summarizer",
+]
 
 
 class ContextFitter(Fitter):
@@ -39,6 +50,8 @@ class ContextFitter(Fitter):
     """
 
     # -- bare transcripts --------------------------------------------------------------------
+    # Each builder names every FitRequest field its keywords do not cover, so a keyword the
+    # method does not take is refused with a TypeError, as by a spelled-out signature.
 
     def count(
         self,
@@ -48,53 +61,39 @@ class ContextFitter(Fitter):
         system_prompt: str | None = None,
     ) -> int:
         """Prompt tokens of the request as given, as the provider counts them (uncalibrated)."""
-        return self.count_items(_items_adapter(messages), messages, tools=tools, system_prompt=system_prompt)
+        adapter = dialects.adapter_for_items(messages)
+        return self.tokens(FitRequest(adapter, items=messages, tools=tools, system_prompt=system_prompt))
 
     def measure(
         self,
         messages: Sequence[Any],
         *,
-        tools: Sequence[Any] | None = None,
-        system_prompt: str | None = None,
-        snippets: SourcesLike = None,
-        skills: SourcesLike = None,
-        task_type: str | None = None,
         policy: BudgetPolicy | None = None,
+        **options: Unpack[MeasureOptions],
     ) -> FitResult:
         """The breakdown of a request exactly as given: nothing capped, nothing dropped.
 
         For agents whose history is trimmed by someone else; the outcome is ``fit`` or
         ``overflow``, and ``messages`` is a copy of the caller's list. A transcript the
         provider would reject is not an error here: ``problems`` says what is wrong.
+        ``options`` are ``tools``, ``system_prompt``, ``snippets``, ``skills`` and
+        ``task_type`` (:class:`MeasureOptions`); ``policy`` measures against that budget
+        instead of the task type's.
         """
-        if policy is None:
-            self.policy_for(task_type)  # an unknown task type is named before the messages are read
-        return self.measure_items(
-            _items_adapter(messages),
-            messages,
-            tools=tools,
-            system_prompt=system_prompt,
-            snippets=snippets,
-            skills=skills,
-            task_type=task_type,
-            policy=policy,
+        if policy is None:  # an unknown task type is named before the messages are read
+            self.policy_for(options.get("task_type"))
+        adapter = dialects.adapter_for_items(messages)
+        req = FitRequest(
+            adapter, items=messages, body=None, pinned=None, policy=policy, observe=True, **options
         )
+        return self.decide(req)
 
-    def fit(
-        self,
-        messages: Sequence[Any],
-        *,
-        tools: Sequence[Any] | None = None,
-        system_prompt: str | None = None,
-        snippets: SourcesLike = None,
-        skills: SourcesLike = None,
-        task_type: str | None = None,
-        pinned: Pinned = None,
-    ) -> FitResult:
+    def fit(self, messages: Sequence[Any], **options: Unpack[FitOptions]) -> FitResult:
         """Fit one request to ``task_type``'s budget. Never mutates ``messages``.
 
         ``messages`` are Chat Completions messages (dicts or the SDK's objects) or
-        LangChain messages.
+        LangChain messages; ``options`` are ``tools``, ``system_prompt``, ``snippets``,
+        ``skills``, ``task_type`` and ``pinned`` (:class:`FitOptions`).
 
         1. Caps every tool result above the policy's ``tool_result_cap``.
         2. If the estimate fits the budget: outcome ``fit``.
@@ -106,23 +105,17 @@ class ContextFitter(Fitter):
         A transcript the provider would reject (a tool call never answered, a result
         answering no call) raises :class:`TranscriptRuleError` naming the message.
         """
-        self.policy_for(task_type)  # an unknown task type is named before the messages are read
-        return self.fit_items(
-            _items_adapter(messages),
-            messages,
-            tools=tools,
-            system_prompt=system_prompt,
-            snippets=snippets,
-            skills=skills,
-            task_type=task_type,
-            pinned=pinned,
-        )
+        # An unknown task type is named before the messages are read.
+        self.policy_for(options.get("task_type"))
+        adapter = dialects.adapter_for_items(messages)
+        req = FitRequest(adapter, items=messages, body=None, policy=None, observe=False, **options)
+        return self.decide(req)
 
     # -- whole request bodies ----------------------------------------------------------------
 
     def count_request(self, body: Any, *, provider: str | None = None) -> int:
         """Prompt tokens of a whole request body (uncalibrated); exact counter first, if given."""
-        return self.count_body(_body_adapter(body, provider), body)
+        return self.tokens(FitRequest(dialects.for_body(body, provider), body=body))
 
     def fit_request(
         self,
@@ -142,13 +135,11 @@ class ContextFitter(Fitter):
         Snippets join the system prompt and skills are added as their own block, the way
         the dialect sends a system prompt. The caller's body is never mutated.
         """
-        return self.fit_body(
-            _body_adapter(body, provider),
-            body,
-            task_type=task_type,
-            pinned=pinned,
-            skills=skills,
-            snippets=snippets,
+        adapter = dialects.for_body(body, provider)
+        return self.decide(
+            FitRequest(
+                adapter, body=body, task_type=task_type, pinned=pinned, skills=skills, snippets=snippets
+            )
         )
 
     def measure_request(
@@ -166,16 +157,5 @@ class ContextFitter(Fitter):
         ``policy`` measures against that budget instead of the task type's (the
         instrumentor measures each call against its own model window and output reserve).
         """
-        return self.measure_body(_body_adapter(body, provider), body, task_type=task_type, policy=policy)
-
-
-def _body_adapter(body: Any, provider: str | None) -> Adapter:
-    return dialects.detect(body) if provider is None else dialects.adapter_for(provider)
-
-
-def _items_adapter(messages: Any) -> Adapter:
-    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
-        raise InvalidRequestError(
-            "messages", f"must be a list of message objects, got {type(messages).__name__}"
-        )
-    return dialects.adapter_for_items(messages)
+        adapter = dialects.for_body(body, provider)
+        return self.decide(FitRequest(adapter, body=body, task_type=task_type, policy=policy, observe=True))

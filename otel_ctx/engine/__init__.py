@@ -4,7 +4,9 @@ Format-neutral and free of OpenTelemetry: requests are read into the request mod
 (:mod:`otel_ctx.engine.model`) by the dialect adapters in :mod:`otel_ctx.adapters`,
 which implement the engine's :mod:`otel_ctx.engine.dialect` contract. The engine
 imports no adapter and importing it loads no telemetry; ``otel_ctx.ContextFitter``
-(:mod:`otel_ctx.fitting`) picks each request's dialect and hands it to the engine.
+(:mod:`otel_ctx.fitting`) picks each request's dialect and hands the engine one
+:class:`FitRequest` naming it. Wrappers that forward a caller's keywords type them with
+:class:`FitOptions` (``fit``), :class:`MeasureOptions` (``measure``) or :class:`RequestParts`.
 """
 
 from otel_ctx.engine.breakdown import Breakdown
@@ -23,6 +25,7 @@ from otel_ctx.engine.errors import (
 )
 from otel_ctx.engine.fitter import ExactCounter, Fitter
 from otel_ctx.engine.model import Block, Part, RequestModel, Turn
+from otel_ctx.engine.request import FitOptions, FitRequest, MeasureOptions, Pinned, RequestParts
 from otel_ctx.engine.result import ContextOverflow, FitResult
 from otel_ctx.engine.sources import DATA_CLASSES, Source, SourceInfo
 
@@ -34,15 +37,20 @@ __all__ = [
     "Calibration",
     "ContextOverflow",
     "ExactCounter",
+    "FitOptions",
+    "FitRequest",
     "FitResult",
     "Fitter",
     "InvalidMessageError",
     "InvalidPolicyError",
     "InvalidRequestError",
     "InvalidToolSchemaError",
+    "MeasureOptions",
     "OtelCtxError",
     "Part",
+    "Pinned",
     "RequestModel",
+    "RequestParts",
     "Source",
     "SourceInfo",
     "TooDeeplyNestedError",
