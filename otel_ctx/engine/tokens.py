@@ -110,18 +110,12 @@ class TokenCounter:
         self.encoding = resolved.encoding
         self._encode = resolved.encoding.encode_ordinary
         self.cache = cache if cache is not None else BoundedCache()
-        #: The model counted for: adapters price what the provider bills per model (images).
+        #: The model counted for: adapters price what the provider bills per model (images), and
+        #: a dialect whose framing differs by model family reads it.
         self.model = model
         #: What dialect adapters keep between rounds for this counter (their turn caches),
         #: by provider: it lives and dies with the fitter that owns the counter.
         self.dialect_state: dict[str, Any] = {}
-        #: The model counted for: a dialect whose framing differs by model family reads it.
-        self.model = model
-        #: Per-message overhead plus the role's own tokens, by role.
-        self.role_cost = {
-            role: TOKENS_PER_MESSAGE + len(self._encode(role))
-            for role in ("system", "developer", "user", "assistant", "tool")
-        }
 
     # -- text ----------------------------------------------------------------------------
 
