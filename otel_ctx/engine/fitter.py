@@ -164,7 +164,7 @@ class Fitter:
             return self._default
         raise UnknownTaskTypeError(task_type, list(self._policies))
 
-    # -- the one way in ---------------------------------------------------------------------
+    # -- entry points --------------------------------------------------------------------------
 
     def cap_tool_result(self, text: str, *, task_type: str | None = None) -> str:
         """Cut a tool result to the policy's cap, with a visible marker; unchanged if within it."""
