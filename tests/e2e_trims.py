@@ -1,6 +1,6 @@
 """Trims by others behind a Prometheus scrape endpoint, for the end-to-end test.
 
-Run as a subprocess by ``tests/test_e2e_prometheus.py`` beside the support-desk workload:
+Run as a subprocess by ``tests/e2e/test_prometheus.py`` beside the support-desk workload:
 the zero-code instrumentor on the real ``anthropic``, ``openai`` and ``langchain-core``
 packages against the fake provider, making one provider trim (Anthropic clearing old
 tool results on its side) and one framework trim (a ``pre_model_hook`` handing the

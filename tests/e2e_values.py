@@ -1,8 +1,8 @@
 """What a panel target should answer, from what the end-to-end workload did.
 
 Shared by the end-to-end tests that hold every panel target to the workload's own number
-(``tests/test_e2e_victoriametrics.py``, ``tests/test_e2e_otlp_prometheus.py``,
-``tests/test_e2e_native.py``): a Prometheus dashboard target rewritten over the totals the workload
+(``tests/e2e/test_victoriametrics.py``, ``tests/e2e/test_otlp_prometheus.py``,
+``tests/e2e/test_native.py``): a Prometheus dashboard target rewritten over the totals the workload
 pushed (:func:`totals`), and a quantile or a share over a bound held to the workload's own
 observations within the resolution of its histogram (:func:`within_resolution`).
 """

@@ -1,18 +1,18 @@
 """The support-desk workload behind a Prometheus scrape endpoint, for the end-to-end test.
 
-Run as a subprocess by ``tests/test_e2e_prometheus.py``: it sets up otel-ctx's own
+Run as a subprocess by ``tests/e2e/test_prometheus.py``: it sets up otel-ctx's own
 telemetry (``exporter="prometheus"``), runs demo tickets through ``otel_ctx.run`` for a
 bounded time (disputes whose pinned floor overflows included), writes what it did as
 JSON, then keeps serving the metrics until it is terminated, so Prometheus can take the
 final scrape the test compares against. With ``--otlp`` it exports spans and metrics over
-OTLP/gRPC instead (``tests/test_e2e_collector.py``: through the real Collector), and the report
+OTLP/gRPC instead (``tests/e2e/test_collector.py``: through the real Collector), and the report
 lists each run's trace id and whether it overflowed. With ``--native`` it pushes native
 histograms (``configure(native_histograms=True)``) and the report lists every round's breakdown
-lines too (``tests/test_e2e_native.py``: the quantiles Prometheus reads against the fits'). With
+lines too (``tests/e2e/test_native.py``: the quantiles Prometheus reads against the fits'). With
 ``--otlp-http`` it pushes metrics only, over OTLP/HTTP, to Prometheus's own OTLP receiver
-(``tests/test_e2e_otlp_prometheus.py``: no Collector between them). With ``--span-ids`` each run
+(``tests/e2e/test_otlp_prometheus.py``: no Collector between them). With ``--span-ids`` each run
 lists the ids of every span its trace ended with
-(``tests/test_e2e_two_tier.py``: every kept trace whole in Jaeger).
+(``tests/e2e/test_two_tier.py``: every kept trace whole in Jaeger).
 """
 
 from __future__ import annotations

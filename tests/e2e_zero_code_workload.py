@@ -1,6 +1,6 @@
 """A zero-code agent for the end-to-end test: bare openai SDK calls, one ``otel_ctx.task`` per ticket.
 
-Run as a subprocess by ``tests/test_e2e_collector.py``: the instrumentor watches the real
+Run as a subprocess by ``tests/e2e/test_collector.py``: the instrumentor watches the real
 openai SDK calling the fake provider on 127.0.0.1, and exports over OTLP to the real
 Collector. Every third ticket's question is too long for the task's small window, so its
 calls overflow. The report lists each ticket's trace id (its task block's run span) and

@@ -1,6 +1,6 @@
 """A hundred agent processes' worth of otel-ctx metrics behind one HTTP server, for the fleet test.
 
-Run as a subprocess by ``tests/test_fleet_prometheus.py``. Each agent is a real
+Run as a subprocess by ``tests/e2e/test_fleet_prometheus.py``. Each agent is a real
 :class:`~otel_ctx.telemetry.Emitter` on its own meter provider and Prometheus registry
 (the SDK's Prometheus reader, exactly what ``configure(exporter="prometheus")`` serves).
 Every agent first records the full spread of label sets (every task type, outcome, model
