@@ -5,7 +5,7 @@
 * the native path: OTLP with exponential histograms (``native_histograms=True``) through the
   Collector's remote write, where each histogram point is one native-histogram series and the
   per-round line distributions replace the per-round counter; counted as OTLP points (one
-  series each), which ``tests/test_e2e_native.py`` checks against the real Prometheus TSDB.
+  series each), which ``tests/e2e/test_native.py`` checks against the real Prometheus TSDB.
 
 ``python -m bench.series_paths --otlp URL --service NAME`` pushes the same spread to a
 Collector (what the end-to-end test counts in Prometheus).

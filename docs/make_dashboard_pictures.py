@@ -10,7 +10,7 @@ three minutes. ``--save FILE`` keeps the query results; ``--redraw FILE`` draws 
 without Prometheus (for work on the drawing alone).
 
 The pictures are drawn here, by hand, from the query results: they are not Grafana screenshots,
-and every picture says so. ``tests/test_dashboard_pictures.py`` checks that every dashboard has
+and every picture says so. ``tests/docs/test_dashboard_pictures.py`` checks that every dashboard has
 its picture and that the picture's panel titles are the dashboard's, so a renamed panel shows up.
 """
 

@@ -5,7 +5,7 @@
 * the SRE guide's Mermaid diagram: the compose stack's services, the ports they publish and
   what each depends on, read from ``docker-compose.yml``.
 
-``tests/test_pictures.py`` runs this script and fails when a committed picture is stale, so the
+``tests/docs/test_pictures.py`` runs this script and fails when a committed picture is stale, so the
 pictures cannot drift from the command or the compose file.
 """
 

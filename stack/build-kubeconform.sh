@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build kubeconform from its Go module and fetch the schemas the Kubernetes export is checked
-# against, so tests/test_kubernetes_export.py validates every manifest with no network at test
+# against, so tests/grafana/test_kubernetes.py validates every manifest with no network at test
 # time, against the operators' own definitions:
 #
 #   kubeconform                 github.com/yannh/kubeconform/cmd/kubeconform
