@@ -7,7 +7,7 @@ docs build must not need an SDK to know what a metric is called.
 
 GenAI semantic-convention names are spelled out here rather than imported from
 ``opentelemetry.semconv._incubating`` (a private path that moves between releases);
-``tests/test_names.py`` checks they still equal the semconv constants.
+``tests/telemetry/test_names.py`` checks they still equal the semconv constants.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The reference of what otel-ctx emits, generated from the names registry.
 
 ``python -m otel_ctx.reference docs/reference.md`` rewrites the block between the
-markers; ``tests/test_docs.py`` fails when the committed page differs from what the
+markers; ``tests/docs/test_docs.py`` fails when the committed page differs from what the
 registry says, so the documentation cannot drift from the emitter.
 """
 

@@ -2,7 +2,7 @@
 
 Sized like a real support agent's: a system prompt of about 420 tokens and tool schemas of
 about 680 tokens, the 1,100 "fixed" tokens every request pays before any history.
-``tests/test_workload.py`` checks the sizes with the real counter, so editing the text
+``tests/demo/test_workload.py`` checks the sizes with the real counter, so editing the text
 here cannot silently move the demo away from those sizes, which the budgets are set for.
 """
 

@@ -1,7 +1,7 @@
 """The Prometheus alert rules shipped with the dashboards, generated from the names registry.
 
 Every metric and label in an expression comes from :mod:`otel_ctx.names`, so a rename
-there changes the rules too; ``tests/test_alerts.py`` fails when the committed
+there changes the rules too; ``tests/grafana/test_alerts.py`` fails when the committed
 ``dashboards/alerts.yml`` differs from :func:`render`, and ``promtool test rules``
 runs ``dashboards/alerts.test.yml`` against it.
 

@@ -49,7 +49,7 @@ EXPONENTIAL_MAX_SIZE = 160
 #: The finest scale recorded: Prometheus's native histograms go no finer (buckets 0.27% wide),
 #: so a finer one is only scaled down on the way. The Collector's remote-write translator
 #: (0.161) misplaces counts that follow empty buckets when it scales down: measured in
-#: tests/test_e2e_native.py, where each quantile must sit in the right bucket.
+#: tests/e2e/test_native.py, where each quantile must sit in the right bucket.
 EXPONENTIAL_MAX_SCALE = 8
 #: Overrides :data:`EXPONENTIAL_MAX_SCALE` (an integer, -10..20). A store that adds up buckets
 #: only where their bounds are identical (VictoriaMetrics: docs/sre-guide.md) needs every series
