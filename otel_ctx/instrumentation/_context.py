@@ -49,7 +49,7 @@ from otel_ctx.instrumentation._state import run_opener
 
 if TYPE_CHECKING:
     from otel_ctx.instrumentation._state import TaskRun
-    from otel_ctx.telemetry._run import Run
+    from otel_ctx.telemetry._run import Books
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -196,7 +196,7 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
             opened.resolve(resolution)
 
     @property
-    def run(self) -> Run | None:
+    def run(self) -> Books | None:
         """The run this block opened, if any: its ``spent_tokens``, ``cost``, ``ceiling_reached``."""
         for entry in _in_force():
             if entry.owner is self and entry.run is not None:

@@ -18,7 +18,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -38,13 +37,14 @@ from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.content import exception_type
-from otel_ctx.telemetry.emitter import Emitter, log_failure, span_attributes
+from otel_ctx.telemetry.emitter import Emitter, log_failure
+from otel_ctx.telemetry.recorder import RoundRecord
 from otel_ctx.telemetry.trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.engine.result import FitResult
     from otel_ctx.fitting import ContextFitter
-    from otel_ctx.telemetry._run import Run
+    from otel_ctx.telemetry._run import Books
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
@@ -279,7 +279,7 @@ class Observer:
         # From here on a failure is the telemetry's: the unmeasured round takes this span over.
         progress.span = span
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
-        round_.booked = _ticket.book_round(result, model, span)
+        round_.booked = _ticket.book_round(round_.record, result, model)
         round_.chain = chain
         round_.like_with_like = _chain.like_with_like(view, provider)
         if provider == "anthropic":
@@ -358,7 +358,12 @@ def _readable_round(body: Mapping[str, Any] | None, kwargs: Mapping[str, Any], p
 
 
 class Round:
-    """One observed call: its span is current while the SDK sends the request."""
+    """One observed call: its span is current while the SDK sends the request.
+
+    What it learns is recorded through its :class:`~otel_ctx.telemetry.recorder.RoundRecord`,
+    as every other round is; this class only knows the provider's side: the chain, the cuts,
+    and when the usage may teach the calibration.
+    """
 
     def __init__(
         self,
@@ -372,29 +377,40 @@ class Round:
     ) -> None:
         self.observer = observer
         self.span = span
+        self.record = RoundRecord(
+            observer.emitter,
+            span,
+            mode=names.MODE_OBSERVE,
+            model=model,
+            known_task_types=observer.config.task_types,
+            number=round_number,
+            books=None,
+            extra={},
+            call_span=call_span,
+        )
         self.result = result
         self.fitter = fitter
         self.round_number = round_number
         self.model = model
-        self.call_span = call_span
         self.usage: Usage | None = None
-        #: The task block's run and this call's round number in it (the zero-code ticket view).
-        self.booked: tuple[Run, int] | None = None
+        #: The task block's books and this call's round number in them (the zero-code ticket view).
+        self.booked: tuple[Books, int] | None = None
         self.chain: _chain.ChainRound | None = None
         self.cuts: _trims.AnthropicCuts | None = None
         #: The provider counts what the body shows: only then may its usage teach the calibration.
         self.like_with_like = True
-        self._extra: dict[str, AttributeValue] = {}
         self._deferred = False
-        self._token: object | None = None
         self._done = False
         self._lock = threading.Lock()
+
+    def _task_type(self) -> str | None:
+        return self.result.task_type
 
     def begin(self, provider: str, conversation_id: str | None) -> None:
         extra: dict[str, AttributeValue] = {names.PROVIDER: provider}
         if conversation_id is not None:
             extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
-        self._extra = extra
+        self.record.extra = extra
         if self.chain is not None and self.chain.pending:
             # Part of the context is held by the server and was never seen here: the round's
             # breakdown (and its metrics) waits for the usage that says how large it is.
@@ -403,44 +419,17 @@ class Round:
             self._record()
         # Current while the SDK sends: what is traced below the request layer (an HTTP client's
         # spans) nests under the round; the provider call's own span is its parent.
-        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+        self.record.attach()
 
     def _record(self) -> None:
         """The round's breakdown on its span, the provider call's span and the metrics."""
-        span, result = self.span, self.result
-        context = trace.set_span_in_context(span)
-        if span.is_recording():
-            extra = dict(self._extra)
-            extra[names.FIGURE_SOURCE] = (
-                self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
-            )
-            self.observer.emitter.annotate(
-                span, result, self.round_number, names.MODE_OBSERVE, self.model, extra
-            )
-        call = self.call_span
-        if call is not None:
-            b = result.breakdown
-            call.set_attributes(
-                {
-                    names.GEN_AI_CONTEXT_WINDOW_SIZE: b.context_length,
-                    names.GEN_AI_CONTEXT_UTILIZATION: b.estimated / b.context_length,
-                }
-            )
-        em = self.observer.emitter
-        em.record_metrics(result, self.round_number, self.model, self.observer.config.task_types, context)
+        source = self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
+        self.record.result(self.result, figure_source=source, strict=True)
 
     def record_trims(self, trims: list[Trim]) -> None:
         """Trims made before this call by someone else (a framework): events and counters."""
-        em = self.observer.emitter
-        if trims:
-            self._mark_compacted()
         for trim in trims:
-            em.record_trim(
-                self.span,
-                trim,
-                task_type=self.result.task_type,
-                known_task_types=self.observer.config.task_types,
-            )
+            self.record.trim(trim, self._task_type())
 
     @property
     def reads_answers(self) -> bool:
@@ -487,12 +476,7 @@ class Round:
 
     def detach(self) -> None:
         """The SDK call returned: our span is no longer the current one (its stream may go on)."""
-        token, self._token = self._token, None
-        if token is not None:
-            try:
-                otel_context.detach(token)  # type: ignore[arg-type]
-            except Exception as exc:  # pragma: no cover - the API logs rather than raises
-                log_failure("restoring the context", exc)
+        self.record.detach()
 
     def finish(self, usage: Usage | None, error: BaseException | None = None) -> None:
         """The answer is complete (or failed): learn from its usage and end the span. Once only."""
@@ -501,68 +485,41 @@ class Round:
                 return
             self._done = True
         try:
-            self._finish(usage, error)
+            if error is not None and self.span.is_recording():
+                # The type only, as the GenAI instrumentations do: the agent's call failed, not ours.
+                self.span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+            self._finish(usage)
         except Exception as exc:
             log_failure("recording a provider call's usage", exc)
         finally:
-            try:
-                self.span.end()
-            except Exception as exc:
-                log_failure("ending the round span", exc)
-
-    def _mark_compacted(self) -> None:
-        """Someone cut this call's context: the round says so (``gen_ai.conversation.compacted``
-        is not in the installed GenAI conventions, so the project's own flag carries it)."""
-        if self.span.is_recording():
-            self.span.set_attribute(names.COMPACTED, True)
+            self.record.end()
 
     def _provider_cuts(self, cuts: _trims.AnthropicCuts, reported: int | None) -> None:
-        em, task_types = self.observer.emitter, self.observer.config.task_types
-        trims = cuts.trims(self.result.breakdown.estimated, reported)
-        if trims:
-            self._mark_compacted()
-        for kind, before, after, items in trims:
-            trim = Trim(names.PERFORMER_PROVIDER, kind, before, after, items)
-            em.record_trim(
-                self.span,
-                trim,
-                task_type=self.result.task_type,
-                known_task_types=task_types,
+        for kind, before, after, items in cuts.trims(self.result.breakdown.estimated, reported):
+            self.record.trim(
+                Trim(names.PERFORMER_PROVIDER, kind, before, after, items), self.result.task_type
             )
         if cuts.overflow:
-            em.record_provider_overflow(
-                self.span, task_type=self.result.task_type, known_task_types=task_types
-            )
+            self.record.provider_overflow(self.result.task_type)
 
-    def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
-        span = self.span
-        if error is not None and span.is_recording():
-            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+    def _finish(self, usage: Usage | None) -> None:
         reported = usage.input_tokens if usage is not None and usage.input_tokens > 0 else None
         chain = self.chain
         if chain is not None:
             self.result = _chain.settle(chain, self.result, reported, self.fitter, self.model)
-            if chain.response_id is not None and span.is_recording():
+            if chain.response_id is not None and self.span.is_recording():
                 conversation = chain.conversation_id or chain.response_id
-                span.set_attribute(names.GEN_AI_CONVERSATION_ID, conversation)
+                self.span.set_attribute(names.GEN_AI_CONVERSATION_ID, conversation)
         if self._deferred:
             self._deferred = False
             self._record()
-        elif chain is not None and chain.figure_source == names.FIGURE_USAGE and span.is_recording():
-            # A server-held part grew past what the chain accounts for: the span's lines say so
-            # (attributes only: the round's events were added once, when it began).
-            lines = span_attributes(
-                self.result, round_number=self.round_number, model=self.model, mode=names.MODE_OBSERVE
-            )
-            span.set_attributes({**lines, **self._extra, names.FIGURE_SOURCE: names.FIGURE_USAGE})
+        elif chain is not None and chain.figure_source == names.FIGURE_USAGE:
+            # A server-held part grew past what the chain accounts for: the span's lines say so.
+            self.record.refresh(self.result, figure_source=names.FIGURE_USAGE)
         if chain is not None and chain.trim is not None:
-            self._mark_compacted()
             kind, before, after, items = chain.trim
-            self.observer.emitter.record_trim(
-                span,
-                Trim(names.PERFORMER_PROVIDER, kind, before, after, items),
-                task_type=self.result.task_type,
-                known_task_types=self.observer.config.task_types,
+            self.record.trim(
+                Trim(names.PERFORMER_PROVIDER, kind, before, after, items), self.result.task_type
             )
         cuts = self.cuts
         if cuts is not None and cuts.any:
@@ -579,27 +536,12 @@ class Round:
         else:
             # A partial view (server-held state, server-side edits) never moves the calibration.
             accuracy = usage.input_tokens / max(1, result.breakdown.estimated)
-        context = trace.set_span_in_context(span)
-        self.observer.emitter.record_accuracy(
-            accuracy,
+        self.record.usage(
+            usage,
+            accuracy=accuracy,
             task_type=result.task_type,
-            model=self.model,
-            known_task_types=self.observer.config.task_types,
-            context=context,
+            context_length=result.breakdown.context_length,
         )
-        attrs: dict[str, AttributeValue] = {
-            names.USAGE_INPUT_TOKENS: usage.input_tokens,
-            names.USAGE_OUTPUT_TOKENS: usage.output_tokens,
-            names.USAGE_CACHED_INPUT_TOKENS: usage.cached_input_tokens,
-            names.USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
-            names.ESTIMATE_ACCURACY_RATIO: float(accuracy),
-        }
-        if span.is_recording():
-            span.set_attributes(attrs)
-        call = self.call_span
-        if call is not None and call.is_recording():
-            used = usage.input_tokens + usage.output_tokens
-            call.set_attribute(names.GEN_AI_CONTEXT_UTILIZATION, used / result.breakdown.context_length)
 
 
 class Unmeasured(Round):
@@ -627,24 +569,13 @@ class Unmeasured(Round):
     ) -> None:
         # Round's state without a result or a fitter: none of Round's result-reading methods
         # run on an unmeasured call (they are overridden here).
-        self.observer = observer
-        self.span = span
-        self.fitter = None  # type: ignore[assignment]
-        self.model = model
+        super().__init__(observer, span, None, None, round_number or 0, model, None)  # type: ignore[arg-type]
         self.task_type = task_type
-        self.round_number = round_number if round_number is not None else 0
         self.known_round = round_number is not None
-        self.call_span = None
-        self.usage = None
-        self.booked = None
-        self.chain = None
-        self.cuts = None
         self.like_with_like = False
-        self._extra = {}
-        self._deferred = False
-        self._token = None
-        self._done = False
-        self._lock = threading.Lock()
+
+    def _task_type(self) -> str | None:
+        return self.task_type
 
     def open(self, provider: str, conversation_id: str | None, reason: str, error: BaseException) -> None:
         """Put what could be read on the span, count the call, and make the span current."""
@@ -663,35 +594,12 @@ class Unmeasured(Round):
             if conversation_id is not None:
                 attrs[names.GEN_AI_CONVERSATION_ID] = conversation_id
             span.set_attributes(attrs)
-        self.observer.emitter.record_unobserved(
-            span, reason, task_type=self.task_type, known_task_types=self.observer.config.task_types
-        )
-        self._token = otel_context.attach(trace.set_span_in_context(span))
+        self.record.unmeasured(reason, self.task_type)
+        self.record.attach()
 
-    def record_trims(self, trims: list[Trim]) -> None:
-        em = self.observer.emitter
-        if trims:
-            self._mark_compacted()
-        for trim in trims:
-            em.record_trim(
-                self.span, trim, task_type=self.task_type, known_task_types=self.observer.config.task_types
-            )
-
-    def _finish(self, usage: Usage | None, error: BaseException | None) -> None:
-        span = self.span
-        if not span.is_recording():
-            return
-        if error is not None:
-            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+    def _finish(self, usage: Usage | None) -> None:
         if usage is None or usage.input_tokens <= 0:
             return
         self.usage = usage
         # The bill is known even where the estimate is not: the round says what was paid.
-        span.set_attributes(
-            {
-                names.USAGE_INPUT_TOKENS: usage.input_tokens,
-                names.USAGE_OUTPUT_TOKENS: usage.output_tokens,
-                names.USAGE_CACHED_INPUT_TOKENS: usage.cached_input_tokens,
-                names.USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens,
-            }
-        )
+        self.record.usage(usage)

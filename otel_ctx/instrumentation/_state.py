@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from otel_ctx.instrumentation._core import Observer
-    from otel_ctx.telemetry._run import Run
+    from otel_ctx.telemetry._run import Books
 
 
 class TaskRun(Protocol):
     """The run a ``task`` block opened: read through ``task.run``, closed once when the block exits."""
 
     @property
-    def run(self) -> Run: ...
+    def run(self) -> Books: ...
 
     def close(self, exc: BaseException | None) -> None:
         """Record the run, whether the block returned (``exc`` None) or raised ``exc``."""

@@ -2,7 +2,7 @@
 
 An agent under ``opentelemetry-instrument`` makes bare SDK calls; nothing in them says
 where one ticket ends and the next begins. The task block does: while the instrumentor
-is active, the outermost block opens a :class:`~otel_ctx.telemetry._run.Run` (the same
+is active, the outermost block opens a run's :class:`~otel_ctx.telemetry._run.Books` (the same
 ``context_budget.run`` span and per-run metrics as ``otel_ctx.run()``, so the cost
 dashboard reads both paths alike), every instrumented call inside it is booked as one
 of its rounds, and the block's exit records the run once: tokens, cost, the ceiling's
@@ -25,20 +25,16 @@ from typing import TYPE_CHECKING
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult
 from otel_ctx.pricing import Usage
-from otel_ctx.telemetry._run import Run, current_run
+from otel_ctx.telemetry._run import Books, current_run
 from otel_ctx.telemetry.emitter import log_failure
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
     from otel_ctx.instrumentation._core import Observer
     from otel_ctx.instrumentation._state import RunOpener
+    from otel_ctx.telemetry.recorder import RoundRecord
 
 #: The run the innermost task block opened (a run() block inside it is not one of these).
-_TASK_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_task_run", default=None)
-#: A budget that never limits: the instrumentor measures each call against its own budget;
-#: the run's fitter only carries the task types (metric labels) and the ceiling.
-_UNBOUNDED = 1 << 40
+_TASK_RUN: ContextVar[Books | None] = ContextVar("otel_ctx_task_run", default=None)
 #: The run's model until its first call names one.
 _UNKNOWN_MODEL = "unknown"
 
@@ -54,8 +50,8 @@ def _ceiling(observer: Observer, task_type: str, given: int | None) -> int | Non
 class TaskRun:
     """The run a task block opened, and the token that puts the innermost task run back."""
 
-    run: Run
-    token: Token[Run | None]
+    run: Books
+    token: Token[Books | None]
 
     def close(self, exc: BaseException | None) -> None:
         """Record the run once, whether the block returned or raised."""
@@ -86,42 +82,38 @@ def open_run(
     if not observer.active or current_run() is not None:
         return None
     try:
-        from otel_ctx.fitting import ContextFitter
-
         task = task_type or observer.config.default_task_type
-        policy = BudgetPolicy(
-            context_length=_UNBOUNDED, reserved_output=0, run_ceiling=_ceiling(observer, task, run_ceiling)
-        )
-        # The model is the first call's (Run.use_model); the fitter never counts a token, so it
-        # is given an encoding rather than a model name to look one up for.
-        fitter = ContextFitter(
-            {t: policy for t in observer.config.task_types},
-            default=policy,
+        # The books only: the instrumentor measures each call against its own budget. The model
+        # is the first call's (Books.use_model).
+        books = Books(
+            task_type=task,
             model=_UNKNOWN_MODEL,
-            encoding="cl100k_base",
+            known_task_types=observer.config.task_types,
+            run_ceiling=_ceiling(observer, task, run_ceiling),
+            conversation_id=conversation_id,
+            emitter=observer.emitter,
         )
-        run = Run(fitter, task_type=task, conversation_id=conversation_id, emitter=observer.emitter)
-        run.__enter__()
-        return TaskRun(run, _TASK_RUN.set(run))
+        books.__enter__()
+        return TaskRun(books, _TASK_RUN.set(books))
     except Exception as exc:
         log_failure("opening the task's run", exc)
         return None
 
 
-def book_round(result: FitResult, model: str, span: Span | None) -> tuple[Run, int] | None:
-    """An instrumented call inside a task block: one round of the block's run."""
-    run = _TASK_RUN.get()
-    if run is None or current_run() is not run:
+def book_round(record: RoundRecord, result: FitResult, model: str) -> tuple[Books, int] | None:
+    """An instrumented call inside a task block: one round of the block's books."""
+    books = _TASK_RUN.get()
+    if books is None or current_run() is not books:
         return None
     try:
-        run.use_model(model)
-        return run, run.book_round(result, span)
+        books.use_model(model)
+        return books, record.book(books, result, with_breakdown=False)
     except Exception as exc:
         log_failure("booking a call in the task's run", exc)
         return None
 
 
-def book_usage(booked: tuple[Run, int] | None, usage: Usage) -> None:
+def book_usage(booked: tuple[Books, int] | None, usage: Usage) -> None:
     """The call's reported usage replaces its estimate in the run's books (tokens and cost)."""
     if booked is None:
         return

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -28,6 +28,7 @@ from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 import otel_ctx.telemetry.instruments as instruments
+import otel_ctx.telemetry.recorder as recorder
 from otel_ctx import names
 from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.result import FitResult, Message
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
 
 Pinned = Sequence[int] | Callable[[int, Message], bool] | None
 
-_CURRENT_RUN: ContextVar[Run | None] = ContextVar("otel_ctx_current_run", default=None)
+_B = TypeVar("_B", bound="Books")
+
+_CURRENT_RUN: ContextVar[Books | None] = ContextVar("otel_ctx_current_run", default=None)
 
 
 class _RunInstruments:
@@ -111,38 +114,41 @@ def start_counters(
         log_failure("starting the ceiling-stop counters", exc)
 
 
-def current_run() -> Run | None:
+def current_run() -> Books | None:
     """The run whose ``with`` block is executing in this context, if any."""
     return _CURRENT_RUN.get()
 
 
-class Run:
-    """One agent run. Use as ``with`` or ``async with``; see :func:`run`."""
+class Books:
+    """A run's books: its span, its ledger and its per-run counters, with no fitter.
+
+    The zero-code ticket view keeps these for SDK calls the instrumentor measured;
+    :class:`Run` adds the rounds it fits and measures itself.
+    """
 
     def __init__(
         self,
-        fitter: ContextFitter,
         *,
         task_type: str | None,
+        model: str,
+        known_task_types: tuple[str, ...] = (),
+        run_ceiling: int | None = None,
         conversation_id: str | None = None,
         agent_name: str | None = None,
-        model: str | None = None,
         emitter: Emitter | None = None,
         prices: PriceTable | None = None,
-        run_ceiling: int | None = None,
         resolutions: Iterable[str] = (),
     ) -> None:
-        # Fail at the start of the run, not at round 3, when the task type has no budget.
-        policy = fitter.policy_for(task_type)
-        self.fitter = fitter
         self.task_type = task_type
+        #: The task types with a policy of their own: the metric labels are bounded to these.
+        self.known_task_types = known_task_types
         self.conversation_id = conversation_id
         self.agent_name = agent_name
-        self.model: str = model or fitter.model
+        self.model: str = model
         self.emitter = emitter or default_emitter()
         self.prices = prices if prices is not None else default_prices()
         self.ledger = RunLedger(
-            ceiling=run_ceiling if run_ceiling is not None else policy.run_ceiling,
+            ceiling=run_ceiling,
             model=self.model,
             prices=self.prices,
             resolutions=(*self.emitter.labels.resolutions, *resolutions),
@@ -162,7 +168,7 @@ class Run:
         self._span: Span | None = None
         self._span_context: Context | None = None
         self._otel_token: Token[Context] | None = None
-        self._run_token: Token[Run | None] | None = None
+        self._run_token: Token[Books | None] | None = None
         extra: dict[str, AttributeValue] = {}
         if conversation_id is not None:
             extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
@@ -174,7 +180,7 @@ class Run:
 
     # --- the run span ------------------------------------------------------------------
 
-    def __enter__(self) -> Run:
+    def __enter__(self: _B) -> _B:
         self._start()
         return self
 
@@ -186,7 +192,7 @@ class Run:
     ) -> None:
         self._end(exc)
 
-    async def __aenter__(self) -> Run:
+    async def __aenter__(self: _B) -> _B:
         self._start()
         return self
 
@@ -248,7 +254,7 @@ class Run:
             log_failure("ending the run span", inner)
 
     def _task_label(self) -> str:
-        return self.emitter.labels.task_label(self.task_type, self.fitter.task_types)
+        return self.emitter.labels.task_label(self.task_type, self.known_task_types)
 
     def _model_label(self) -> str:
         return self.emitter.labels.model_label(self.model)
@@ -307,86 +313,7 @@ class Run:
             return None
         return self._span_context
 
-    # --- rounds ------------------------------------------------------------------------
-
-    def fit(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        system_prompt: str | None = None,
-        snippets: SourcesLike = None,
-        skills: SourcesLike = None,
-        task_type: str | None = None,
-        pinned: Pinned = None,
-    ) -> FitResult:
-        """``fitter.fit(...)`` as the next round of this run (task type: the run's unless given)."""
-        task = task_type if task_type is not None else self.task_type
-        fitter = self.fitter
-
-        def call() -> FitResult:
-            return fitter.fit(
-                messages,
-                tools=tools,
-                system_prompt=system_prompt,
-                snippets=snippets,
-                skills=skills,
-                task_type=task,
-                pinned=pinned,
-            )
-
-        return self._round(call, names.MODE_FIT)
-
-    def observe(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        system_prompt: str | None = None,
-        snippets: SourcesLike = None,
-        skills: SourcesLike = None,
-        task_type: str | None = None,
-    ) -> FitResult:
-        """``fitter.measure(...)`` as the next round: the request as given, changing nothing."""
-        task = task_type if task_type is not None else self.task_type
-        fitter = self.fitter
-
-        def call() -> FitResult:
-            return fitter.measure(
-                messages,
-                tools=tools,
-                system_prompt=system_prompt,
-                snippets=snippets,
-                skills=skills,
-                task_type=task,
-            )
-
-        return self._round(call, names.MODE_OBSERVE)
-
-    def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
-        number = self.next_round()
-        # The run's figures join the round's breakdown: one set of span attributes per round.
-        extra: dict[str, AttributeValue] = dict(self.span_extra)
-
-        def checked() -> FitResult:
-            result = call()
-            # Inside the call the round span is current: the ceiling event lands on it before it ends.
-            self._check_round(number, result, trace.get_current_span(), attributes_out=extra)
-            return result
-
-        result = self.emitter.instrument(
-            checked,
-            round_number=number,
-            mode=mode,
-            model=self.model,
-            known_task_types=self.fitter.task_types,
-            parent=self.parent_context(),
-            extra=extra,
-        )
-        self.last_result = result
-        return result
-
-    def _check_round(
+    def check_round(
         self,
         number: int,
         result: FitResult,
@@ -498,25 +425,17 @@ class Run:
         self, result: FitResult, *, mode: str = names.MODE_OBSERVE, start_time: int | None = None
     ) -> None:
         """Record a result computed elsewhere (an observed callable) as the next round."""
-        span = None
-        try:
-            name = names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT
-            span = self.emitter.tracer.start_span(name, context=self.parent_context(), start_time=start_time)
-        except Exception as exc:
-            log_failure("starting the round span", exc)
-        number = self.next_round()
-        extra: dict[str, AttributeValue] = dict(self.span_extra)
-        self._check_round(number, result, span, attributes_out=extra)
-        self.emitter.emit(
-            result,
-            span=span,
-            round_number=number,
+        rec = recorder.start(
+            self.emitter,
             mode=mode,
             model=self.model,
-            known_task_types=self.fitter.task_types,
-            extra=extra,
+            known_task_types=self.known_task_types,
+            books=self,
+            start_time=start_time,
         )
-        self.last_result = result
+        rec.book(self, result)
+        rec.result(result)
+        rec.end()
 
     # --- rounds observed elsewhere (the zero-code path) ---------------------------------
 
@@ -534,14 +453,6 @@ class Run:
             if span is not None and span.is_recording():
                 span.set_attribute(names.MODEL, model)
 
-    def book_round(self, result: FitResult, span: Span | None) -> int:
-        """Count a round another component measured and emitted (an instrumented SDK call) in
-        the run's books: the ceiling check on its span, the run span's totals. Returns its number."""
-        number = self.next_round()
-        self._check_round(number, result, span)
-        self.last_result = result
-        return number
-
     def book_usage(self, number: int, usage: Usage) -> None:
         """The provider's reported counts for booked round ``number`` replace its estimate.
 
@@ -553,6 +464,138 @@ class Run:
             self.input_tokens += usage.input_tokens
             self.output_tokens += usage.output_tokens
         self._update_run_span()
+
+    def _remember_round(self, result: FitResult, number: int) -> None:
+        key = id(result)
+        table = self._round_by_result
+
+        def forget(ref: weakref.ref[FitResult]) -> None:
+            found = table.get(key)
+            if found is not None and found[0] is ref:
+                table.pop(key, None)
+
+        # A result type without weak references is not findable by identity.
+        with contextlib.suppress(TypeError):
+            table[key] = (weakref.ref(result, forget), number)
+
+    def _round_of(self, result: FitResult) -> int:
+        """The round ``result`` was fitted as in this run; refused when it was not one of them."""
+        found = self._round_by_result.get(id(result))
+        if found is not None and found[0]() is result:
+            return found[1]
+        raise InvalidRequestError(
+            "record_usage.result",
+            "is not a round of this run (fitted by another run or outside one); its usage cannot be "
+            "booked to any round of this run",
+        )
+
+
+class Run(Books):
+    """One agent run with a fitter: its rounds are fitted or measured here. Use as ``with`` or
+    ``async with``; see :func:`run`."""
+
+    def __init__(
+        self,
+        fitter: ContextFitter,
+        *,
+        task_type: str | None,
+        conversation_id: str | None = None,
+        agent_name: str | None = None,
+        model: str | None = None,
+        emitter: Emitter | None = None,
+        prices: PriceTable | None = None,
+        run_ceiling: int | None = None,
+        resolutions: Iterable[str] = (),
+    ) -> None:
+        # Fail at the start of the run, not at round 3, when the task type has no budget.
+        policy = fitter.policy_for(task_type)
+        self.fitter = fitter
+        super().__init__(
+            task_type=task_type,
+            model=model or fitter.model,
+            known_task_types=fitter.task_types,
+            run_ceiling=run_ceiling if run_ceiling is not None else policy.run_ceiling,
+            conversation_id=conversation_id,
+            agent_name=agent_name,
+            emitter=emitter,
+            prices=prices,
+            resolutions=resolutions,
+        )
+
+    # --- rounds ------------------------------------------------------------------------
+
+    def fit(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system_prompt: str | None = None,
+        snippets: SourcesLike = None,
+        skills: SourcesLike = None,
+        task_type: str | None = None,
+        pinned: Pinned = None,
+    ) -> FitResult:
+        """``fitter.fit(...)`` as the next round of this run (task type: the run's unless given)."""
+        task = task_type if task_type is not None else self.task_type
+        fitter = self.fitter
+
+        def call() -> FitResult:
+            return fitter.fit(
+                messages,
+                tools=tools,
+                system_prompt=system_prompt,
+                snippets=snippets,
+                skills=skills,
+                task_type=task,
+                pinned=pinned,
+            )
+
+        return self._round(call, names.MODE_FIT)
+
+    def observe(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system_prompt: str | None = None,
+        snippets: SourcesLike = None,
+        skills: SourcesLike = None,
+        task_type: str | None = None,
+    ) -> FitResult:
+        """``fitter.measure(...)`` as the next round: the request as given, changing nothing."""
+        task = task_type if task_type is not None else self.task_type
+        fitter = self.fitter
+
+        def call() -> FitResult:
+            return fitter.measure(
+                messages,
+                tools=tools,
+                system_prompt=system_prompt,
+                snippets=snippets,
+                skills=skills,
+                task_type=task,
+            )
+
+        return self._round(call, names.MODE_OBSERVE)
+
+    def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
+        """``call`` inside the next round's span (current, so a summariser's own LLM span nests
+        under it): its own exceptions end the round and go on unchanged."""
+        rec = recorder.start(
+            self.emitter, mode=mode, model=self.model, known_task_types=self.known_task_types, books=self
+        )
+        rec.attach()
+        try:
+            result = call()
+            # The run's figures join the round's breakdown: one set of span attributes per round.
+            rec.book(self, result)
+        except BaseException as exc:
+            rec.end(exc)
+            raise
+        rec.detach()
+        rec.result(result)
+        rec.end()
+        return result
 
     # --- usage -------------------------------------------------------------------------
 
@@ -610,7 +653,7 @@ class Run:
                 accuracy,
                 task_type=res.task_type,
                 model=self.model,
-                known_task_types=self.fitter.task_types,
+                known_task_types=self.known_task_types,
                 context=self._span_context,
             )
             span = self._span
@@ -635,30 +678,6 @@ class Run:
         except Exception as exc:
             log_failure("recording usage", exc)
         return accuracy
-
-    def _remember_round(self, result: FitResult, number: int) -> None:
-        key = id(result)
-        table = self._round_by_result
-
-        def forget(ref: weakref.ref[FitResult]) -> None:
-            found = table.get(key)
-            if found is not None and found[0] is ref:
-                table.pop(key, None)
-
-        # A result type without weak references is not findable by identity.
-        with contextlib.suppress(TypeError):
-            table[key] = (weakref.ref(result, forget), number)
-
-    def _round_of(self, result: FitResult) -> int:
-        """The round ``result`` was fitted as in this run; refused when it was not one of them."""
-        found = self._round_by_result.get(id(result))
-        if found is not None and found[0]() is result:
-            return found[1]
-        raise InvalidRequestError(
-            "record_usage.result",
-            "is not a round of this run (fitted by another run or outside one); its usage cannot be "
-            "booked to any round of this run",
-        )
 
 
 def run(

@@ -7,7 +7,7 @@ application's own SDK setup and under ``opentelemetry-instrument``.
 Two rules shape the code:
 
 * a telemetry failure is logged on ``otel_ctx.telemetry`` and never reaches the
-  caller: :meth:`Emitter.instrument` lets the fit's own exceptions through and
+  caller: :mod:`otel_ctx.telemetry.recorder` lets the fit's own exceptions through and
   swallows (and logs) only its own;
 * a round must stay cheap: two measurements per round (the utilization histogram and the
   fits counter, both carrying the round's span as an exemplar); the breakdown lines, the
@@ -25,20 +25,19 @@ import os
 import threading
 import traceback
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 import otel_ctx.telemetry.instruments as instruments
 from otel_ctx import names
 from otel_ctx.engine.breakdown import Breakdown
 from otel_ctx.engine.result import FitResult
-from otel_ctx.telemetry.content import capture_content, exception_type, messages_json, record_exception
+from otel_ctx.telemetry.content import capture_content, exception_type
 from otel_ctx.telemetry.exporters import distributions_from_env
 from otel_ctx.telemetry.labels import LabelPolicy
 from otel_ctx.telemetry.trim import Trim
@@ -434,127 +433,6 @@ class Emitter:
     def tracer(self) -> trace.Tracer:
         return self._tracer
 
-    # --- one round ------------------------------------------------------------------
-
-    def instrument(
-        self,
-        call: Callable[[], FitResult],
-        *,
-        round_number: int,
-        mode: str = names.MODE_FIT,
-        model: str | None = None,
-        known_task_types: Iterable[str] = (),
-        parent: Context | None = None,
-        extra: Mapping[str, AttributeValue] | None = None,
-    ) -> FitResult:
-        """Run ``call`` (a fit or a measure) inside a round span and emit its breakdown.
-
-        The call's own exceptions propagate unchanged (recorded on the span); a failure
-        of the telemetry itself is logged and the result is returned as if nothing happened.
-        """
-        span: Span | None = None
-        token: object | None = None
-        try:
-            name = names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT
-            span = self._tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL)
-            # Current during the call so a summariser hook's own LLM span nests under the round.
-            token = _attach(span)
-        except Exception as exc:
-            log_failure("starting the round span", exc)
-        try:
-            result = call()
-        except BaseException as exc:
-            if span is not None:
-                try:
-                    record_exception(span, exc)
-                    span.end()
-                except Exception as inner:
-                    log_failure("recording the fit's exception", inner)
-            _detach(token)
-            raise
-        _detach(token)
-        self.emit(
-            result,
-            span=span,
-            round_number=round_number,
-            mode=mode,
-            model=model,
-            known_task_types=known_task_types,
-            extra=extra,
-        )
-        return result
-
-    def emit(
-        self,
-        result: FitResult,
-        *,
-        span: Span | None,
-        round_number: int,
-        mode: str = names.MODE_FIT,
-        model: str | None = None,
-        known_task_types: Iterable[str] = (),
-        extra: Mapping[str, AttributeValue] | None = None,
-    ) -> None:
-        """Put the round on ``span`` (then end it) and record its metrics. Never raises."""
-        try:
-            model_name = model or result.model
-            ctx: Context | None = None
-            if span is not None:
-                if span.is_recording():
-                    self.annotate(span, result, round_number, mode, model_name, extra)
-                # Histogram points recorded in this context carry the span as an exemplar.
-                ctx = trace.set_span_in_context(span)
-            self.record_metrics(result, round_number, model_name, known_task_types, ctx)
-            if span is not None and result.dropped_messages and result.tokens_before:
-                # otel-ctx's own compaction (a fit), or the agent's trimmer (an observed one).
-                performer = names.PERFORMER_OTEL_CTX if mode == names.MODE_FIT else names.PERFORMER_AGENT
-                kind = "summary" if result.summary is not None else "drop"
-                trim = Trim(
-                    performer, kind, result.tokens_before, result.breakdown.estimated, result.dropped_messages
-                )
-                self.record_trim(
-                    span,
-                    trim,
-                    task_type=result.task_type,
-                    known_task_types=known_task_types,
-                )
-        except Exception as exc:
-            log_failure("emitting a round", exc)
-        finally:
-            if span is not None:
-                try:
-                    span.end()
-                except Exception as exc:
-                    log_failure("ending the round span", exc)
-
-    def annotate(
-        self,
-        span: Span,
-        result: FitResult,
-        round_number: int,
-        mode: str,
-        model: str,
-        extra: Mapping[str, AttributeValue] | None,
-    ) -> None:
-        attrs = span_attributes(result, round_number=round_number, model=model, mode=mode)
-        if extra:
-            attrs.update(extra)
-        span.set_attributes(attrs)
-        b = result.breakdown
-        if result.outcome == names.OUTCOME_OVERFLOW:
-            span.add_event(
-                names.EVENT_FLOOR_OVERFLOW,
-                {
-                    names.ESTIMATED_TOKENS: b.estimated,
-                    names.BUDGET: b.budget,
-                    names.OVERFLOW_TOKENS: b.overflow,
-                },
-            )
-        if capture_content():
-            span.add_event(
-                names.EVENT_CONTENT, {names.GEN_AI_INPUT_MESSAGES: messages_json(result.request_messages())}
-            )
-
     def record_metrics(
         self,
         result: FitResult,
@@ -708,19 +586,6 @@ class Emitter:
             self._totals.clear()
         self._attr_cache[key] = attrs
         return attrs
-
-
-def _attach(span: Span) -> object:
-    return otel_context.attach(trace.set_span_in_context(span))
-
-
-def _detach(token: object | None) -> None:
-    if token is None:
-        return
-    try:
-        otel_context.detach(token)  # type: ignore[arg-type]
-    except Exception as exc:  # pragma: no cover - detach logs rather than raises in the API
-        log_failure("restoring the context", exc)
 
 
 _default: Emitter | None = None

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from opentelemetry.util.types import AttributeValue
 
+import otel_ctx.telemetry.recorder as recorder
 from otel_ctx import names
 from otel_ctx.adapters.langchain import as_chat_dicts
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
 from otel_ctx.engine.sources import SourcesLike
-from otel_ctx.telemetry._run import Run, current_run
+from otel_ctx.telemetry._run import Books, Run, current_run
 from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 from otel_ctx.telemetry.trim import compare
 
@@ -105,22 +106,23 @@ def observe(
         )
 
     active = current_run()
-    em = emitter or (active.emitter if active is not None else default_emitter())
-    if active is not None:
-        result = em.instrument(
-            call,
-            round_number=active.next_round(),
-            mode=names.MODE_OBSERVE,
-            model=model,
-            known_task_types=fitter.task_types,
-            parent=active.parent_context(),
-            extra=active.span_extra,
-        )
-        active.last_result = result
-        return result
-    return em.instrument(
-        call, round_number=1, mode=names.MODE_OBSERVE, model=model, known_task_types=fitter.task_types
+    rec = recorder.start(
+        emitter or (active.emitter if active is not None else default_emitter()),
+        mode=names.MODE_OBSERVE,
+        model=model,
+        known_task_types=fitter.task_types,
+        books=active,
     )
+    rec.attach()
+    try:
+        result = call()
+    except BaseException as exc:
+        rec.end(exc)
+        raise
+    rec.detach()
+    rec.result(result)
+    rec.end()
+    return result
 
 
 def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
@@ -287,37 +289,26 @@ class _Watcher:
                         result = dataclasses.replace(result, tokens_before=whole.breakdown.estimated)
                 except Exception as exc:  # the round is still worth emitting without the comparison
                     log_failure("comparing a trimmer's input and output", exc)
-        known = fitter.task_types if fitter is not None else ()
-        model = self.model or (active.model if active is not None else None) or result.model
-        em = self.emitter or (active.emitter if active is not None else default_emitter())
-        if active is not None:
-            round_number = active.next_round()
-            parent = active.parent_context()
-            extra = active.span_extra
-            active.last_result = result
-        else:
-            round_number, parent, extra = 1, None, None
-        if trim_extra:
-            extra = {**(extra or {}), **trim_extra}
-        name = _span_name(mode)
-        span = em.tracer.start_span(name, context=parent, start_time=start_time)
-        em.emit(
-            result,
-            span=span,
-            round_number=round_number,
+        rec = recorder.start(
+            self.emitter or (active.emitter if active is not None else default_emitter()),
             mode=mode,
-            model=model,
-            known_task_types=known,
-            extra=extra,
+            model=self.model or (active.model if active is not None else None) or result.model,
+            known_task_types=fitter.task_types if fitter is not None else (),
+            books=active,
+            start_time=start_time,
+            extra=trim_extra,
         )
+        rec.result(result)
+        rec.end()
 
-    def _fitter(self, active: Run | None) -> ContextFitter | None:
+    def _fitter(self, active: Books | None) -> ContextFitter | None:
         if self.policy is not None:
             model = self.model or (active.model if active is not None else None) or "gpt-4o"
             return fitter_for(self.policy, model)
         if self.bound_fitter is not None:
             return self.bound_fitter
-        return active.fitter if active is not None else None
+        # A run with a fitter of its own; a task block's books measure nothing themselves.
+        return active.fitter if isinstance(active, Run) else None
 
 
 def _given_messages(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Sequence[Any] | None:
@@ -347,7 +338,3 @@ def _with_trim_report(
         names.TRIM_TICKET_DROPPED: report.ticket_dropped,
         names.TRIM_ORPHANED_TOOL_RESULTS: report.orphaned_tool_results,
     }
-
-
-def _span_name(mode: str) -> str:
-    return names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT

@@ -11,7 +11,7 @@ from telemetry_capture import Capture, attrs_of
 from otel_ctx import ContextFitter, encodings
 from otel_ctx import names as n
 from otel_ctx.demo import SUPPORT_DESK
-from otel_ctx.telemetry import LabelPolicy, labels
+from otel_ctx.telemetry import LabelPolicy, labels, recorder
 from otel_ctx.telemetry.labels import DEFAULT_MAX_MODELS
 
 
@@ -82,7 +82,9 @@ def test_the_model_bound_is_validated() -> None:
 def test_spans_keep_the_model_as_given() -> None:
     cap = Capture(labels=LabelPolicy(max_models=0))
     fitter = ContextFitter(SUPPORT_DESK, model="local-llm-7b")
-    cap.emitter.instrument(lambda: fitter.fit(long_dispute(4), task_type="status"), round_number=1)
+    rec = recorder.start(cap.emitter)
+    rec.result(fitter.fit(long_dispute(4), task_type="status"))
+    rec.end()
     (span,) = cap.spans(n.SPAN_FIT)
     assert span.attributes is not None and span.attributes[n.MODEL] == "local-llm-7b"
     assert models_on_metrics(cap)[n.FITS.name] == {n.OTHER_MODEL}
