@@ -20,22 +20,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
-
 from otel_ctx import names
 from otel_ctx.engine.tokens import REPLY_PRIMING
-from otel_ctx.instrumentation._context import current_task
-from otel_ctx.telemetry.emitter import log_failure
-from otel_ctx.telemetry.trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.engine.result import FitResult
     from otel_ctx.fitting import ContextFitter
-    from otel_ctx.instrumentation._core import Observer
 
 #: A reported input this much above what the chain accounts for is context the server
 #: holds that this process did not see (items added elsewhere); below it, counting error.
@@ -301,66 +295,3 @@ def settle(
     keys = tuple(k for k in (chain.response_id if chain.keep else None, chain.conversation) if k)
     chain.store.put(keys, state)
     return result
-
-
-# --- responses.compact: the provider compacts a context on demand ---------------------------
-
-
-def record_compact(observer: Observer, kwargs: Mapping[str, Any], response: Any) -> None:
-    """A ``responses.compact`` answer: a provider compaction from what it billed to what it
-    returned (the kept user messages and one compaction item). Never raises."""
-    try:
-        usage = getattr(response, "usage", None)
-        before = getattr(usage, "input_tokens", None)
-        output = getattr(response, "output", None)
-        if not isinstance(before, int) or before <= 0 or not isinstance(output, list):
-            return
-        model = str(kwargs.get("model") or "unknown")
-        fitter = observer.fitter(model)
-        after = fitter.measure_request({"model": model, "input": output}, provider="openai-responses")
-        task = current_task().task_type or observer.config.default_task_type
-        trim = Trim(names.PERFORMER_PROVIDER, "compaction", before, after.breakdown.estimated, 0)
-        observer.emitter.record_trim(
-            trace.get_current_span(),
-            trim,
-            task_type=task,
-            known_task_types=observer.config.task_types,
-        )
-    except Exception as exc:
-        log_failure("recording a responses.compact call", exc)
-
-
-def _compact_wrapper(observer: Observer) -> Callable[..., Any]:
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        response = wrapped(*args, **kwargs)
-        if observer.active:
-            record_compact(observer, kwargs, response)
-        return response
-
-    return wrapper
-
-
-def _async_compact_wrapper(observer: Observer) -> Callable[..., Any]:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        response = await wrapped(*args, **kwargs)
-        if observer.active:
-            record_compact(observer, kwargs, response)
-        return response
-
-    return wrapper
-
-
-def compact_targets() -> list[tuple[str, str, Callable[[Observer], Callable[..., Any]]]]:
-    """``responses.compact`` (sync and async), where the installed SDK has it."""
-    from openai.resources import responses
-
-    found: list[tuple[str, str, Callable[[Observer], Callable[..., Any]]]] = []
-    if hasattr(responses.Responses, "compact"):
-        found.append(("openai.resources.responses", "Responses.compact", _compact_wrapper))
-    if hasattr(responses.AsyncResponses, "compact"):
-        found.append(("openai.resources.responses", "AsyncResponses.compact", _async_compact_wrapper))
-    return found

@@ -261,16 +261,10 @@ class Observer:
         if provider == "openai-responses":
             chain, result = _chain.begin(self.chains, view, result)
         conversation_id = info.conversation_id
-        if conversation_id is not None:
-            round_number = self.conversations.next_round(conversation_id)
-            progress.round_number = round_number
-        elif chain is not None and chain.continues:
-            # Round N of a stored chain is round N, with no otel_ctx.task around the call.
-            round_number = chain.round_number
-            conversation_id = chain.conversation_id
-        else:
-            round_number = _assistant_turns(view, provider, result.known_answers) + 1
+        round_number = self.round_number(view, provider, conversation_id, chain, result.known_answers)
         progress.round_number = round_number
+        if conversation_id is None and chain is not None and chain.continues:
+            conversation_id = chain.conversation_id
         progress.measured = True
         current = trace.get_current_span(parent)
         span = self.emitter.tracer.start_span(
@@ -287,6 +281,22 @@ class Observer:
         round_.begin(provider, conversation_id)
         return round_
 
+    def round_number(
+        self,
+        body: Mapping[str, Any],
+        provider: str,
+        conversation_id: str | None,
+        chain: _chain.ChainRound | None = None,
+        known_answers: tuple[int, int] = (0, 0),
+    ) -> int:
+        """The call's round: the Nth call of a task's conversation is round N, as is round N of a
+        stored Responses chain with no task around it; otherwise the transcript's answers plus one."""
+        if conversation_id is not None:
+            return self.conversations.next_round(conversation_id)
+        if chain is not None and chain.continues:
+            return chain.round_number
+        return _assistant_turns(body, provider, known_answers) + 1
+
     def _unmeasured(
         self,
         kwargs: Mapping[str, Any],
@@ -302,10 +312,10 @@ class Observer:
             log_failure.unmeasured(reason, f"an instrumented {provider} call", exc)
         try:
             round_number = progress.round_number
-            if round_number is None and progress.conversation_id is not None:
-                round_number = self.conversations.next_round(progress.conversation_id)
-            elif round_number is None:
-                round_number = _readable_round(progress.body, kwargs, provider)
+            if round_number is None:
+                body = progress.body if progress.body is not None else request_body(kwargs)
+                with contextlib.suppress(Exception):  # a transcript that cannot be read has no round
+                    round_number = self.round_number(body, provider, progress.conversation_id)
             span = progress.span
             if span is None:
                 span = self.emitter.tracer.start_span(
@@ -347,14 +357,6 @@ class _Progress:
         if isinstance(exc, (InvalidPolicyError, UnknownTaskTypeError)):
             return names.UNOBSERVED_INVALID_POLICY
         return names.UNOBSERVED_MEASURE_ERROR
-
-
-def _readable_round(body: Mapping[str, Any] | None, kwargs: Mapping[str, Any], provider: str) -> int | None:
-    """The round number the transcript shows (its answers plus one), if it can be read at all."""
-    try:
-        return _assistant_turns(body if body is not None else request_body(kwargs), provider) + 1
-    except Exception:
-        return None
 
 
 class Round:

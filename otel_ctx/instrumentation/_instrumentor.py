@@ -19,10 +19,15 @@ from typing import Any
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from otel_ctx.instrumentation._chain import compact_targets
 from otel_ctx.instrumentation._config import Config, PolicyLike
 from otel_ctx.instrumentation._core import Observer
-from otel_ctx.instrumentation._sdk import Target, WrapperFn, anthropic_targets, openai_targets
+from otel_ctx.instrumentation._sdk import (
+    Target,
+    WrapperFn,
+    anthropic_targets,
+    compact_targets,
+    openai_targets,
+)
 from otel_ctx.instrumentation._state import activate, active_observer, deactivate
 from otel_ctx.instrumentation._ticket import run_opener
 from otel_ctx.instrumentation.google_genai import google_targets

@@ -20,6 +20,9 @@ The wrapper is observe-only: it reads the request options, calls the SDK's metho
 exactly its arguments, and returns what the method returned: the SDK's own object, or
 (for a stream, or a raw response whose body is not read yet) that object behind a
 transparent proxy that watches for the usage. The SDK's exceptions pass through untouched.
+
+``responses.compact`` is wrapped here too, at its public method: it sends no model request to
+measure, and its answer is a provider compaction to record on the current round.
 """
 
 from __future__ import annotations
@@ -33,11 +36,15 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import wrapt
+from opentelemetry import trace
 
+from otel_ctx import names
+from otel_ctx.instrumentation._context import current_task
 from otel_ctx.instrumentation._core import Observer, Round
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
 from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
+from otel_ctx.telemetry.trim import Trim
 
 WrapperFn = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -435,6 +442,69 @@ def _targets(package: str, route: Callable[[str], Route | None]) -> list[Target]
         (base, f"SyncAPIClient.{sync_layer}", lambda o: sync_request(o, sdk)),
         (base, f"AsyncAPIClient.{async_layer}", lambda o: async_request(o, sdk)),
     ]
+
+
+# --- responses.compact: the provider compacts a context on demand ---------------------------
+
+
+def record_compact(observer: Observer, kwargs: Mapping[str, Any], response: Any) -> None:
+    """A ``responses.compact`` answer: a provider compaction from what it billed to what it
+    returned (the kept user messages and one compaction item). Never raises."""
+    try:
+        usage = getattr(response, "usage", None)
+        before = getattr(usage, "input_tokens", None)
+        output = getattr(response, "output", None)
+        if not isinstance(before, int) or before <= 0 or not isinstance(output, list):
+            return
+        model = str(kwargs.get("model") or "unknown")
+        fitter = observer.fitter(model)
+        after = fitter.measure_request({"model": model, "input": output}, provider="openai-responses")
+        task = current_task().task_type or observer.config.default_task_type
+        trim = Trim(names.PERFORMER_PROVIDER, "compaction", before, after.breakdown.estimated, 0)
+        observer.emitter.record_trim(
+            trace.get_current_span(),
+            trim,
+            task_type=task,
+            known_task_types=observer.config.task_types,
+        )
+    except Exception as exc:
+        log_failure("recording a responses.compact call", exc)
+
+
+def _compact_wrapper(observer: Observer) -> Callable[..., Any]:
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        response = wrapped(*args, **kwargs)
+        if observer.active:
+            record_compact(observer, kwargs, response)
+        return response
+
+    return wrapper
+
+
+def _async_compact_wrapper(observer: Observer) -> Callable[..., Any]:
+    async def wrapper(
+        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        response = await wrapped(*args, **kwargs)
+        if observer.active:
+            record_compact(observer, kwargs, response)
+        return response
+
+    return wrapper
+
+
+def compact_targets() -> list[Target]:
+    """``responses.compact`` (sync and async), where the installed SDK has it."""
+    from openai.resources import responses
+
+    found: list[Target] = []
+    if hasattr(responses.Responses, "compact"):
+        found.append(("openai.resources.responses", "Responses.compact", _compact_wrapper))
+    if hasattr(responses.AsyncResponses, "compact"):
+        found.append(("openai.resources.responses", "AsyncResponses.compact", _async_compact_wrapper))
+    return found
 
 
 def openai_targets() -> list[Target]:
