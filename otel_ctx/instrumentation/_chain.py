@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from otel_ctx import names
 from otel_ctx.engine.tokens import REPLY_PRIMING
+from otel_ctx.telemetry.trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.engine.result import FitResult
     from otel_ctx.fitting import ContextFitter
+    from otel_ctx.instrumentation._core import Observer, Round
 
 #: A reported input this much above what the chain accounts for is context the server
 #: holds that this process did not see (items added elsewhere); below it, counting error.
@@ -95,16 +97,6 @@ def _conversation_param(body: Mapping[str, Any]) -> str | None:
 def lets_server_cut(body: Mapping[str, Any]) -> bool:
     """The request allows the server to drop or compact context (so usage may count less)."""
     return body.get("truncation") == "auto" or bool(body.get("context_management"))
-
-
-def like_with_like(body: Mapping[str, Any], provider: str) -> bool:
-    """True when the provider counts the context the request body shows, so its usage may
-    teach the calibration: no stored state continued, no server-side edit or truncation allowed."""
-    if provider == "openai-responses" and (
-        body.get("previous_response_id") or _conversation_param(body) is not None
-    ):
-        return False
-    return not lets_server_cut(body)
 
 
 def _add(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
@@ -185,6 +177,24 @@ class ChainRound:
         if isinstance(rid, str) and isinstance(output, list):
             self.response_id = rid
             self.output = output
+
+    def settle(self, round_: Round, reported: int | None) -> None:
+        """The answer is complete: the round's result over the whole held context, the chain's id
+        on its span, the breakdown that waited for the usage, and the provider's own cut."""
+        round_.result = settle(self, round_.result, reported, round_.fitter, round_.model)
+        if self.response_id is not None and round_.span.is_recording():
+            round_.span.set_attribute(names.GEN_AI_CONVERSATION_ID, self.conversation_id or self.response_id)
+        round_.breakdown_settled()
+        if self.trim is not None:
+            trim = Trim(names.PERFORMER_PROVIDER, *self.trim)
+            round_.record.trim(trim, round_.result.task_type)
+
+
+def open_chain(
+    observer: Observer, body: Mapping[str, Any], result: FitResult
+) -> tuple[ChainRound, FitResult]:
+    """A Responses call's reader: its chain round, and its breakdown over the whole held context."""
+    return begin(observer.chains, body, result)
 
 
 def begin(store: ChainStore, body: Mapping[str, Any], result: FitResult) -> tuple[ChainRound, FitResult]:

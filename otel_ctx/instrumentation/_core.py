@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -25,7 +25,6 @@ from opentelemetry.util.types import AttributeValue
 
 import otel_ctx.instrumentation._chain as _chain
 import otel_ctx.instrumentation._ticket as _ticket
-import otel_ctx.instrumentation._trims as _trims
 from otel_ctx import names
 from otel_ctx.engine import BudgetPolicy
 from otel_ctx.engine.errors import (
@@ -116,14 +115,14 @@ def _is_answer(item: Any) -> bool:
     return getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
 
 
-def _assistant_turns(body: Mapping[str, Any], provider: str, known: tuple[int, int] = (0, 0)) -> int:
-    """Answers already in the transcript: without a conversation id, the round is this plus one.
+def _assistant_turns(body: Mapping[str, Any], transcript: str, known: tuple[int, int] = (0, 0)) -> int:
+    """Answers already in the transcript (the body's ``transcript`` field): without a conversation
+    id, the round is this plus one.
 
     ``known`` is ``(k, n)``: the first ``k`` items hold ``n`` answers, as the reader kept count of
     them (see ``FitResult.known_answers``), so a long transcript costs only the items after ``k``.
     """
-    key = "input" if provider == "openai-responses" else "contents" if provider == "google" else "messages"
-    items = body.get(key)
+    items = body.get(transcript)
     if not isinstance(items, (list, tuple)):
         return 0
     start, turns = known
@@ -160,12 +159,61 @@ def _call_span(span: Span) -> Span | None:
     return span if names.GEN_AI_OPERATION_NAME in attributes else None
 
 
+class Reader(Protocol):
+    """What one call's answer says beyond its usage, read for its dialect (a Responses chain's
+    server-held context, Anthropic's server-side edits): made per call by the dialect's opener,
+    shown every response object and stream event, settled once when the answer is complete."""
+
+    @property
+    def continues(self) -> bool:
+        """The call continues a conversation the provider stores (its round and id are the chain's)."""
+
+    @property
+    def round_number(self) -> int: ...
+
+    @property
+    def conversation_id(self) -> str | None: ...
+
+    @property
+    def pending(self) -> bool:
+        """The breakdown waits for the usage: part of the context was never seen here."""
+
+    @property
+    def figure_source(self) -> str: ...
+
+    def see(self, obj: Any) -> None: ...
+
+    def settle(self, round_: Round, reported: int | None) -> None:
+        """The answer is complete (``reported``: its input tokens, if any): record what it said."""
+
+
+#: A dialect's reader of one call, from the request as the provider reads it and its measure:
+#: the reader and the measure over the context the call really has (a stored chain's lines added).
+Opener = Callable[["Observer", Mapping[str, Any], "FitResult"], tuple[Reader, "FitResult"]]
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What one provider's calls need beyond the generic measure; kept with its SDK's targets."""
+
+    #: The request body's field that holds the transcript (its answers number the rounds).
+    transcript: str = "messages"
+    reader: Opener | None = None
+
+
+_PLAIN = Dialect()
+
+
 class Observer:
     """Shared by every wrapped SDK method of one instrumentation."""
 
-    def __init__(self, config: Config, emitter: Emitter) -> None:
+    def __init__(
+        self, config: Config, emitter: Emitter, dialects: Mapping[str, Dialect] | None = None
+    ) -> None:
         self.config = config
         self.emitter = emitter
+        #: Each provider's dialect, by the name its wrappers pass to :meth:`start`.
+        self.dialects: Mapping[str, Dialect] = dialects or {}
         self.conversations = Conversations(config.max_conversations)
         #: Responses conversations the server keeps: the lines of each observed chain.
         self.chains = _chain.ChainStore(config.max_conversations)
@@ -257,14 +305,15 @@ class Observer:
         # Measured against the call's own budget (window, reserved output, margin): the
         # fitter's own policy is only there so it can measure.
         result = fitter.measure_request(view, provider=provider, task_type=task_type, policy=policy)
-        chain: _chain.ChainRound | None = None
-        if provider == "openai-responses":
-            chain, result = _chain.begin(self.chains, view, result)
+        reader: Reader | None = None
+        opener = self.dialects.get(provider, _PLAIN).reader
+        if opener is not None:
+            reader, result = opener(self, view, result)
         conversation_id = info.conversation_id
-        round_number = self.round_number(view, provider, conversation_id, chain, result.known_answers)
+        round_number = self.round_number(view, provider, conversation_id, reader, result.known_answers)
         progress.round_number = round_number
-        if conversation_id is None and chain is not None and chain.continues:
-            conversation_id = chain.conversation_id
+        if conversation_id is None and reader is not None and reader.continues:
+            conversation_id = reader.conversation_id
         progress.measured = True
         current = trace.get_current_span(parent)
         span = self.emitter.tracer.start_span(
@@ -274,10 +323,12 @@ class Observer:
         progress.span = span
         round_ = Round(self, span, result, fitter, round_number, model, _call_span(current))
         round_.booked = _ticket.book_round(round_.record, result, model)
-        round_.chain = chain
-        round_.like_with_like = _chain.like_with_like(view, provider)
-        if provider == "anthropic":
-            round_.cuts = _trims.AnthropicCuts()
+        round_.reader = reader
+        # Usage teaches the calibration only where the provider counts what the body shows: no
+        # stored context continued, no server-side cut allowed.
+        round_.like_with_like = not _chain.lets_server_cut(view) and not (
+            reader is not None and reader.continues
+        )
         round_.begin(provider, conversation_id)
         return round_
 
@@ -286,16 +337,16 @@ class Observer:
         body: Mapping[str, Any],
         provider: str,
         conversation_id: str | None,
-        chain: _chain.ChainRound | None = None,
+        reader: Reader | None = None,
         known_answers: tuple[int, int] = (0, 0),
     ) -> int:
         """The call's round: the Nth call of a task's conversation is round N, as is round N of a
         stored Responses chain with no task around it; otherwise the transcript's answers plus one."""
         if conversation_id is not None:
             return self.conversations.next_round(conversation_id)
-        if chain is not None and chain.continues:
-            return chain.round_number
-        return _assistant_turns(body, provider, known_answers) + 1
+        if reader is not None and reader.continues:
+            return reader.round_number
+        return _assistant_turns(body, self.dialects.get(provider, _PLAIN).transcript, known_answers) + 1
 
     def _unmeasured(
         self,
@@ -363,8 +414,8 @@ class Round:
     """One observed call: its span is current while the SDK sends the request.
 
     What it learns is recorded through its :class:`~otel_ctx.telemetry.recorder.RoundRecord`,
-    as every other round is; this class only knows the provider's side: the chain, the cuts,
-    and when the usage may teach the calibration.
+    as every other round is; this class only knows the provider's side: what its dialect's
+    reader adds (see :class:`Reader`) and when the usage may teach the calibration.
     """
 
     def __init__(
@@ -382,12 +433,10 @@ class Round:
         self.record = RoundRecord(
             observer.emitter,
             span,
-            mode=names.MODE_OBSERVE,
-            model=model,
-            known_task_types=observer.config.task_types,
-            number=round_number,
-            books=None,
-            extra={},
+            names.MODE_OBSERVE,
+            model,
+            observer.config.task_types,
+            round_number,
             call_span=call_span,
         )
         self.result = result
@@ -397,8 +446,8 @@ class Round:
         self.usage: Usage | None = None
         #: The task block's books and this call's round number in them (the zero-code ticket view).
         self.booked: tuple[Books, int] | None = None
-        self.chain: _chain.ChainRound | None = None
-        self.cuts: _trims.AnthropicCuts | None = None
+        #: What the answer says beyond its usage, for its dialect (None: the usage says it all).
+        self.reader: Reader | None = None
         #: The provider counts what the body shows: only then may its usage teach the calibration.
         self.like_with_like = True
         self._deferred = False
@@ -413,7 +462,7 @@ class Round:
         if conversation_id is not None:
             extra[names.GEN_AI_CONVERSATION_ID] = conversation_id
         self.record.extra = extra
-        if self.chain is not None and self.chain.pending:
+        if self.reader is not None and self.reader.pending:
             # Part of the context is held by the server and was never seen here: the round's
             # breakdown (and its metrics) waits for the usage that says how large it is.
             self._deferred = True
@@ -425,8 +474,17 @@ class Round:
 
     def _record(self) -> None:
         """The round's breakdown on its span, the provider call's span and the metrics."""
-        source = self.chain.figure_source if self.chain is not None else names.FIGURE_REQUEST
+        source = self.reader.figure_source if self.reader is not None else names.FIGURE_REQUEST
         self.record.result(self.result, figure_source=source, strict=True)
+
+    def breakdown_settled(self) -> None:
+        """The answer said how large the server-held part is: the breakdown that waited for it is
+        recorded now, or the span's lines are set again where the part grew past the chain's."""
+        if self._deferred:
+            self._deferred = False
+            self._record()
+        elif self.reader is not None and self.reader.figure_source == names.FIGURE_USAGE:
+            self.record.refresh(self.result, figure_source=names.FIGURE_USAGE)
 
     def record_trims(self, trims: list[Trim]) -> None:
         """Trims made before this call by someone else (a framework): events and counters."""
@@ -436,18 +494,15 @@ class Round:
     @property
     def reads_answers(self) -> bool:
         """Whether the answer has more to say than its usage (a Responses chain, Anthropic edits)."""
-        return self.chain is not None or self.cuts is not None
+        return self.reader is not None
 
     def see(self, obj: Any) -> None:
         """A response object or stream event, read for what the usage does not say. Never raises."""
-        chain, cuts = self.chain, self.cuts
-        if chain is None and cuts is None:
+        reader = self.reader
+        if reader is None:
             return
         try:
-            if chain is not None:
-                chain.see(obj)
-            if cuts is not None:
-                cuts.see(obj)
+            reader.see(obj)
         except Exception as exc:
             log_failure("reading a provider response", exc)
 
@@ -496,38 +551,10 @@ class Round:
         finally:
             self.record.end()
 
-    def _provider_cuts(self, cuts: _trims.AnthropicCuts, reported: int | None) -> None:
-        for kind, before, after, items in cuts.trims(self.result.breakdown.estimated, reported):
-            self.record.trim(
-                Trim(names.PERFORMER_PROVIDER, kind, before, after, items), self.result.task_type
-            )
-        if cuts.overflow:
-            self.record.provider_overflow(self.result.task_type)
-
     def _finish(self, usage: Usage | None) -> None:
         reported = usage.input_tokens if usage is not None and usage.input_tokens > 0 else None
-        chain = self.chain
-        if chain is not None:
-            self.result = _chain.settle(chain, self.result, reported, self.fitter, self.model)
-            if chain.response_id is not None and self.span.is_recording():
-                conversation = chain.conversation_id or chain.response_id
-                self.span.set_attribute(names.GEN_AI_CONVERSATION_ID, conversation)
-        if self._deferred:
-            self._deferred = False
-            self._record()
-        elif chain is not None and chain.figure_source == names.FIGURE_USAGE:
-            # A server-held part grew past what the chain accounts for: the span's lines say so.
-            self.record.refresh(self.result, figure_source=names.FIGURE_USAGE)
-        if chain is not None and chain.trim is not None:
-            kind, before, after, items = chain.trim
-            self.record.trim(
-                Trim(names.PERFORMER_PROVIDER, kind, before, after, items), self.result.task_type
-            )
-        cuts = self.cuts
-        if cuts is not None and cuts.any:
-            # The provider counted a context it edited: its usage says nothing of our estimate.
-            self.like_with_like = False
-            self._provider_cuts(cuts, reported)
+        if self.reader is not None:
+            self.reader.settle(self, reported)
         if usage is None or reported is None:
             return
         self.usage = usage

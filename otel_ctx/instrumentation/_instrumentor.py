@@ -21,6 +21,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 
 from otel_ctx.instrumentation._config import Config, PolicyLike
 from otel_ctx.instrumentation._core import Observer
+from otel_ctx.instrumentation._sdk import DIALECTS as SDK_DIALECTS
 from otel_ctx.instrumentation._sdk import (
     Target,
     WrapperFn,
@@ -30,6 +31,7 @@ from otel_ctx.instrumentation._sdk import (
 )
 from otel_ctx.instrumentation._state import activate, active_observer, deactivate
 from otel_ctx.instrumentation._ticket import run_opener
+from otel_ctx.instrumentation.google_genai import DIALECTS as GOOGLE_DIALECTS
 from otel_ctx.instrumentation.google_genai import google_targets
 from otel_ctx.instrumentation.litellm import litellm_targets
 from otel_ctx.models import ModelTable
@@ -78,7 +80,7 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             if tracer_provider is not None or meter_provider is not None
             else default_emitter()
         )
-        observer = Observer(config, emitter)
+        observer = Observer(config, emitter, {**SDK_DIALECTS, **GOOGLE_DIALECTS})
         activate(observer, run_opener(observer))
         self._patched = []
         compact: Callable[[], list[Target]] = compact_targets

@@ -39,9 +39,11 @@ import wrapt
 from opentelemetry import trace
 
 from otel_ctx import names
+from otel_ctx.instrumentation._chain import open_chain
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.instrumentation._core import Observer, Round
+from otel_ctx.instrumentation._core import Dialect, Observer, Round
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
+from otel_ctx.instrumentation._trims import AnthropicCuts
 from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 from otel_ctx.telemetry.trim import Trim
@@ -505,6 +507,14 @@ def compact_targets() -> list[Target]:
     if hasattr(responses.AsyncResponses, "compact"):
         found.append(("openai.resources.responses", "AsyncResponses.compact", _async_compact_wrapper))
     return found
+
+
+#: What the openai and anthropic dialects read beyond the usage: a Responses call's stored chain,
+#: a Messages call's server-side edits (the chat-completions dialect needs nothing more).
+DIALECTS: dict[str, Dialect] = {
+    RESPONSES.provider: Dialect(transcript="input", reader=open_chain),
+    MESSAGES.provider: Dialect(reader=lambda _observer, _body, result: (AnthropicCuts(), result)),
+}
 
 
 def openai_targets() -> list[Target]:

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_ctx import names
+from otel_ctx.telemetry.trim import Trim
+
+if TYPE_CHECKING:
+    from otel_ctx.instrumentation._core import Round
 
 OVERFLOW_STOP = "model_context_window_exceeded"
 
@@ -39,6 +43,26 @@ class AnthropicCuts:
     #: Input tokens of the last sampling iteration (the context after compaction), if reported.
     last_iteration_input: int | None = None
     overflow: bool = False
+
+    #: Read by the round as a reader's (see ``_core.Reader``): what the usage leaves unsaid here is
+    #: only what the server cut, so the round is numbered and recorded as any other.
+    continues = False
+    round_number = 0
+    conversation_id = None
+    pending = False
+    figure_source = names.FIGURE_REQUEST
+
+    def settle(self, round_: Round, reported: int | None) -> None:
+        """Each cut a trim by the provider; an overflow its event and count. A call whose context
+        the provider edited teaches the calibration nothing (its usage is not of our estimate)."""
+        if not self.any:
+            return
+        round_.like_with_like = False
+        task = round_.result.task_type
+        for kind, before, after, items in self.trims(round_.result.breakdown.estimated, reported):
+            round_.record.trim(Trim(names.PERFORMER_PROVIDER, kind, before, after, items), task)
+        if self.overflow:
+            round_.record.provider_overflow(task)
 
     def see(self, obj: Any) -> None:
         kind = _get(obj, "type")

@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-from otel_ctx.instrumentation._core import Observer, Round
+from otel_ctx.instrumentation._core import Dialect, Observer, Round
 from otel_ctx.instrumentation._sdk import Target, WrapperFn
 from otel_ctx.pricing import Usage
 from otel_ctx.telemetry.emitter import log_failure
 
 PROVIDER = "google"
+#: Gemini keeps the transcript in ``contents`` (its answers are the ``model`` turns).
+DIALECTS = {PROVIDER: Dialect(transcript="contents")}
 #: Prefixes the SDK accepts before a Gemini model id (``models/gemini-2.5-flash``,
 #: ``publishers/google/models/...``): the model table knows the bare id.
 _MODEL_PREFIX = "models/"

@@ -9,6 +9,10 @@ against the policy's ``run_ceiling`` (``run.ceiling_reached`` after a round that
 be sent), cost from the price table, and how it ended (``run.resolve("resolved")``).
 When the block exits, the run's tokens and cost are recorded once, by task type,
 resolution and stop, whether the block returned or raised.
+
+The books need no fitter (:class:`Books`: the zero-code ticket view keeps them for SDK
+calls the instrumentor measured); :class:`Run` adds the rounds it fits and measures itself.
+Each round is recorded through :mod:`otel_ctx.telemetry.recorder`, as every round is.
 """
 
 from __future__ import annotations
@@ -579,23 +583,10 @@ class Run(Books):
         return self._round(call, names.MODE_OBSERVE)
 
     def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
-        """``call`` inside the next round's span (current, so a summariser's own LLM span nests
-        under it): its own exceptions end the round and go on unchanged."""
         rec = recorder.start(
             self.emitter, mode=mode, model=self.model, known_task_types=self.known_task_types, books=self
         )
-        rec.attach()
-        try:
-            result = call()
-            # The run's figures join the round's breakdown: one set of span attributes per round.
-            rec.book(self, result)
-        except BaseException as exc:
-            rec.end(exc)
-            raise
-        rec.detach()
-        rec.result(result)
-        rec.end()
-        return result
+        return rec.call(call, book=self)
 
     # --- usage -------------------------------------------------------------------------
 

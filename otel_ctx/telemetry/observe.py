@@ -95,16 +95,6 @@ def observe(
     fitter = fitter_for(policy, model)
     msgs = as_chat_messages(messages)
 
-    def call() -> FitResult:
-        return fitter.measure(
-            msgs,
-            tools=tools,
-            system_prompt=system_prompt,
-            snippets=snippets,
-            skills=skills,
-            task_type=task_type,
-        )
-
     active = current_run()
     rec = recorder.start(
         emitter or (active.emitter if active is not None else default_emitter()),
@@ -113,16 +103,16 @@ def observe(
         known_task_types=fitter.task_types,
         books=active,
     )
-    rec.attach()
-    try:
-        result = call()
-    except BaseException as exc:
-        rec.end(exc)
-        raise
-    rec.detach()
-    rec.result(result)
-    rec.end()
-    return result
+    return rec.call(
+        lambda: fitter.measure(
+            msgs,
+            tools=tools,
+            system_prompt=system_prompt,
+            snippets=snippets,
+            skills=skills,
+            task_type=task_type,
+        )
+    )
 
 
 def as_chat_messages(messages: Sequence[Any]) -> list[Message]:

@@ -11,7 +11,8 @@ logged on ``otel_ctx.telemetry`` and the round goes on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
@@ -38,74 +39,46 @@ def start(
     model: str | None = None,
     known_task_types: Iterable[str] = (),
     books: Books | None = None,
-    number: int | None = None,
-    parent: Context | None = None,
     start_time: int | None = None,
     extra: Mapping[str, AttributeValue] | None = None,
-    call_span: Span | None = None,
 ) -> RoundRecord:
     """Open a round's span. Never raises (a round without a span still records its metrics).
 
     Inside a run (``books``) the round takes the run's next number, goes under the run's span
-    and carries the run's conversation and agent; elsewhere it is ``number`` (default 1).
+    and carries the run's conversation and agent; elsewhere it is round 1.
     """
-    extras: dict[str, AttributeValue] = {}
-    if books is not None:
-        if number is None:
-            number = books.next_round()
-        if parent is None:
-            parent = books.parent_context()
-        extras.update(books.span_extra)
+    extras: dict[str, AttributeValue] = dict(books.span_extra) if books is not None else {}
     if extra:
         extras.update(extra)
+    number = books.next_round() if books is not None else 1
     span: Span | None = None
     try:
         name = names.SPAN_OBSERVE if mode == names.MODE_OBSERVE else names.SPAN_FIT
+        parent = books.parent_context() if books is not None else None
         span = emitter.tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, start_time=start_time)
     except Exception as exc:
         log_failure("starting the round span", exc)
-    return RoundRecord(
-        emitter,
-        span,
-        mode=mode,
-        model=model,
-        known_task_types=tuple(known_task_types),
-        number=number if number is not None else 1,
-        books=books,
-        extra=extras,
-        call_span=call_span,
-    )
+    return RoundRecord(emitter, span, mode, model, tuple(known_task_types), number, books, extras)
 
 
+@dataclass(eq=False, slots=True)
 class RoundRecord:
     """One round, from its span's start to its end."""
 
-    def __init__(
-        self,
-        emitter: Emitter,
-        span: Span | None,
-        *,
-        mode: str,
-        model: str | None,
-        known_task_types: tuple[str, ...],
-        number: int,
-        books: Books | None,
-        extra: dict[str, AttributeValue],
-        call_span: Span | None,
-    ) -> None:
-        self.emitter = emitter
-        self.span = span
-        self.mode = mode
-        self.model = model
-        self.known_task_types = known_task_types
-        self.number = number
-        self.books = books
-        #: Attributes of the run and the call that go on the span with the breakdown.
-        self.extra = extra
-        #: The provider call's own span (a GenAI instrumentation's or the SDK's): window and utilization.
-        self.call_span = call_span
-        self._token: object | None = None
-        self._ended = False
+    emitter: Emitter
+    span: Span | None
+    mode: str
+    model: str | None = None
+    known_task_types: tuple[str, ...] = ()
+    number: int = 1
+    #: The run this round is the next round of, if any.
+    books: Books | None = None
+    #: Attributes of the run and the call that go on the span with the breakdown.
+    extra: dict[str, AttributeValue] = field(default_factory=dict)
+    #: The provider call's own span (a GenAI instrumentation's or the SDK's): window and utilization.
+    call_span: Span | None = None
+    _token: object | None = field(default=None, init=False)
+    _ended: bool = field(default=False, init=False)
 
     # --- the span as the current one -----------------------------------------------------
 
@@ -123,6 +96,24 @@ class RoundRecord:
                 otel_context.detach(token)  # type: ignore[arg-type]
             except Exception as exc:  # pragma: no cover - the API logs rather than raises
                 log_failure("restoring the context", exc)
+
+    def call(self, call: Callable[[], FitResult], *, book: Books | None = None) -> FitResult:
+        """The whole round of ``call`` (a fit or a measure): made with the span current (so a
+        summariser's own LLM span nests under it), counted in ``book`` when given, recorded, ended.
+        The call's own exceptions end the round (recorded on its span) and go on unchanged."""
+        self.attach()
+        try:
+            result = call()
+            if book is not None:
+                # The run's figures join the breakdown: one set of span attributes per round.
+                self.book(book, result)
+        except BaseException as exc:
+            self.end(exc)
+            raise
+        self.detach()
+        self.result(result)
+        self.end()
+        return result
 
     # --- what the round learned --------------------------------------------------------
 
@@ -190,8 +181,11 @@ class RoundRecord:
 
     def trim(self, trim: Trim, task_type: str | None) -> None:
         """A cut someone else made of this round's context (a framework, the provider): the round
-        says it was compacted, and the trim is an event and a count. Never raises."""
-        self.compacted()
+        says it was compacted (``gen_ai.conversation.compacted`` is not in the installed GenAI
+        conventions, so the project's own flag carries it), and the trim is an event and a count."""
+        span = self.span
+        if span is not None and span.is_recording():
+            span.set_attribute(names.COMPACTED, True)
         self._record_trim(trim, task_type)
 
     def _record_trim(self, trim: Trim, task_type: str | None) -> None:
@@ -199,13 +193,6 @@ class RoundRecord:
             self.emitter.record_trim(
                 self.span, trim, task_type=task_type, known_task_types=self.known_task_types
             )
-
-    def compacted(self) -> None:
-        """Someone cut this call's context (``gen_ai.conversation.compacted`` is not in the
-        installed GenAI conventions, so the project's own flag carries it)."""
-        span = self.span
-        if span is not None and span.is_recording():
-            span.set_attribute(names.COMPACTED, True)
 
     def provider_overflow(self, task_type: str | None) -> None:
         """The provider refused the request for the window."""

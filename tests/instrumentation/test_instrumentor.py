@@ -392,7 +392,7 @@ def test_a_long_tool_calling_run_is_numbered_by_its_answers_round_after_round(
         else:
             messages += pair(k)
         oc.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
-        expected.append(_core._assistant_turns({"messages": messages}, "openai") + 1)
+        expected.append(_core._assistant_turns({"messages": messages}, "messages") + 1)
     assert expected == [42, 44, 44, 44]
     assert [s.attributes[n.ROUND] for s in instrumented.rounds()] == expected
 
