@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -36,16 +36,16 @@ import otel_ctx.telemetry.recorder as recorder
 from otel_ctx import names
 from otel_ctx.engine.errors import InvalidRequestError
 from otel_ctx.engine.result import FitResult, Message
-from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
 from otel_ctx.pricing import PriceTable, Usage, default_prices
 from otel_ctx.telemetry.content import record_exception
 from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
-    from otel_ctx.fitting import ContextFitter
+    from typing_extensions import Unpack
 
-Pinned = Sequence[int] | Callable[[int, Message], bool] | None
+    from otel_ctx.engine.request import FitOptions, MeasureOptions
+    from otel_ctx.fitting import ContextFitter
 
 _B = TypeVar("_B", bound="Books")
 
@@ -528,59 +528,19 @@ class Run(Books):
 
     # --- rounds ------------------------------------------------------------------------
 
-    def fit(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        system_prompt: str | None = None,
-        snippets: SourcesLike = None,
-        skills: SourcesLike = None,
-        task_type: str | None = None,
-        pinned: Pinned = None,
-    ) -> FitResult:
+    def fit(self, messages: Sequence[Message], **options: Unpack[FitOptions]) -> FitResult:
         """``fitter.fit(...)`` as the next round of this run (task type: the run's unless given)."""
-        task = task_type if task_type is not None else self.task_type
+        if options.get("task_type") is None:
+            options["task_type"] = self.task_type
         fitter = self.fitter
+        return self._round(lambda: fitter.fit(messages, **options), names.MODE_FIT)
 
-        def call() -> FitResult:
-            return fitter.fit(
-                messages,
-                tools=tools,
-                system_prompt=system_prompt,
-                snippets=snippets,
-                skills=skills,
-                task_type=task,
-                pinned=pinned,
-            )
-
-        return self._round(call, names.MODE_FIT)
-
-    def observe(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        system_prompt: str | None = None,
-        snippets: SourcesLike = None,
-        skills: SourcesLike = None,
-        task_type: str | None = None,
-    ) -> FitResult:
+    def observe(self, messages: Sequence[Message], **options: Unpack[MeasureOptions]) -> FitResult:
         """``fitter.measure(...)`` as the next round: the request as given, changing nothing."""
-        task = task_type if task_type is not None else self.task_type
+        if options.get("task_type") is None:
+            options["task_type"] = self.task_type
         fitter = self.fitter
-
-        def call() -> FitResult:
-            return fitter.measure(
-                messages,
-                tools=tools,
-                system_prompt=system_prompt,
-                snippets=snippets,
-                skills=skills,
-                task_type=task,
-            )
-
-        return self._round(call, names.MODE_OBSERVE)
+        return self._round(lambda: fitter.measure(messages, **options), names.MODE_OBSERVE)
 
     def _round(self, call: Callable[[], FitResult], mode: str) -> FitResult:
         rec = recorder.start(

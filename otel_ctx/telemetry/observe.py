@@ -24,12 +24,14 @@ from otel_ctx import names
 from otel_ctx.adapters.langchain import as_chat_dicts
 from otel_ctx.engine.budget import BudgetPolicy
 from otel_ctx.engine.result import FitResult, Message
-from otel_ctx.engine.sources import SourcesLike
 from otel_ctx.telemetry._run import Books, Run, current_run
 from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
 from otel_ctx.telemetry.trim import compare
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from otel_ctx.engine.request import RequestParts
     from otel_ctx.fitting import ContextFitter
 
 P = ParamSpec("P")
@@ -77,14 +79,11 @@ def fitter_for(
 def observe(
     messages: Sequence[Any],
     *,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    system_prompt: str | None = None,
-    snippets: SourcesLike = None,
-    skills: SourcesLike = None,
     task_type: str | None,
     model: str,
     policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter,
     emitter: Emitter | None = None,
+    **parts: Unpack[RequestParts],
 ) -> FitResult:
     """Measure and emit the breakdown of a request exactly as it will be sent; change nothing.
 
@@ -103,16 +102,7 @@ def observe(
         known_task_types=fitter.task_types,
         books=active,
     )
-    return rec.call(
-        lambda: fitter.measure(
-            msgs,
-            tools=tools,
-            system_prompt=system_prompt,
-            snippets=snippets,
-            skills=skills,
-            task_type=task_type,
-        )
-    )
+    return rec.call(lambda: fitter.measure(msgs, task_type=task_type, **parts))
 
 
 def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
