@@ -314,14 +314,14 @@ def _answers(messages: list[Any]) -> int:
     """The model's answers in a transcript counted from scratch: runs of assistant messages."""
     from otel_ctx.instrumentation._core import _assistant_turns
 
-    return _assistant_turns({"messages": messages}, "openai")
+    return _assistant_turns({"messages": messages}, "messages")
 
 
 def _answers_from(result: Any, messages: list[Any]) -> int:
     """The same count going on from what the reader kept (what the instrumentor numbers rounds by)."""
     from otel_ctx.instrumentation._core import _assistant_turns
 
-    return _assistant_turns({"messages": messages}, "openai", result.known_answers)
+    return _assistant_turns({"messages": messages}, "messages", result.known_answers)
 
 
 @settings(max_examples=200, deadline=None)
