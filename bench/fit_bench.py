@@ -17,7 +17,7 @@ from bench import inputs
 from bench.report import Figure
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.openai_tools import count_functions
+from otel_ctx.adapters._openai_tools import count_functions
 
 SECTION = "Fit engine: 100 messages × ~340 tokens → 8,000"
 WARM_ALLOWANCE_S = 100e-6
@@ -349,8 +349,8 @@ def _conversion(conv: list[dict[str, Any]], trials: int) -> list[Figure]:
     work: walking the items, building turns, writing the body back) and set against a
     cold fit of the same body, per dialect.
     """
+    from otel_ctx._dialects import adapter_for
     from otel_ctx.adapters import Fitted, ReadContext
-    from otel_ctx.dialects import adapter_for
 
     bodies = {
         "openai": {"model": inputs.MODEL, "messages": conv},
@@ -407,8 +407,8 @@ def _warm_figure(warm: Timing, two: Timing, kind: str) -> Figure:
 def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> list[Figure]:
     """The same measure as :func:`_conversion` for an Anthropic Messages body and for LangChain
     messages: the adapter's own work (texts already counted) against a cold 100-message fit."""
+    from otel_ctx._dialects import adapter_for
     from otel_ctx.adapters import Fitted, ReadContext
-    from otel_ctx.dialects import adapter_for
 
     anthropic_body = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "messages": conv}
     cases: list[tuple[str, Callable[[ContextFitter], Any], Callable[[ContextFitter], Any]]] = []
@@ -426,7 +426,7 @@ def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> l
     except ImportError:
         pass
     else:
-        from otel_ctx.dialects import adapter_for_items
+        from otel_ctx._dialects import adapter_for_items
 
         lc: list[BaseMessage] = [
             HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"]) for m in conv

@@ -30,7 +30,7 @@ from bench.memory_bench import _rss_bytes
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.engine.cache import cache_budget, set_cache_budget
+from otel_ctx.engine._cache import cache_budget, set_cache_budget
 from otel_ctx.telemetry import Emitter, run, views
 
 SECTION = "A long run and many models"

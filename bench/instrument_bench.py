@@ -52,7 +52,7 @@ from otel_ctx import ContextFitter, names
 from otel_ctx.instrumentation import _sdk
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.telemetry import views
-from otel_ctx.telemetry.emitter import span_attributes
+from otel_ctx.telemetry._emitter import span_attributes
 
 SECTION = "Instrumentor: what one wrapped SDK call adds (network and SDK excluded)"
 COLD_TARGET = 1.10

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from bench.report import Figure
 from otel_ctx import ContextFitter
 from otel_ctx.demo import SUPPORT_DESK
-from otel_ctx.demo.content import SYSTEM_PROMPT
+from otel_ctx.demo._content import SYSTEM_PROMPT
 
 SECTION = "Memory: 100,000 fits, bounded cache"
 #: 2 MiB over 90,000 fits is 23 bytes a fit: any per-fit leak of an object shows up.

@@ -56,7 +56,7 @@ from bench import inputs
 from bench.report import Figure
 from bench.telemetry_bench import _Discard, local_server
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
-from otel_ctx.encodings import encoding_name_for_model, get_encoding
+from otel_ctx._encodings import encoding_name_for_model, get_encoding
 
 SECTION = "Against the peer: otel-ctx beside opentelemetry-instrumentation-openai-v2 (real client, loopback)"
 #: otel-ctx's added CPU on a later round, against openai-v2's on the same round.

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_ctx import ContextFitter, FitResult, names
+from otel_ctx._ledger import BUILTIN_RESOLUTIONS, ERROR, UNRESOLVED
 from otel_ctx.demo import SUPPORT_DESK
-from otel_ctx.ledger import BUILTIN_RESOLUTIONS, ERROR, UNRESOLVED
 from otel_ctx.telemetry import Emitter, run
 
 MODELS: tuple[str, ...] = ("gpt-4o", "gpt-4o-mini", "gpt-4.1")

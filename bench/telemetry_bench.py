@@ -38,7 +38,7 @@ from bench.fit_bench import new_fitter
 from bench.report import Figure
 from bench.timing import Thunk, fmt_seconds, interleaved
 from otel_ctx import ContextFitter, names
-from otel_ctx.grafana import alerts
+from otel_ctx.grafana import _alerts as alerts
 from otel_ctx.telemetry import (
     Emitter,
     ExportSettings,
@@ -343,8 +343,8 @@ def _by_hand(tp: TracerProvider, mp: MeterProvider, result: object) -> Thunk:
     point and the fits count (both with the span as exemplar), the token lines added up for a
     counter read at collection, and the run span's running totals.
     """
-    from otel_ctx.engine.result import FitResult
-    from otel_ctx.telemetry.trim import Trim
+    from otel_ctx.engine._result import FitResult
+    from otel_ctx.telemetry._trim import Trim
 
     assert isinstance(result, FitResult)
     tracer = tp.get_tracer("bench.by_hand")

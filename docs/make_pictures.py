@@ -34,9 +34,9 @@ END = "```\n"
 
 def inspect_svg() -> str:
     """The terminal output of ``otel-ctx demo --inspect`` as an SVG."""
-    from otel_ctx.cli import demo_command
+    from otel_ctx.cli import _demo_command as demo_command
     from otel_ctx.cli import main as otel_ctx_main
-    from otel_ctx.cli.console import make_console
+    from otel_ctx.cli._console import make_console
 
     console = Console(
         file=io.StringIO(),

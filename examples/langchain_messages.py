@@ -4,8 +4,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.telemetry import observed
-from otel_ctx.telemetry.trim import compare
+from otel_ctx.telemetry import compare, observed
 
 
 @tool

@@ -18,6 +18,9 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from otel_ctx._fitting import ContextFitter
+    from otel_ctx._ledger import RunCeilingReached
+    from otel_ctx._pricing import PriceTable, Usage
     from otel_ctx.engine import (
         DATA_CLASSES,
         Breakdown,
@@ -36,14 +39,9 @@ if TYPE_CHECKING:
         UnknownProviderError,
         UnknownTaskTypeError,
     )
-    from otel_ctx.engine.cache import set_cache_budget
-    from otel_ctx.fitting import ContextFitter
+    from otel_ctx.engine._cache import set_cache_budget
     from otel_ctx.instrumentation import carry, instrument, task, uninstrument
-    from otel_ctx.ledger import RunCeilingReached
-    from otel_ctx.pricing import PriceTable, Usage
-
-    # (mypy sees the telemetry package's submodules of the same names as earlier bindings.)
-    from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run  # type: ignore[no-redef]
+    from otel_ctx.telemetry import TelemetryHandle, configure, observe, observed, run
 
 try:
     # The version is written once, in pyproject.toml; the installed metadata carries it.
@@ -75,11 +73,11 @@ _EXPORTS: dict[str, str] = {
         "otel_ctx.engine",
     ),
     # The engine with each request's dialect picked for it.
-    "ContextFitter": "otel_ctx.fitting",
-    "set_cache_budget": "otel_ctx.engine.cache",
-    "RunCeilingReached": "otel_ctx.ledger",
-    "PriceTable": "otel_ctx.pricing",
-    "Usage": "otel_ctx.pricing",
+    "ContextFitter": "otel_ctx._fitting",
+    "set_cache_budget": "otel_ctx.engine._cache",
+    "RunCeilingReached": "otel_ctx._ledger",
+    "PriceTable": "otel_ctx._pricing",
+    "Usage": "otel_ctx._pricing",
     **dict.fromkeys(("TelemetryHandle", "configure", "observe", "observed", "run"), "otel_ctx.telemetry"),
     # The zero-code instrumentor (needs the openai/anthropic/langchain extras).
     **dict.fromkeys(("instrument", "uninstrument", "task", "carry"), "otel_ctx.instrumentation"),

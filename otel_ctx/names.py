@@ -16,20 +16,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from otel_ctx._ledger import STOP_CEILING as STOP_CEILING
+from otel_ctx._ledger import STOP_NONE as STOP_NONE
+from otel_ctx._ledger import STOP_OVERFLOW as STOP_OVERFLOW
+from otel_ctx._ledger import STOPS as STOPS
+
 # Values defined by the engine, which decides them; re-exported here beside their attributes.
 # (``X as X`` marks a re-export.)
-from otel_ctx.engine.breakdown import SERVER_HELD, SKILLS, SYSTEM_PROMPT, TOOL_SCHEMA, TRANSCRIPT
-from otel_ctx.engine.result import MODE_FIT as MODE_FIT
-from otel_ctx.engine.result import MODE_OBSERVE as MODE_OBSERVE
-from otel_ctx.engine.result import MODES as MODES
-from otel_ctx.engine.result import OUTCOME_COMPACTED as OUTCOME_COMPACTED
-from otel_ctx.engine.result import OUTCOME_FIT as OUTCOME_FIT
-from otel_ctx.engine.result import OUTCOME_OVERFLOW as OUTCOME_OVERFLOW
-from otel_ctx.engine.result import OUTCOMES as OUTCOMES
-from otel_ctx.ledger import STOP_CEILING as STOP_CEILING
-from otel_ctx.ledger import STOP_NONE as STOP_NONE
-from otel_ctx.ledger import STOP_OVERFLOW as STOP_OVERFLOW
-from otel_ctx.ledger import STOPS as STOPS
+from otel_ctx.engine._breakdown import SERVER_HELD, SKILLS, SYSTEM_PROMPT, TOOL_SCHEMA, TRANSCRIPT
+from otel_ctx.engine._result import MODE_FIT as MODE_FIT
+from otel_ctx.engine._result import MODE_OBSERVE as MODE_OBSERVE
+from otel_ctx.engine._result import MODES as MODES
+from otel_ctx.engine._result import OUTCOME_COMPACTED as OUTCOME_COMPACTED
+from otel_ctx.engine._result import OUTCOME_FIT as OUTCOME_FIT
+from otel_ctx.engine._result import OUTCOME_OVERFLOW as OUTCOME_OVERFLOW
+from otel_ctx.engine._result import OUTCOMES as OUTCOMES
 
 # --- spans and events -------------------------------------------------------------------
 
@@ -511,7 +512,7 @@ def recorded(metric: Metric, suffix: str = "", window: str = DASHBOARD_WINDOW) -
     averages, and two rates over different windows can never be mistaken for one. The rule
     keeps every label of the metric except the process (``instance``), so a dashboard over a
     fleet reads one series per service instead of one per agent process. The rules are
-    generated with the alert rules (``otel_ctx.grafana.alerts``): the dashboards read
+    generated with the alert rules (``otel_ctx.grafana._alerts``): the dashboards read
     :data:`DASHBOARD_WINDOW`, each alert its own window.
     """
     return f"job:{metric.series(suffix)}:rate{window}"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from otel_ctx import names
-from otel_ctx.grafana import promql as q
+from otel_ctx.grafana import _promql as q
 
 LABEL = names.prometheus_label
 TASK = LABEL(names.TASK_TYPE)

@@ -32,11 +32,11 @@ from opentelemetry.trace import format_span_id, format_trace_id, get_current_spa
 
 from otel_ctx import ContextFitter
 from otel_ctx.demo import SUPPORT_DESK, RoundFitter, Ticket, run_ticket, tickets
-from otel_ctx.engine.result import FitResult
+from otel_ctx.engine._result import FitResult
 from otel_ctx.names import COMPONENTS, LINE_COMPONENTS, OUTCOME_OVERFLOW
 from otel_ctx.telemetry import configure, run, start_counters
-from otel_ctx.telemetry.emitter import component_values
-from otel_ctx.telemetry.labels import LabelPolicy
+from otel_ctx.telemetry._emitter import component_values
+from otel_ctx.telemetry._labels import LabelPolicy
 
 MODEL = "gpt-4o"
 AGENT = "support-desk"

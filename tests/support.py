@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts
+from otel_ctx.grafana import _alerts as alerts
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

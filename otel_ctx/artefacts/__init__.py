@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
+__all__ = ["COLLECTOR_CONFIG", "DASHBOARDS_DIR", "files"]
+
 #: Where each shipped file lands under the export directory, and where it is in the package.
 DASHBOARDS_DIR = "dashboards"
 COLLECTOR_CONFIG = "otelcol.yaml"

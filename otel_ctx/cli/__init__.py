@@ -15,10 +15,15 @@ from typing import Annotated, Any
 import typer
 
 from otel_ctx import __version__
-from otel_ctx.cli import advise, dashboards, demo_command, fit_command
-from otel_ctx.cli.errors import EXIT_USAGE, CliError
-from otel_ctx.cli.notes import EncodingFallbackFilter
-from otel_ctx.engine.errors import OtelCtxError
+from otel_ctx.cli import _advise as advise
+from otel_ctx.cli import _dashboards as dashboards
+from otel_ctx.cli import _demo_command as demo_command
+from otel_ctx.cli import _fit_command as fit_command
+from otel_ctx.cli._errors import EXIT_USAGE, CliError
+from otel_ctx.cli._notes import EncodingFallbackFilter
+from otel_ctx.engine._errors import OtelCtxError
+
+__all__ = ["PROG", "app", "expand_optional_values", "main"]
 
 PROG = "otel-ctx"
 

@@ -5,7 +5,7 @@ and the tests; ``SUPPORT_DESK`` is the desk's three budgets as policies.
 It sits outside the fit engine: it only calls the engine's public API.
 """
 
-from otel_ctx.demo.agent import (
+from otel_ctx.demo._agent import (
     RoundFitter,
     RoundStats,
     RunOpener,
@@ -14,10 +14,10 @@ from otel_ctx.demo.agent import (
     observed_run,
     run_ticket,
 )
-from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
-from otel_ctx.demo.presets import SUPPORT_DESK, support_desk_policies
-from otel_ctx.demo.summary import TaskStats, WorkloadSummary
-from otel_ctx.demo.workload import TASK_MIX, Round, Ticket, make_ticket, tickets
+from otel_ctx.demo._content import SYSTEM_PROMPT, TOOLS
+from otel_ctx.demo._presets import SUPPORT_DESK, support_desk_policies
+from otel_ctx.demo._summary import TaskStats, WorkloadSummary
+from otel_ctx.demo._workload import TASK_MIX, Round, Ticket, make_ticket, tickets
 
 __all__ = [
     "SUPPORT_DESK",

@@ -6,7 +6,10 @@ is built with grafana-foundation-sdk and the push with grafana-client.
 
 from __future__ import annotations
 
-from otel_ctx.grafana.render import (
+from otel_ctx.grafana._alerts import AlertSettings
+from otel_ctx.grafana._alerts import write as write_alerts
+from otel_ctx.grafana._push import GrafanaTarget, PushError, push
+from otel_ctx.grafana._render import (
     DASHBOARDS,
     Drift,
     build_dashboards,
@@ -20,12 +23,17 @@ from otel_ctx.grafana.render import (
 
 __all__ = [
     "DASHBOARDS",
+    "AlertSettings",
     "Drift",
+    "GrafanaTarget",
+    "PushError",
     "build_dashboards",
     "check",
     "iter_panels",
+    "push",
     "queries",
     "render",
     "variable_queries",
     "write",
+    "write_alerts",
 ]

@@ -13,6 +13,7 @@ never changed.
 
 from __future__ import annotations
 
+from otel_ctx._models import ENV_MODELS
 from otel_ctx.instrumentation._config import (
     ENV_CONTEXT_WINDOW,
     ENV_LANGCHAIN,
@@ -26,7 +27,6 @@ from otel_ctx.instrumentation._context import carry, current_task, task
 from otel_ctx.instrumentation._instrumentor import CONFIG_KEYS, OtelCtxInstrumentor, instrument, uninstrument
 from otel_ctx.instrumentation._sdk import Target
 from otel_ctx.instrumentation._state import active_observer
-from otel_ctx.models import ENV_MODELS
 
 __all__ = [
     "CONFIG_KEYS",

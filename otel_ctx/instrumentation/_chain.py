@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from otel_ctx import names
-from otel_ctx.engine.tokens import REPLY_PRIMING
-from otel_ctx.telemetry.trim import Trim
+from otel_ctx.engine._tokens import REPLY_PRIMING
+from otel_ctx.telemetry._trim import Trim
 
 if TYPE_CHECKING:
-    from otel_ctx.engine.result import FitResult
-    from otel_ctx.fitting import ContextFitter
+    from otel_ctx._fitting import ContextFitter
+    from otel_ctx.engine._result import FitResult
     from otel_ctx.instrumentation._core import Observer, Round
 
 #: A reported input this much above what the chain accounts for is context the server

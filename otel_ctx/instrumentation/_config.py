@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_ctx._models import ModelTable, default_models
+from otel_ctx._tables import read_config_bytes
 from otel_ctx.engine import BudgetPolicy, InvalidPolicyError
-from otel_ctx.models import ModelTable, default_models
-from otel_ctx.tables import read_config_bytes
 
 ENV_TASK_TYPE = "OTEL_CTX_TASK_TYPE"
 ENV_POLICIES = "OTEL_CTX_POLICIES"

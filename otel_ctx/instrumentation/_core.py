@@ -26,23 +26,23 @@ from opentelemetry.util.types import AttributeValue
 import otel_ctx.instrumentation._chain as _chain
 import otel_ctx.instrumentation._ticket as _ticket
 from otel_ctx import names
+from otel_ctx._pricing import Usage
 from otel_ctx.engine import BudgetPolicy
-from otel_ctx.engine.errors import (
+from otel_ctx.engine._errors import (
     InvalidPolicyError,
     InvalidRequestError,
     UnknownTaskTypeError,
 )
 from otel_ctx.instrumentation._config import Config
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.pricing import Usage
-from otel_ctx.telemetry.content import exception_type
-from otel_ctx.telemetry.emitter import Emitter, log_failure
-from otel_ctx.telemetry.recorder import RoundRecord
-from otel_ctx.telemetry.trim import Trim
+from otel_ctx.telemetry._content import exception_type
+from otel_ctx.telemetry._emitter import Emitter, log_failure
+from otel_ctx.telemetry._recorder import RoundRecord
+from otel_ctx.telemetry._trim import Trim
 
 if TYPE_CHECKING:
-    from otel_ctx.engine.result import FitResult
-    from otel_ctx.fitting import ContextFitter
+    from otel_ctx._fitting import ContextFitter
+    from otel_ctx.engine._result import FitResult
     from otel_ctx.telemetry._run import Books
 
 #: Fields a request body never carries: the SDKs' per-call transport options.
@@ -230,7 +230,7 @@ class Observer:
             if found is not None:
                 self._fitters.move_to_end(model)
                 return found
-        from otel_ctx.fitting import ContextFitter
+        from otel_ctx._fitting import ContextFitter
 
         # The budget is each call's own (see _start); the fitter's policy only lets it measure.
         fitter = ContextFitter(BudgetPolicy(context_length=1 << 40, reserved_output=0), model=model)
@@ -413,7 +413,7 @@ class _Progress:
 class Round:
     """One observed call: its span is current while the SDK sends the request.
 
-    What it learns is recorded through its :class:`~otel_ctx.telemetry.recorder.RoundRecord`,
+    What it learns is recorded through its :class:`~otel_ctx.telemetry._recorder.RoundRecord`,
     as every other round is; this class only knows the provider's side: what its dialect's
     reader adds (see :class:`Reader`) and when the usage may teach the calibration.
     """

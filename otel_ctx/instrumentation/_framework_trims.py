@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from otel_ctx import names
-from otel_ctx.telemetry.trim import Trim
+from otel_ctx.telemetry._trim import Trim
 
 if TYPE_CHECKING:
-    from otel_ctx.fitting import ContextFitter
+    from otel_ctx._fitting import ContextFitter
 
 _MAX = 10_000
 #: Graph nodes whose output may replace the model's messages.
@@ -104,7 +104,7 @@ class FrameworkTrims:
             (getattr(m, "additional_kwargs", None) or {}).get("lc_source") == "summarization" for m in after
         ):
             kind = "summary"
-        from otel_ctx.telemetry.observe import as_chat_messages
+        from otel_ctx.telemetry._observe import as_chat_messages
 
         tokens_before = fitter.measure(as_chat_messages(list(before))).breakdown.estimated
         tokens_after = fitter.measure(as_chat_messages(list(after))).breakdown.estimated if after else 0

@@ -19,8 +19,12 @@ from typing import Any
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
+from otel_ctx._models import ModelTable
 from otel_ctx.instrumentation._config import Config, PolicyLike
 from otel_ctx.instrumentation._core import Observer
+from otel_ctx.instrumentation._google_genai import DIALECTS as GOOGLE_DIALECTS
+from otel_ctx.instrumentation._google_genai import google_targets
+from otel_ctx.instrumentation._litellm import litellm_targets
 from otel_ctx.instrumentation._sdk import DIALECTS as SDK_DIALECTS
 from otel_ctx.instrumentation._sdk import (
     Target,
@@ -31,11 +35,7 @@ from otel_ctx.instrumentation._sdk import (
 )
 from otel_ctx.instrumentation._state import activate, active_observer, deactivate
 from otel_ctx.instrumentation._ticket import run_opener
-from otel_ctx.instrumentation.google_genai import DIALECTS as GOOGLE_DIALECTS
-from otel_ctx.instrumentation.google_genai import google_targets
-from otel_ctx.instrumentation.litellm import litellm_targets
-from otel_ctx.models import ModelTable
-from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
+from otel_ctx.telemetry._emitter import Emitter, default_emitter, log_failure
 
 #: The package's name: what users configure logging for.
 logger = logging.getLogger("otel_ctx.instrumentation")
@@ -100,7 +100,7 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         self._when_imported("litellm", litellm_targets, observer)
         if config.langchain:
             try:
-                from otel_ctx.instrumentation.langchain import attach_globally
+                from otel_ctx.instrumentation._langchain import attach_globally
             except ImportError:
                 logger.debug("otel-ctx: langchain-core is not installed; no callback handler attached")
             else:
@@ -153,7 +153,7 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 )
         self._patched = []
         try:
-            from otel_ctx.instrumentation.langchain import detach_globally
+            from otel_ctx.instrumentation._langchain import detach_globally
         except ImportError:
             pass
         else:

@@ -16,9 +16,9 @@ from typing import Any
 
 import wrapt
 
+from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._core import Round
-from otel_ctx.pricing import Usage
-from otel_ctx.telemetry.emitter import log_failure
+from otel_ctx.telemetry._emitter import log_failure
 
 #: Reads one chunk; returns the usage it carries (merged with what earlier chunks said) or None.
 Watcher = Callable[[Any, Usage | None], Usage | None]

@@ -22,16 +22,16 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from otel_ctx.engine.budget import BudgetPolicy
-from otel_ctx.engine.result import FitResult
-from otel_ctx.pricing import Usage
+from otel_ctx._pricing import Usage
+from otel_ctx.engine._budget import BudgetPolicy
+from otel_ctx.engine._result import FitResult
+from otel_ctx.telemetry._emitter import log_failure
 from otel_ctx.telemetry._run import Books, current_run
-from otel_ctx.telemetry.emitter import log_failure
 
 if TYPE_CHECKING:
     from otel_ctx.instrumentation._core import Observer
     from otel_ctx.instrumentation._state import RunOpener
-    from otel_ctx.telemetry.recorder import RoundRecord
+    from otel_ctx.telemetry._recorder import RoundRecord
 
 #: The run the innermost task block opened (a run() block inside it is not one of these).
 _TASK_RUN: ContextVar[Books | None] = ContextVar("otel_ctx_task_run", default=None)

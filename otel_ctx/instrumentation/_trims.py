@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otel_ctx import names
-from otel_ctx.telemetry.trim import Trim
+from otel_ctx.telemetry._trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.instrumentation._core import Round

@@ -6,13 +6,14 @@ name it emits comes from :mod:`otel_ctx.names`.
 
 from __future__ import annotations
 
+from otel_ctx.telemetry._content import capture_content
+from otel_ctx.telemetry._emitter import Emitter, component_values, span_attributes
+from otel_ctx.telemetry._exporters import ExportSettings, views
+from otel_ctx.telemetry._labels import LabelPolicy
+from otel_ctx.telemetry._observe import observe, observed
 from otel_ctx.telemetry._run import Run, current_run, run, start_counters
-from otel_ctx.telemetry.content import capture_content
-from otel_ctx.telemetry.emitter import Emitter, component_values, span_attributes
-from otel_ctx.telemetry.exporters import ExportSettings, views
-from otel_ctx.telemetry.labels import LabelPolicy
-from otel_ctx.telemetry.observe import observe, observed
-from otel_ctx.telemetry.setup import TelemetryHandle, configure, create_providers, install
+from otel_ctx.telemetry._setup import TelemetryHandle, configure, create_providers, install
+from otel_ctx.telemetry._trim import TrimReport, compare
 
 __all__ = [
     "Emitter",
@@ -20,7 +21,9 @@ __all__ = [
     "LabelPolicy",
     "Run",
     "TelemetryHandle",
+    "TrimReport",
     "capture_content",
+    "compare",
     "component_values",
     "configure",
     "create_providers",

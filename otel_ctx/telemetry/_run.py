@@ -4,7 +4,7 @@
 run span and makes it current; ``run.fit(...)`` numbers the rounds; ``run.record_usage``
 feeds the provider's reported counts back into the fitter's calibration.
 
-A run also keeps the ticket's books (:class:`~otel_ctx.ledger.RunLedger`): tokens spent
+A run also keeps the ticket's books (:class:`~otel_ctx._ledger.RunLedger`): tokens spent
 against the policy's ``run_ceiling`` (``run.ceiling_reached`` after a round that must not
 be sent), cost from the price table, and how it ended (``run.resolve("resolved")``).
 When the block exits, the run's tokens and cost are recorded once, by task type,
@@ -12,7 +12,7 @@ resolution and stop, whether the block returned or raised.
 
 The books need no fitter (:class:`Books`: the zero-code ticket view keeps them for SDK
 calls the instrumentor measured); :class:`Run` adds the rounds it fits and measures itself.
-Each round is recorded through :mod:`otel_ctx.telemetry.recorder`, as every round is.
+Each round is recorded through :mod:`otel_ctx.telemetry._recorder`, as every round is.
 """
 
 from __future__ import annotations
@@ -31,21 +31,21 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-import otel_ctx.telemetry.instruments as instruments
-import otel_ctx.telemetry.recorder as recorder
+import otel_ctx.telemetry._instruments as instruments
+import otel_ctx.telemetry._recorder as recorder
 from otel_ctx import names
-from otel_ctx.engine.errors import InvalidRequestError
-from otel_ctx.engine.result import FitResult, Message
-from otel_ctx.ledger import CeilingCheck, RunCeilingReached, RunLedger
-from otel_ctx.pricing import PriceTable, Usage, default_prices
-from otel_ctx.telemetry.content import record_exception
-from otel_ctx.telemetry.emitter import Emitter, default_emitter, log_failure
+from otel_ctx._ledger import CeilingCheck, RunCeilingReached, RunLedger
+from otel_ctx._pricing import PriceTable, Usage, default_prices
+from otel_ctx.engine._errors import InvalidRequestError
+from otel_ctx.engine._result import FitResult, Message
+from otel_ctx.telemetry._content import record_exception
+from otel_ctx.telemetry._emitter import Emitter, default_emitter, log_failure
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from otel_ctx.engine.request import FitOptions, MeasureOptions
-    from otel_ctx.fitting import ContextFitter
+    from otel_ctx._fitting import ContextFitter
+    from otel_ctx.engine._request import FitOptions, MeasureOptions
 
 _B = TypeVar("_B", bound="Books")
 
@@ -403,7 +403,7 @@ class Books:
         )
 
     def raise_for_ceiling(self) -> None:
-        """Raise :class:`~otel_ctx.ledger.RunCeilingReached` when :attr:`ceiling_reached`."""
+        """Raise :class:`~otel_ctx._ledger.RunCeilingReached` when :attr:`ceiling_reached`."""
         if self.ceiling_reached and self.last_check is not None:
             raise RunCeilingReached(self.last_check, self.task_type)
 
@@ -564,7 +564,7 @@ class Run(Books):
         the fitter's calibration and the run's books; record the estimate's accuracy.
 
         Give the counts (``input_tokens`` is every prompt token, cached ones included), or a
-        :class:`~otel_ctx.pricing.Usage` (``Usage.from_openai(response.usage)``,
+        :class:`~otel_ctx._pricing.Usage` (``Usage.from_openai(response.usage)``,
         ``Usage.from_anthropic(response.usage)``). Returns reported ÷ estimated.
         """
         res = result if result is not None else self.last_result
@@ -647,7 +647,7 @@ def run(
 
     ``emitter`` is for tests and for applications that keep otel-ctx off the global
     providers; by default the global tracer and meter are used. ``prices`` replaces the
-    shipped price table (see :mod:`otel_ctx.pricing`); ``run_ceiling`` the policy's;
+    shipped price table (see :mod:`otel_ctx._pricing`); ``run_ceiling`` the policy's;
     ``resolutions`` adds a few resolutions of the application's own.
     """
     return Run(

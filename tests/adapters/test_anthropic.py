@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.engine.errors import InvalidMessageError, InvalidRequestError, TranscriptRuleError
+from otel_ctx.engine._errors import InvalidMessageError, InvalidRequestError, TranscriptRuleError
 
 MODEL = "claude-sonnet-4-6"
 ROOMY = BudgetPolicy(context_length=200_000, reserved_output=1_000)
@@ -321,7 +321,7 @@ def _readme_section_runs(title: str, example: str) -> None:
 
 def test_the_span_says_the_count_is_an_estimate() -> None:
     from otel_ctx import names as n
-    from otel_ctx.telemetry.emitter import span_attributes
+    from otel_ctx.telemetry._emitter import span_attributes
 
     res = _fitter().fit_request(_loop_body(1), provider="anthropic")
     attrs = span_attributes(res, round_number=1, model=MODEL)

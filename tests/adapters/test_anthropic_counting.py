@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import otel_ctx.adapters.anthropic as anthropic_adapter
+import otel_ctx.adapters._anthropic as anthropic_adapter
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.anthropic import (
+from otel_ctx.adapters._anthropic import (
     ADAPTER,
     FAMILIES,
     OUTPUT_SCHEMA_PROMPT,
@@ -26,9 +26,9 @@ from otel_ctx.adapters.anthropic import (
     family,
     render_tools,
 )
-from otel_ctx.engine.dialect import ReadContext
-from otel_ctx.engine.model import RequestModel
-from otel_ctx.engine.tokens import REPLY_PRIMING
+from otel_ctx.engine._dialect import ReadContext
+from otel_ctx.engine._model import RequestModel
+from otel_ctx.engine._tokens import REPLY_PRIMING
 
 ROOMY = BudgetPolicy(context_length=10**7, reserved_output=0)
 

@@ -16,7 +16,7 @@ from openai.types.responses import ResponseFunctionToolCall
 from openai_rules import chat_violations, responses_violations
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.base import as_mapping
+from otel_ctx.adapters._base import as_mapping
 
 WORDS = ["order", "parcel", "refund", "<|endoftext|>", "Übergröße", "📦", "42", "\n", "shelf"]
 text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=40).map(" ".join)

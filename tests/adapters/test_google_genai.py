@@ -16,9 +16,9 @@ from cli_support import cli
 from google.genai import types
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.google_genai import IMAGE_TOKENS, PDF_PAGE_TOKENS
-from otel_ctx.dialects import adapter_for, detect
-from otel_ctx.engine.errors import InvalidMessageError, InvalidToolSchemaError, TranscriptRuleError
+from otel_ctx._dialects import adapter_for, detect
+from otel_ctx.adapters._google_genai import IMAGE_TOKENS, PDF_PAGE_TOKENS
+from otel_ctx.engine._errors import InvalidMessageError, InvalidToolSchemaError, TranscriptRuleError
 
 ORDER = json.dumps({"items": [{"sku": f"SKU-{i}", "title": "oak shelf, natural"} for i in range(300)]})
 DECLARATION = {

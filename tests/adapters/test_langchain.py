@@ -34,7 +34,7 @@ from telemetry_capture import Capture
 
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx import names as n
-from otel_ctx.engine.errors import InvalidToolSchemaError
+from otel_ctx.engine._errors import InvalidToolSchemaError
 from otel_ctx.telemetry import run
 
 ROOMY = BudgetPolicy(context_length=128_000, reserved_output=1_000)
@@ -176,7 +176,7 @@ def test_langchain_is_imported_only_when_its_objects_arrive() -> None:
     code = (
         "import sys\n"
         "from otel_ctx import ContextFitter, BudgetPolicy\n"
-        "import otel_ctx.adapters.langchain\n"
+        "import otel_ctx.adapters._langchain\n"
         "f = ContextFitter(BudgetPolicy(context_length=8000, reserved_output=100))\n"
         "tools = [{'type': 'function', 'function': {'name': 'f'}}]\n"
         "r = f.fit([{'role': 'user', 'content': 'hi'}], tools=tools)\n"

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from real_traffic import PROVIDER, billed, part_types, rows
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters import media
-from otel_ctx.adapters.media import (
+from otel_ctx.adapters import _media as media
+from otel_ctx.adapters._media import (
     anthropic_image_tokens,
     audio_tokens,
     claude_resized,

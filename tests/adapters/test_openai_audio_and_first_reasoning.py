@@ -8,8 +8,8 @@ import struct
 from typing import Any
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.media import AUDIO_PART_FRAMING, audio_tokens
-from otel_ctx.adapters.openai_chat import FIRST_REASONING_FRAMING
+from otel_ctx.adapters._media import AUDIO_PART_FRAMING, audio_tokens
+from otel_ctx.adapters._openai_chat import FIRST_REASONING_FRAMING
 
 
 def _wav(seconds: float, rate: int = 8_000) -> str:

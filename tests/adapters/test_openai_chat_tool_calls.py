@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.openai_tools import PARALLEL_GROUP, REASONING_CHAT_CALL, SINGLE_CALL, call_overhead
-from otel_ctx.encodings import get_encoding
+from otel_ctx._encodings import get_encoding
+from otel_ctx.adapters._openai_tools import PARALLEL_GROUP, REASONING_CHAT_CALL, SINGLE_CALL, call_overhead
 
 TOOLS: list[dict[str, Any]] = [
     {

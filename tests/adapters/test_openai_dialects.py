@@ -296,8 +296,8 @@ def test_responses_string_input_and_other_items() -> None:
 
 
 def test_detection_and_ambiguity(monkeypatch: pytest.MonkeyPatch) -> None:
-    import otel_ctx.dialects as dialects
-    from otel_ctx.adapters.openai_chat import OpenAIChatAdapter
+    import otel_ctx._dialects as dialects
+    from otel_ctx.adapters._openai_chat import OpenAIChatAdapter
 
     fitter = _fitter()
     assert fitter.fit_request({"model": "gpt-4o", "input": "hi"}).provider == "openai-responses"

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters import openai_tools
-from otel_ctx.adapters.openai_responses import STORED_CALL_EXTRA
-from otel_ctx.adapters.openai_tools import render_output_format
-from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+from otel_ctx.adapters import _openai_tools as openai_tools
+from otel_ctx.adapters._openai_responses import STORED_CALL_EXTRA
+from otel_ctx.adapters._openai_tools import render_output_format
+from otel_ctx.engine._tokens import TokenCounter, resolve_encoding
 
 SCHEMA = {
     "type": "object",

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters.openai_tools import (
+from otel_ctx._encodings import get_encoding
+from otel_ctx.adapters._openai_tools import (
     REASONING_CHAT_CALL,
     REASONING_PREAMBLE,
     RESPONSES_REASONING,
     call_overhead,
     count_functions,
 )
-from otel_ctx.encodings import get_encoding
-from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+from otel_ctx.engine._tokens import TokenCounter, resolve_encoding
 
 MODEL = "gpt-5-mini"
 

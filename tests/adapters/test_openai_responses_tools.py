@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters import openai_tools
-from otel_ctx.adapters.openai_tools import render_functions
-from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+from otel_ctx.adapters import _openai_tools as openai_tools
+from otel_ctx.adapters._openai_tools import render_functions
+from otel_ctx.engine._tokens import TokenCounter, resolve_encoding
 
 PART = {
     "type": "object",

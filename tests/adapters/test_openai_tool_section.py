@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.adapters import openai_tools
-from otel_ctx.engine.tokens import TokenCounter, resolve_encoding
+from otel_ctx.adapters import _openai_tools as openai_tools
+from otel_ctx.engine._tokens import TokenCounter, resolve_encoding
 
 ASK = {"role": "user", "content": "Plan the trip."}
 RULES = {"role": "system", "content": "You plan trips."}

@@ -22,7 +22,7 @@ import pytest
 from real_traffic import FILES, PROVIDER, billed, part_types, rows
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.encodings import is_known_model
+from otel_ctx._encodings import is_known_model
 
 _IMAGE_TYPES = {"image_url", "input_image", "image"}
 _FILE_TYPES = {"file", "input_file", "document"}

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter, OtelCtxError
-from otel_ctx.adapters.base import private_copy
+from otel_ctx.adapters._base import private_copy
 
 POLICY = BudgetPolicy(context_length=1_000_000, reserved_output=1_000, tool_result_cap=60)
 MODEL = "claude-sonnet-4-5"
@@ -75,7 +75,7 @@ def test_a_private_copy_tells_numbers_of_another_type_apart() -> None:
 
 
 def test_the_history_read_before_is_not_read_again() -> None:
-    from otel_ctx.adapters import anthropic
+    from otel_ctx.adapters import _anthropic as anthropic
 
     messages = history(40)
     f = fitter()

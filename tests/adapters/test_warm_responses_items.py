@@ -58,7 +58,7 @@ def first_read(items: list[dict[str, Any]], strict: bool = True) -> tuple[Any, .
 
 
 def test_the_items_read_before_are_not_read_again() -> None:
-    from otel_ctx.adapters import openai_responses
+    from otel_ctx.adapters import _openai_responses as openai_responses
 
     items = history(40)
     f = fitter()

@@ -142,7 +142,7 @@ def _history(pairs: int) -> list[dict[str, Any]]:
 
 def _reads_per_message(f: ContextFitter) -> list[str]:
     """Wrap the reader's per-message paths of ``f``: the list names each message read one by one."""
-    from otel_ctx.adapters.openai_chat import OpenAIChatAdapter
+    from otel_ctx.adapters._openai_chat import OpenAIChatAdapter
 
     reader = OpenAIChatAdapter.reader(f.counter)
     seen: list[str] = []

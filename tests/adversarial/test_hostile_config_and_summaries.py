@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 import otel_ctx
 from otel_ctx import BudgetPolicy, ContextFitter, InvalidPolicyError, InvalidRequestError, OtelCtxError
+from otel_ctx._models import ModelTable
+from otel_ctx._pricing import ENV_PRICES, PriceTable, _default_prices
+from otel_ctx._tables import MAX_CONFIG_BYTES
 from otel_ctx.instrumentation._config import load_policies
-from otel_ctx.models import ModelTable
-from otel_ctx.pricing import ENV_PRICES, PriceTable, _default_prices
-from otel_ctx.tables import MAX_CONFIG_BYTES
 
 POLICY = BudgetPolicy(context_length=128_000, reserved_output=800)
 

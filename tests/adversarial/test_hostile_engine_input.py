@@ -26,7 +26,7 @@ from otel_ctx import (
     OtelCtxError,
     TooDeeplyNestedError,
 )
-from otel_ctx.engine.cache import BoundedCache
+from otel_ctx.engine._cache import BoundedCache
 
 
 @pytest.mark.usefixtures("fast_switching")

@@ -15,9 +15,9 @@ from fake_grafana import FakeGrafana
 from fake_grafana import running as grafana_running
 from hostile_http import HostileServer, Reply, Seen, endless, running, sized
 
+from otel_ctx._httpguard import MIN_SECRET_CHARS
 from otel_ctx.grafana import build_dashboards
-from otel_ctx.grafana.push import GrafanaTarget, PushError, push
-from otel_ctx.httpguard import MIN_SECRET_CHARS
+from otel_ctx.grafana._push import GrafanaTarget, PushError, push
 
 TOKEN = "glsa_s3cr3t-token-value"
 

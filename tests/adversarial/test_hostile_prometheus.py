@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_ctx.cli import main
-from otel_ctx.cli.advise import Prometheus, PrometheusError, gather
-from otel_ctx.cli.errors import CliError
+from otel_ctx.cli._advise import Prometheus, PrometheusError, gather
+from otel_ctx.cli._errors import CliError
 
 PASSWORD = "S3cretPassw0rd-value"
 TOKEN = "prom-bearer-token-value-42"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from otel_ctx import BudgetPolicy, ContextFitter
-from otel_ctx.engine.errors import OtelCtxError
+from otel_ctx.engine._errors import OtelCtxError
 
 
 def _deep(depth: int) -> Any:

@@ -21,7 +21,7 @@ from support import free_port
 import otel_ctx
 from otel_ctx import names
 from otel_ctx.demo import SUPPORT_DESK, make_ticket
-from otel_ctx.demo.content import SYSTEM_PROMPT, TOOLS
+from otel_ctx.demo._content import SYSTEM_PROMPT, TOOLS
 
 ESC = "\x1b["
 TESTS = Path(__file__).parents[1]

@@ -16,11 +16,13 @@ from otel_ctx.demo import (
     WorkloadSummary,
     bare_run,
     make_ticket,
-    payloads,
     run_ticket,
     tickets,
 )
-from otel_ctx.demo.summary import COMPONENT_LINES, TaskStats
+from otel_ctx.demo import (
+    _payloads as payloads,
+)
+from otel_ctx.demo._summary import COMPONENT_LINES, TaskStats
 
 TOLERANCE = 0.10
 

@@ -39,7 +39,9 @@ import support
 import yaml
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts, jaeger, promql
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _jaeger as jaeger
+from otel_ctx.grafana import _promql as promql
 
 ROOT = support.ROOT
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -24,7 +24,7 @@ import pytest
 import support
 import yaml
 
-from otel_ctx.grafana import alerts
+from otel_ctx.grafana import _alerts as alerts
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -28,7 +28,7 @@ import yaml
 from test_prometheus import Stack, _value
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts
+from otel_ctx.grafana import _alerts as alerts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

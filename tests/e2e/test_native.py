@@ -39,8 +39,8 @@ from test_collector import SAMPLE_PERCENT, SAMPLE_PERCENT_VARIABLE, Ports, lay_o
 
 from bench import series_paths
 from otel_ctx import grafana, names
-from otel_ctx.grafana import alerts
-from otel_ctx.grafana.promql import seconds
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana._promql import seconds
 
 ROOT = support.ROOT
 SERVICE = "otel-ctx-e2e-native"

@@ -38,8 +38,9 @@ import support
 import yaml
 
 from otel_ctx import grafana, names
-from otel_ctx.grafana import alerts, naming
-from otel_ctx.grafana.promql import seconds
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _naming as naming
+from otel_ctx.grafana._promql import seconds
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -30,7 +30,8 @@ import support
 import yaml
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts, conventions
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _conventions as conventions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -629,8 +630,8 @@ def _bucket_of(value_rank: float, values: list[float], bounds: tuple[float, ...]
 
 def test_the_advisor_reads_the_right_answers_from_prometheus(stack: Stack) -> None:
     """`otel-ctx advise` on the workload: every figure against what the test computes from the report."""
-    from otel_ctx.cli import advise
-    from otel_ctx.demo.presets import SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE
+    from otel_ctx.cli import _advise as advise
+    from otel_ctx.demo._presets import SUPPORT_DESK_LIMITS, SUPPORT_DESK_RESERVE
 
     max_overflow, max_compaction = 0.05, 0.2
     proc = subprocess.run(

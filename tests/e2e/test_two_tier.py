@@ -53,7 +53,7 @@ from test_collector import (
 )
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts
+from otel_ctx.grafana import _alerts as alerts
 
 ROOT = support.ROOT
 GATEWAY_CONFIG = ROOT / "stack" / "otelcol-gateway.yaml"

@@ -46,8 +46,8 @@ import support
 import yaml
 
 from otel_ctx import grafana, names
-from otel_ctx.grafana import alerts
-from otel_ctx.grafana import promql as q
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _promql as q
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -557,7 +557,7 @@ def test_the_telemetry_absent_alert_never_fires_while_data_flows(stack: VmStack)
 def test_one_scale_for_every_series_is_an_agent_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     """``OTEL_CTX_EXPONENTIAL_MAX_SCALE`` sets the finest scale of every otel-ctx exponential
     histogram (a value that is not a scale keeps the default)."""
-    from otel_ctx.telemetry import exporters
+    from otel_ctx.telemetry import _exporters as exporters
 
     monkeypatch.setenv(exporters.ENV_EXPONENTIAL_MAX_SCALE, "3")
     assert exporters.exponential_max_scale() == 3

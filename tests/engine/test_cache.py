@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError
-from otel_ctx.engine import cache as cache_module
-from otel_ctx.engine.cache import BoundedCache, CacheBudget, CacheGroup, cache_budget, set_cache_budget
+from otel_ctx.engine import _cache as cache_module
+from otel_ctx.engine._cache import BoundedCache, CacheBudget, CacheGroup, cache_budget, set_cache_budget
 
 MIB = 1024 * 1024
 BUDGET = 8 * MIB

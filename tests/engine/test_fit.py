@@ -26,9 +26,9 @@ from otel_ctx import (
     Source,
     UnknownTaskTypeError,
 )
-from otel_ctx.adapters.openai_tools import count_functions, section_framing
+from otel_ctx.adapters._openai_tools import count_functions, section_framing
 from otel_ctx.demo import SUPPORT_DESK
-from otel_ctx.engine.breakdown import COUNTED_IN_TRANSCRIPT, SYSTEM_PROMPT_LABEL
+from otel_ctx.engine._breakdown import COUNTED_IN_TRANSCRIPT, SYSTEM_PROMPT_LABEL
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter, Source
-from otel_ctx.engine.tokens import TOKENS_PER_MESSAGE
+from otel_ctx.engine._tokens import TOKENS_PER_MESSAGE
 
 WORDS = ["order", "parcel", "refund", "<|endoftext|>", "Übergröße", "📦", "42", "\n", "shelf", "cracked"]
 text = st.lists(st.sampled_from(WORDS), min_size=0, max_size=60).map(" ".join)

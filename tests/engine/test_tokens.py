@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 import tiktoken
 
-from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError, encodings
-from otel_ctx.adapters.openai_tools import count_functions, render_functions
-from otel_ctx.engine import tokens
-from otel_ctx.engine.cache import BoundedCache
-from otel_ctx.engine.tokens import resolve_encoding
+from otel_ctx import BudgetPolicy, ContextFitter, InvalidRequestError
+from otel_ctx import _encodings as encodings
+from otel_ctx.adapters._openai_tools import count_functions, render_functions
+from otel_ctx.engine import _tokens as tokens
+from otel_ctx.engine._cache import BoundedCache
+from otel_ctx.engine._tokens import resolve_encoding
 
 # OpenAI cookbook, "How to count tokens with tiktoken": the API reported 129 prompt
 # tokens for these messages on gpt-3.5-turbo-0613 and gpt-4-0613 ...

@@ -16,7 +16,8 @@ import support
 import yaml
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts, conventions
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _conventions as conventions
 
 TICKET_ALERTS = (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH)
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,7 +151,7 @@ for key, value in list(vars(n).items()):
         )
         setattr(n, key, metrics[value])
 n.METRICS = tuple(metrics[m] for m in n.METRICS)
-from otel_ctx.grafana import alerts
+from otel_ctx.grafana import _alerts as alerts
 sys.stdout.write(alerts.render())
 """
 

@@ -19,16 +19,20 @@ from typer.testing import CliRunner
 from otel_ctx import names
 from otel_ctx.cli import app
 from otel_ctx.grafana import (
-    alerts,
+    _alerts as alerts,
+)
+from otel_ctx.grafana import (
+    _jaeger as jaeger,
+)
+from otel_ctx.grafana import (
     build_dashboards,
     check,
     iter_panels,
-    jaeger,
     queries,
     render,
     variable_queries,
 )
-from otel_ctx.telemetry.exporters import DEFAULT_EXPORT_INTERVAL_MS
+from otel_ctx.telemetry._exporters import DEFAULT_EXPORT_INTERVAL_MS
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "dashboards"

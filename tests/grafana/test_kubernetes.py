@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 
 from otel_ctx import artefacts
 from otel_ctx.cli import app
-from otel_ctx.grafana import alerts
-from otel_ctx.grafana import kubernetes as k8s
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _kubernetes as k8s
 
 runner = CliRunner()
 SHIPPED = {

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from otel_ctx import grafana, names
 from otel_ctx.cli import app
-from otel_ctx.grafana import alerts, naming
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _naming as naming
 
 ROOT = support.ROOT
 UTF8 = names.NAMES_UTF8

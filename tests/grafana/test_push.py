@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from otel_ctx.cli import app
 from otel_ctx.grafana import build_dashboards
-from otel_ctx.grafana.push import GrafanaTarget, PushError, push
+from otel_ctx.grafana._push import GrafanaTarget, PushError, push
 
 TOKEN = "glsa_s3cr3t-token-value"
 PASSWORD = "pa55-w0rd-value"

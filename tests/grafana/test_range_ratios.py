@@ -20,7 +20,8 @@ import pytest
 from support import prometheus_tool
 
 from otel_ctx import names
-from otel_ctx.grafana import alerts, build_dashboards, queries
+from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import build_dashboards, queries
 
 pytestmark = pytest.mark.e2e
 

@@ -168,7 +168,7 @@ def test_an_abandoned_stream_ends_its_round(instrumented: Instrumented, fake_pro
 def test_a_failure_inside_otel_ctx_never_reaches_the_agent(
     instrumented: Instrumented, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from otel_ctx.instrumentation import google_genai
+    from otel_ctx.instrumentation import _google_genai as google_genai
 
     def broken(metadata: Any) -> Any:
         raise RuntimeError("injected failure inside otel-ctx")

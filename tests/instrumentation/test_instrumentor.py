@@ -35,7 +35,7 @@ from opentelemetry import context as otel_context
 import otel_ctx
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
-from otel_ctx.fitting import ContextFitter
+from otel_ctx._fitting import ContextFitter
 from otel_ctx.instrumentation import _core
 from otel_ctx.instrumentation._sdk import request_layer
 
@@ -544,7 +544,7 @@ def test_the_task_decorator_and_context_manager_nest(
 
 
 def test_the_model_table_is_dated_and_finds_dated_model_names() -> None:
-    from otel_ctx.models import shipped_models
+    from otel_ctx._models import shipped_models
 
     table = shipped_models()
     assert table.as_of

@@ -22,7 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 import otel_ctx
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
-from otel_ctx.instrumentation.langchain import OtelCtxCallbackHandler
+from otel_ctx.instrumentation._langchain import OtelCtxCallbackHandler
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
 

@@ -164,7 +164,7 @@ def test_litellms_own_exceptions_reach_the_caller_unchanged(
 def test_a_failure_inside_otel_ctx_never_reaches_the_agent(
     instrumented: Instrumented, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from otel_ctx.instrumentation import litellm as integration
+    from otel_ctx.instrumentation import _litellm as integration
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("injected failure inside otel-ctx")

@@ -16,8 +16,8 @@ from telemetry_capture import attrs_of
 
 import otel_ctx
 from otel_ctx import names as n
-from otel_ctx.engine.errors import InvalidRequestError
-from otel_ctx.pricing import Usage, default_prices
+from otel_ctx._pricing import Usage, default_prices
+from otel_ctx.engine._errors import InvalidRequestError
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
 

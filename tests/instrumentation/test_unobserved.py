@@ -34,11 +34,11 @@ from support import prometheus_tool
 import otel_ctx
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
-from otel_ctx.engine.errors import InvalidMessageError, InvalidPolicyError
-from otel_ctx.fitting import ContextFitter
-from otel_ctx.grafana import overview
+from otel_ctx._fitting import ContextFitter
+from otel_ctx.engine._errors import InvalidMessageError, InvalidPolicyError
+from otel_ctx.grafana import _overview as overview
 from otel_ctx.instrumentation import _config, _core
-from otel_ctx.telemetry import emitter as emitter_module
+from otel_ctx.telemetry import _emitter as emitter_module
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
 
@@ -89,7 +89,7 @@ def test_an_unmeasured_call_has_its_round_span_and_is_counted(
     assert n.UNOBSERVED_REASON not in (measured.attributes or {})
     attrs = dict(span.attributes or {})
     assert attrs[n.UNOBSERVED_REASON] == n.UNOBSERVED_INVALID_REQUEST
-    assert attrs[n.UNOBSERVED_ERROR_TYPE] == "otel_ctx.engine.errors.InvalidMessageError"
+    assert attrs[n.UNOBSERVED_ERROR_TYPE] == "otel_ctx.engine._errors.InvalidMessageError"
     assert attrs[n.PROVIDER] == "openai"
     assert attrs[n.MODEL] == "gpt-4o"
     assert attrs[n.TASK_TYPE] == n.DEFAULT_TASK_TYPE

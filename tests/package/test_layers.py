@@ -30,7 +30,7 @@ ENGINE = sorted(p.stem for p in (PACKAGE / "engine").glob("*.py"))
 ADAPTERS = sorted(p.stem for p in (PACKAGE / "adapters").glob("*.py"))
 OUTSIDE = ("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.grafana", "otel_ctx.demo")
 #: The layer above engine and adapters: which adapter reads a request, and the entry points.
-ABOVE_ADAPTERS = ("otel_ctx.dialects", "otel_ctx.fitting")
+ABOVE_ADAPTERS = ("otel_ctx._dialects", "otel_ctx._fitting")
 
 
 def _is_dialect(path: Path) -> bool:
@@ -61,13 +61,13 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_layout_is_the_agreed_one() -> None:
     for concept in ("model", "tokens", "budget", "capping", "compaction", "calibration", "breakdown"):
-        assert concept in ENGINE
+        assert f"_{concept}" in ENGINE
     for concept in ("result", "errors", "fitter", "sources"):
-        assert concept in ENGINE
-    assert {"__init__", "base", "openai_chat", "openai_responses"} <= set(ADAPTERS)
-    assert {"anthropic", "langchain", "openai_chat", "openai_responses"} <= set(DIALECT_MODULES)
-    assert not {"__init__", "base"} & set(DIALECT_MODULES)
-    assert "dialect" in ENGINE  # the contract the adapters implement is the engine's
+        assert f"_{concept}" in ENGINE
+    assert {"__init__", "_base", "_openai_chat", "_openai_responses"} <= set(ADAPTERS)
+    assert {"_anthropic", "_langchain", "_openai_chat", "_openai_responses"} <= set(DIALECT_MODULES)
+    assert not {"__init__", "_base"} & set(DIALECT_MODULES)
+    assert "_dialect" in ENGINE  # the contract the adapters implement is the engine's
     for above in ABOVE_ADAPTERS:
         assert (PACKAGE / f"{above.removeprefix('otel_ctx.')}.py").exists()
     for moved in ("fit", "tokens", "breakdown", "budget", "result", "errors", "sources"):
@@ -100,7 +100,7 @@ def test_dialect_adapters_do_not_import_each_other(module: str) -> None:
     assert not above, f"otel_ctx/adapters/{module}.py imports the layer above it: {sorted(above)}"
 
 
-@pytest.mark.parametrize("module", ["encodings", "ledger", "models", "names", "pricing", "tables"])
+@pytest.mark.parametrize("module", ["_encodings", "_ledger", "_models", "names", "_pricing", "_tables"])
 def test_engine_side_top_level_module_imports_no_telemetry(module: str) -> None:
     imported = _imports(PACKAGE / f"{module}.py")
     offending = {m for m in imported if m.startswith(OUTSIDE)}
@@ -286,7 +286,7 @@ def test_no_module_of_the_package_is_in_an_import_circle() -> None:
     names, never through the package whose ``__init__`` imports it.
     """
     graph = _import_graph(PACKAGE)
-    assert "otel_ctx.fitting" in graph["otel_ctx.instrumentation._core"]  # imported inside a method
+    assert "otel_ctx._fitting" in graph["otel_ctx.instrumentation._core"]  # imported inside a method
     assert "otel_ctx.telemetry._run" not in graph["otel_ctx.instrumentation._core"]  # type-only
     circles = _circles(graph)
     assert not circles, f"modules in an import circle:\n{_described(graph)}"
@@ -309,7 +309,7 @@ def _telemetry(modules: list[str]) -> list[str]:
 
 def test_importing_the_engine_loads_no_opentelemetry() -> None:
     modules = _modules_after("import otel_ctx.engine")
-    assert "otel_ctx.engine.fitter" in modules
+    assert "otel_ctx.engine._fitter" in modules
     assert _telemetry(modules) == []
 
 
@@ -322,10 +322,10 @@ def test_a_plain_dict_fit_through_the_top_level_loads_no_opentelemetry() -> None
         assert result.outcome == "fit", result.outcome
         """
     )
-    assert "otel_ctx.engine.fitter" in modules
+    assert "otel_ctx.engine._fitter" in modules
     assert _telemetry(modules) == []
     # Dialects load when their requests arrive, not before.
-    assert "otel_ctx.adapters.openai_responses" not in modules
+    assert "otel_ctx.adapters._openai_responses" not in modules
     assert "langchain_core" not in modules
 
 
@@ -354,17 +354,17 @@ _FORBIDDEN: dict[str, tuple[str, ...]] = {
     "otel_ctx.adapters": ("opentelemetry", "otel_ctx.telemetry", *ABOVE_ADAPTERS, *_NEVER_BELOW_TELEMETRY),
     **dict.fromkeys(ABOVE_ADAPTERS, ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY)),
     "otel_ctx.names": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
-    "otel_ctx.ledger": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
-    "otel_ctx.pricing": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
-    "otel_ctx.encodings": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
-    "otel_ctx.models": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
-    "otel_ctx.tables": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx._ledger": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx._pricing": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx._encodings": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx._models": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
+    "otel_ctx._tables": ("opentelemetry", "otel_ctx.telemetry", *_NEVER_BELOW_TELEMETRY),
     "otel_ctx.telemetry": _NEVER_BELOW_TELEMETRY,
     # The dashboards and rules are generated from the registry alone: no SDK, no telemetry layer.
     "otel_ctx.grafana": ("opentelemetry", "otel_ctx.telemetry", "otel_ctx.cli", "otel_ctx.demo"),
     "otel_ctx.demo": ("otel_ctx.cli", "otel_ctx.grafana", "otel_ctx.instrumentation"),
     # The demo's policies are read by examples and tests that fit without telemetry.
-    "otel_ctx.demo.presets": (
+    "otel_ctx.demo._presets": (
         "opentelemetry",
         "otel_ctx.telemetry",
         "otel_ctx.cli",
@@ -414,7 +414,7 @@ for name in json.loads(sys.argv[1]):
 
 def test_each_module_imported_alone_loads_no_outer_layer() -> None:
     modules = _module_names()
-    assert "otel_ctx.engine.fitter" in modules and "otel_ctx.telemetry.setup" in modules
+    assert "otel_ctx.engine._fitter" in modules and "otel_ctx.telemetry._setup" in modules
     out = subprocess.run(
         [sys.executable, "-c", _FRESH_IMPORTS, json.dumps(modules)],
         capture_output=True,
@@ -435,3 +435,60 @@ def test_each_module_imported_alone_loads_no_outer_layer() -> None:
         if offending:
             problems[name] = offending
     assert not problems, f"modules that load an outer layer when imported: {problems}"
+
+
+#: The modules a user imports by their own name: the names registry (dashboards, alert rules and
+#: the reference page read it), the reference page's generator (``python -m otel_ctx.reference``)
+#: and the CLI's ``python -m`` entry.
+PUBLIC_MODULES = {"otel_ctx/names.py", "otel_ctx/reference.py", "otel_ctx/cli/__main__.py"}
+
+
+def _all_of(init: Path) -> list[list[str]]:
+    """Every ``__all__ = [...]`` a package's ``__init__`` assigns at its top level."""
+    return [
+        ast.literal_eval(n.value)
+        for n in ast.parse(init.read_text()).body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+    ]
+
+
+def test_every_implementation_module_is_private_and_its_package_says_what_it_exports() -> None:
+    """Outside a few modules named for users, the API is what each package's ``__init__``
+    re-exports: every other module is ``_x.py``, and every package lists its names in ``__all__``
+    (so a refactor inside a package breaks no import a user wrote)."""
+    repo = PACKAGE.parent
+    public = sorted(
+        p.relative_to(repo).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if not p.name.startswith("_") and p.relative_to(repo).as_posix() not in PUBLIC_MODULES
+    )
+    assert public == [], f"public-named implementation modules: {public}"
+    for init in PACKAGE.rglob("__init__.py"):
+        tree = ast.parse(init.read_text())
+        listed = [
+            n
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+        ]
+        assert len(listed) == 1, f"{init.relative_to(repo)} has no single explicit __all__"
+        exported = ast.literal_eval(listed[0].value)
+        assert exported, f"{init.relative_to(repo)}: __all__ is empty"
+
+
+def test_no_package_attribute_is_both_a_module_and_a_function() -> None:
+    """``import otel_ctx.telemetry.x`` binds the module; ``from otel_ctx.telemetry import x`` the
+    function: one name meaning two things is how a patch or an import goes to the wrong one."""
+    for init in PACKAGE.rglob("__init__.py"):
+        package = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
+        modules = {p.stem for p in init.parent.glob("*.py")} | {
+            p.name for p in init.parent.iterdir() if p.is_dir()
+        }
+        tree = ast.parse(init.read_text())
+        exported: set[str] = set()
+        for n in tree.body:
+            if isinstance(n, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets
+            ):
+                exported = set(ast.literal_eval(n.value))
+        assert not exported & modules, f"{package} exports {sorted(exported & modules)}, also its modules"

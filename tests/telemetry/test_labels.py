@@ -8,11 +8,14 @@ import pytest
 from conversations import long_dispute
 from telemetry_capture import Capture, attrs_of
 
-from otel_ctx import ContextFitter, encodings
+from otel_ctx import ContextFitter
+from otel_ctx import _encodings as encodings
 from otel_ctx import names as n
 from otel_ctx.demo import SUPPORT_DESK
-from otel_ctx.telemetry import LabelPolicy, labels, recorder
-from otel_ctx.telemetry.labels import DEFAULT_MAX_MODELS
+from otel_ctx.telemetry import LabelPolicy
+from otel_ctx.telemetry import _labels as labels
+from otel_ctx.telemetry import _recorder as recorder
+from otel_ctx.telemetry._labels import DEFAULT_MAX_MODELS
 
 
 @pytest.fixture

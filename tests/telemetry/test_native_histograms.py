@@ -29,8 +29,8 @@ from opentelemetry.sdk.metrics.export import (
 from bench import series_paths, spread
 from otel_ctx import names
 from otel_ctx.telemetry import Emitter, ExportSettings, component_values, create_providers, views
-from otel_ctx.telemetry.exporters import ENV_HISTOGRAM_AGGREGATION, EXPONENTIAL_HISTOGRAM
-from otel_ctx.telemetry.labels import LabelPolicy
+from otel_ctx.telemetry._exporters import ENV_HISTOGRAM_AGGREGATION, EXPONENTIAL_HISTOGRAM
+from otel_ctx.telemetry._labels import LabelPolicy
 
 OUTCOMES = spread.outcomes()
 RESULTS = [(task, outcome, r) for task, by in OUTCOMES.by_task.items() for outcome, r in by.items()]
@@ -182,7 +182,7 @@ from opentelemetry import metrics
 from opentelemetry.sdk.metrics import MeterProvider
 metrics.set_meter_provider(MeterProvider())
 import otel_ctx
-from otel_ctx.telemetry.emitter import default_emitter
+from otel_ctx.telemetry._emitter import default_emitter
 records = []
 class Keep(logging.Handler):
     def emit(self, record):

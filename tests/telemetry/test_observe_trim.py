@@ -27,7 +27,7 @@ from telemetry_capture import Capture, attrs_of
 from otel_ctx import BudgetPolicy
 from otel_ctx import names as n
 from otel_ctx.telemetry import observed
-from otel_ctx.telemetry.trim import compare
+from otel_ctx.telemetry._trim import compare
 
 POLICY = BudgetPolicy(context_length=128_000, reserved_output=800, request_limit=8_000)
 
@@ -157,7 +157,7 @@ def _call(call_id: str) -> dict[str, Any]:
 
 
 def test_a_comparison_that_fails_still_emits_the_round(cap: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
-    observe_module = sys.modules["otel_ctx.telemetry.observe"]
+    observe_module = sys.modules["otel_ctx.telemetry._observe"]
 
     def broken(before: Any, after: Any) -> Any:
         raise RuntimeError("comparison bug")

@@ -187,7 +187,7 @@ def test_the_capture_switch_follows_the_environment_of_a_running_process(
     """Read on every round, however it is changed: set, unset, patched for a block."""
     from unittest import mock
 
-    from otel_ctx.telemetry.content import capture_content
+    from otel_ctx.telemetry._content import capture_content
 
     monkeypatch.delenv(n.ENV_CAPTURE_CONTENT, raising=False)
     assert capture_content() is False

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from telemetry_capture import Capture
 
 from otel_ctx import BudgetPolicy, ContextFitter, FitResult, InvalidRequestError
-from otel_ctx import ledger as ledger_module
-from otel_ctx.ledger import RunLedger
-from otel_ctx.pricing import ModelPrice, PriceTable, Usage
+from otel_ctx import _ledger as ledger_module
+from otel_ctx._ledger import RunLedger
+from otel_ctx._pricing import ModelPrice, PriceTable, Usage
 from otel_ctx.telemetry import _run as run_module
 from otel_ctx.telemetry import run
 

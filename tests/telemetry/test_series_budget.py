@@ -18,7 +18,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bench import spread
-from otel_ctx import ContextFitter, encodings, names
+from otel_ctx import ContextFitter, names
+from otel_ctx import _encodings as encodings
 from otel_ctx.demo import SUPPORT_DESK
 from otel_ctx.telemetry import Emitter, LabelPolicy, run, views
 

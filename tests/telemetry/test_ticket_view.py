@@ -19,8 +19,8 @@ from telemetry_capture import Capture, attrs_of
 
 from otel_ctx import BudgetPolicy, ContextFitter, InvalidPolicyError, InvalidRequestError
 from otel_ctx import names as n
-from otel_ctx.ledger import BUILTIN_RESOLUTIONS, STOPS, RunCeilingReached, RunLedger, check_resolutions
-from otel_ctx.pricing import ENV_PRICES, ModelPrice, PriceTable, Usage, default_prices, shipped_prices
+from otel_ctx._ledger import BUILTIN_RESOLUTIONS, STOPS, RunCeilingReached, RunLedger, check_resolutions
+from otel_ctx._pricing import ENV_PRICES, ModelPrice, PriceTable, Usage, default_prices, shipped_prices
 from otel_ctx.telemetry import LabelPolicy, run
 
 RESERVE = 100

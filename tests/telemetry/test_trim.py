@@ -14,7 +14,7 @@ from telemetry_capture import Capture
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx import names as n
 from otel_ctx.telemetry import observed, run
-from otel_ctx.telemetry.trim import Trim
+from otel_ctx.telemetry._trim import Trim
 
 POLICY = BudgetPolicy(context_length=128_000, reserved_output=800, request_limit=2_000)
 

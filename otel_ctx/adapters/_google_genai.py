@@ -1,0 +1,560 @@
+"""Google Gen AI (Gemini): a ``generate_content`` request read into the engine's model, and back.
+
+What ``client.models.generate_content(model=..., contents=..., config=...)`` takes:
+``contents``, a list of contents whose ``role`` is ``user`` or ``model`` and whose
+``parts`` hold ``text`` (``thought`` marks the model's reasoning), ``function_call``,
+``function_response``, ``inline_data`` (bytes with a MIME type), ``file_data`` (a URI),
+``executable_code`` or ``code_execution_result``; a bare string (or list of strings and
+parts) is one user content, as the SDK turns it into. The ``config`` (a dict or the
+SDK's ``GenerateContentConfig``) carries the ``system_instruction``, the ``tools``
+(``function_declarations`` with a JSON schema, or built-in tools such as
+``google_search``) and ``max_output_tokens``. The REST shape (``systemInstruction``,
+``tools`` and ``generationConfig`` at the top level, camelCase keys) is read too.
+Contents and parts may be dicts or the SDK's pydantic objects (``response.candidates[0].content``
+appended as is).
+
+Turns follow the API's rule that a model content's function calls are answered by
+function responses in the next user content: a turn is an *exchange*, the model's
+contents together with the user contents after them, so dropping one never separates a
+call from its answer; the first user contents (the ticket) are a turn of their own.
+
+Counting is an estimate: Google publishes no offline Gemini tokenizer, so text is
+counted with the fitter's encoding, images and document pages at the documented
+per-item figures, and the result says ``exact=False``. Calibration from the reported
+``usage_metadata.prompt_token_count`` (which includes the cached tokens) corrects the
+estimate as the conversation goes; an exact counter (``models.count_tokens``) can be
+given to the fitter instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from otel_ctx.adapters._base import (
+    Adapter,
+    Fitted,
+    ReadContext,
+    Reading,
+    as_mapping,
+    kept_items,
+    pdf_pages,
+    to_json,
+)
+from otel_ctx.engine._errors import (
+    InvalidMessageError,
+    InvalidRequestError,
+    InvalidToolSchemaError,
+    TranscriptRuleError,
+    shown,
+)
+from otel_ctx.engine._model import Block, Component, Part, RequestModel, Turn
+from otel_ctx.engine._tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL, TokenCounter
+
+#: An image at the high media resolution, the default for images on current Gemini models
+#: (older models charge 258 per 768×768 tile): the size is not read offline, so the
+#: documented per-image ceiling is used.
+IMAGE_TOKENS = 1_120
+#: A PDF page is billed as an image of the page (the documented figure at the default resolution).
+PDF_PAGE_TOKENS = 560
+#: Audio, video or a file by URI: its length cannot be read offline; one image's worth is
+#: charged and calibration from the reported usage corrects the rest.
+UNKNOWN_MEDIA_TOKENS = IMAGE_TOKENS
+#: The wrapper of a function response (its name, id and markers), like a call's.
+TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
+#: The framing of one function declaration.
+TOKENS_PER_TOOL = 8
+SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
+#: Keys a function response's result conventionally sits under (the SDK's automatic
+#: function calling answers ``{"result": ...}``; the API docs use ``output``/``error``).
+_RESULT_KEYS = ("output", "result")
+#: A part's kind: the snake_case key (the SDK's) and the camelCase one (REST).
+_PART_KEYS = {
+    "text": "text",
+    "function_call": "function_call",
+    "functionCall": "function_call",
+    "function_response": "function_response",
+    "functionResponse": "function_response",
+    "inline_data": "inline_data",
+    "inlineData": "inline_data",
+    "file_data": "file_data",
+    "fileData": "file_data",
+    "executable_code": "executable_code",
+    "executableCode": "executable_code",
+    "code_execution_result": "code_execution_result",
+    "codeExecutionResult": "code_execution_result",
+}
+_METADATA = frozenset(
+    {
+        "thought",
+        "thought_signature",
+        "thoughtSignature",
+        "video_metadata",
+        "videoMetadata",
+        "media_resolution",
+    }
+)
+
+
+def _get(m: Mapping[str, Any], snake: str, camel: str) -> Any:
+    value = m.get(snake)
+    return m.get(camel) if value is None else value
+
+
+def _jsonable(raw: Any) -> Any:
+    """An SDK object as plain JSON values (enums as their names); mappings and the rest as they are."""
+    dump = getattr(raw, "model_dump", None)
+    if callable(dump) and not isinstance(raw, Mapping):
+        try:
+            return dump(mode="json", exclude_none=True)
+        except Exception:
+            return raw
+    return raw
+
+
+def _config(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    config = body.get("config")
+    if config is None:
+        return {}
+    found = as_mapping(config)
+    if found is None:
+        raise InvalidRequestError("config", f"must be an object, got {type(config).__name__}")
+    return found
+
+
+def _setting(body: Mapping[str, Any], snake: str, camel: str) -> tuple[Any, str]:
+    """A setting from ``config`` (the SDK call) or the top level (the REST body), and where it was."""
+    config = _config(body)
+    value = _get(config, snake, camel)
+    if value is not None:
+        return value, f"config.{snake}"
+    return _get(body, snake, camel), snake
+
+
+def requested_output(body: Mapping[str, Any]) -> int | None:
+    """The request's own ``max_output_tokens`` (the SDK's config or REST ``generationConfig``)."""
+    try:
+        value = _get(_config(body), "max_output_tokens", "maxOutputTokens")
+        if value is None:
+            generation = as_mapping(_get(body, "generation_config", "generationConfig") or {})
+            value = _get(generation, "max_output_tokens", "maxOutputTokens") if generation else None
+    except InvalidRequestError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+class _State:
+    """The caller's contents the fit rewrote (capped function responses), and the shape it sent."""
+
+    __slots__ = ("replaced", "single")
+
+    def __init__(self, single: bool) -> None:
+        self.replaced: dict[int, Any] = {}
+        #: ``contents`` was one string or content, not a list: written back as it came when kept.
+        self.single = single
+
+
+def _is_content(m: Mapping[str, Any]) -> bool:
+    return "parts" in m or "role" in m
+
+
+class _Reader:
+    """Reads one request's contents: parts counted, pairing rules checked, results capped."""
+
+    def __init__(self, ctx: ReadContext, state: _State) -> None:
+        self.ctx = ctx
+        self.state = state
+        self.text = ctx.counter.text
+        self.framing = {r: TOKENS_PER_MESSAGE + self.text(r) for r in ("user", "model")}
+
+    def media(self, data: Mapping[str, Any], where: str, index: int) -> tuple[Component, int]:
+        mime = _get(data, "mime_type", "mimeType")
+        if not isinstance(mime, str):
+            raise InvalidMessageError(f"{where}.mime_type", "must be a MIME type string", index=index)
+        if mime.startswith("image/"):
+            return "image", IMAGE_TOKENS
+        if mime == "application/pdf":
+            raw = data.get("data")
+            pages = (
+                pdf_pages(raw if isinstance(raw, str) else bytes(raw))
+                if isinstance(raw, (str, bytes, bytearray))
+                else 1
+            )
+            return "document", PDF_PAGE_TOKENS * pages
+        if mime.startswith("text/"):
+            raw = data.get("data")
+            if isinstance(raw, (bytes, bytearray)):
+                return "document", self.text(bytes(raw).decode("utf-8", "replace"))
+        return "document", UNKNOWN_MEDIA_TOKENS
+
+    def part(self, raw: Any, role: str, where: str, index: int) -> tuple[Part, str, Any]:
+        """``(part, kind, capped part or None)`` of one part."""
+        if isinstance(raw, str):
+            return Part("user" if role == "user" else "assistant", self.text(raw)), "text", None
+        p = as_mapping(raw)
+        if p is None:
+            raise InvalidMessageError(where, f"must be a part object, got {type(raw).__name__}", index=index)
+        kind = next((_PART_KEYS[k] for k in p if k in _PART_KEYS and p[k] is not None), None)
+        if kind == "text":
+            value = p["text"]
+            if not isinstance(value, str):
+                raise InvalidMessageError(f"{where}.text", "must be a string", index=index)
+            if p.get("thought"):
+                return Part("reasoning", self.text(value)), kind, None
+            return Part("user" if role == "user" else "assistant", self.text(value)), kind, None
+        if kind == "function_call":
+            call = as_mapping(_get(p, "function_call", "functionCall"))
+            name = call.get("name") if call is not None else None
+            if call is None or not isinstance(name, str):
+                raise InvalidMessageError(f"{where}.function_call", "needs a 'name' string", index=index)
+            args = to_json(call.get("args") or {}, f"{where}.function_call.args", index, InvalidMessageError)
+            call_id = call.get("id")
+            key = call_id if isinstance(call_id, str) and call_id else name
+            return (
+                Part("tool_call", TOKENS_PER_TOOL_CALL + self.text(name) + self.text(args), key),
+                kind,
+                None,
+            )
+        if kind == "function_response":
+            return self.function_response(p, where, index)
+        if kind in ("inline_data", "file_data"):
+            data = as_mapping(p.get(kind) if p.get(kind) is not None else _get(p, kind, _camel(kind)))
+            if data is None:
+                raise InvalidMessageError(f"{where}.{kind}", "must be an object", index=index)
+            if kind == "file_data":
+                return Part("document", UNKNOWN_MEDIA_TOKENS), kind, None
+            media, tokens = self.media(data, f"{where}.{kind}", index)
+            return Part(media, tokens), kind, None
+        if kind is None and not any(k not in _METADATA for k in p):
+            raise InvalidMessageError(
+                where, "a part needs text, a function call or response, or data", index=index
+            )
+        # Code and its result, or a part this version does not know: its JSON text (errs high).
+        shown_part = {k: v for k, v in p.items() if k not in _METADATA}
+        body = to_json(_jsonable(shown_part), where, index, InvalidMessageError)
+        component: Component = "tool_result" if kind == "code_execution_result" else "other"
+        return Part(component, self.text(body)), str(kind), None
+
+    def function_response(self, p: Mapping[str, Any], where: str, index: int) -> tuple[Part, str, Any]:
+        resp = as_mapping(_get(p, "function_response", "functionResponse"))
+        name = resp.get("name") if resp is not None else None
+        if resp is None or not isinstance(name, str):
+            raise InvalidMessageError(f"{where}.function_response", "needs a 'name' string", index=index)
+        call_id = resp.get("id")
+        key = call_id if isinstance(call_id, str) and call_id else name
+        result = resp.get("response")
+        new_part: Any = None
+        cap = self.ctx.cap
+        result_map = as_mapping(result) if result is not None else None
+        if cap is not None and result_map is not None:
+            for k in _RESULT_KEYS:
+                value = result_map.get(k)
+                if isinstance(value, str):
+                    cut = cap(value)
+                    if cut is not value:
+                        result = {**result_map, k: cut}
+                        field = "function_response" if "function_response" in p else "functionResponse"
+                        new_part = {**p, field: {**resp, "response": result}}
+                    break
+        tokens = TOKENS_PER_TOOL_RESULT + self.text(name)
+        if result is not None:
+            tokens += self.text(
+                to_json(_jsonable(result), f"{where}.function_response.response", index, InvalidMessageError)
+            )
+        return Part("tool_result", tokens, key, capped=new_part is not None), "function_response", new_part
+
+    def content(self, raw: Any, i: int) -> tuple[str, list[Part], list[str], list[str]]:
+        """``(role, parts, call keys, answered keys)`` of one content."""
+        where = f"contents[{i}]"
+        if isinstance(raw, str):
+            return "user", [Part("user", self.framing["user"]), Part("user", self.text(raw))], [], []
+        m = as_mapping(raw)
+        if m is None:
+            raise InvalidMessageError(where, f"must be a content object, got {type(raw).__name__}", index=i)
+        if not _is_content(m):  # a bare part: the SDK sends it as (part of) a user content
+            part, _, _ = self.part(raw, "user", where, i)
+            return "user", [Part("user", self.framing["user"]), part], [], []
+        role = m.get("role") or "user"
+        if role not in ("user", "model", "function", "tool"):
+            raise InvalidMessageError(
+                f"{where}.role", f"unknown role {shown(role)}; expected user or model", index=i
+            )
+        line = "model" if role == "model" else "user"
+        parts = [Part("user" if line == "user" else "assistant", self.framing[line])]
+        raw_parts = m.get("parts")
+        if raw_parts is None:
+            raw_parts = []
+        if not isinstance(raw_parts, (list, tuple)):
+            raise InvalidMessageError(
+                f"{where}.parts", f"must be a list of parts, got {type(raw_parts).__name__}", index=i
+            )
+        if not raw_parts:
+            self.ctx.problem(TranscriptRuleError(f"{where}.parts", "is empty", index=i))
+        calls: list[str] = []
+        answers: list[str] = []
+        new_parts: list[Any] | None = None
+        for k, raw_part in enumerate(raw_parts):
+            here = f"{where}.parts[{k}]"
+            part, kind, capped = self.part(raw_part, line, here, i)
+            if kind == "function_call":
+                if line != "model":
+                    self.ctx.problem(
+                        TranscriptRuleError(here, "only the model makes function calls", index=i)
+                    )
+                assert part.call_id is not None
+                calls.append(part.call_id)
+            elif kind == "function_response":
+                if line != "user":
+                    self.ctx.problem(
+                        TranscriptRuleError(here, "a function response belongs in a user content", index=i)
+                    )
+                assert part.call_id is not None
+                answers.append(part.call_id)
+            if capped is not None:
+                if new_parts is None:
+                    new_parts = list(raw_parts)
+                new_parts[k] = capped
+            parts.append(part)
+        if new_parts is not None:
+            self.state.replaced[i] = {**m, "parts": new_parts}
+        return line, parts, calls, answers
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+def _instruction_text(raw: Any, where: str) -> str:
+    """The system instruction's text: a string, a content of text parts, or a list of them."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, (list, tuple)):
+        return "\n".join(_instruction_text(x, f"{where}[{k}]") for k, x in enumerate(raw))
+    m = as_mapping(raw)
+    if m is None:
+        raise InvalidRequestError(
+            where, f"must be a string or a content of text parts, got {type(raw).__name__}"
+        )
+    if "parts" in m:
+        return _instruction_text(m.get("parts") or [], f"{where}.parts")
+    text = m.get("text")
+    if not isinstance(text, str):
+        raise InvalidRequestError(where, "must be a text part {'text': ...}")
+    return text
+
+
+class GoogleGenAIAdapter(Adapter):
+    """Gemini ``generate_content`` requests (``client.models.generate_content(**body)``)."""
+
+    provider = "google"
+    exact = False
+
+    def claims(self, body: Mapping[str, Any]) -> bool | None:
+        # Only this API calls its transcript "contents".
+        return "contents" in body
+
+    def to_model(self, body: Any, ctx: ReadContext) -> Reading:
+        if not isinstance(body, Mapping):
+            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        contents = body.get("contents")
+        if contents is None:
+            raise InvalidRequestError("contents", "a generate_content request needs 'contents'")
+        single = not isinstance(contents, (list, tuple))
+        items: Sequence[Any] = [contents] if single else contents
+        state = _State(single)
+        reader = _Reader(ctx, state)
+        if not items:
+            ctx.problem(TranscriptRuleError("contents", "needs at least one content"))
+        read = [reader.content(raw, i) for i, raw in enumerate(items)]
+        turns, starts = _exchanges(read, ctx)
+        instruction, where = _setting(body, "system_instruction", "systemInstruction")
+        blocks: tuple[Block, ...] = ()
+        if instruction is not None:
+            text = _instruction_text(instruction, where)
+            blocks = (Block("system_prompt", text, ctx.counter.text(text)),)
+        tools, tools_where = _setting(body, "tools", "tools")
+        model = RequestModel(
+            turns=turns,
+            starts=starts,
+            items=len(items),
+            tool_schema=self.tools_tokens(tools, tools_where, ctx.counter),
+            priming=REPLY_PRIMING,
+            blocks=blocks,
+            system_in_turns=False,
+            capped=len(state.replaced),
+        )
+        return Reading(model=model, body=body, items=items, state=state)
+
+    @staticmethod
+    def tools_tokens(tools: Any, where: str, counter: TokenCounter) -> int:
+        """Each function declaration's name, description and schema; a built-in tool's JSON."""
+        if not tools:
+            return 0
+        if not isinstance(tools, (list, tuple)):
+            raise InvalidToolSchemaError(where, f"must be a list of tools, got {type(tools).__name__}")
+        n = 0
+        for k, raw in enumerate(tools):
+            here = f"{where}[{k}]"
+            if callable(raw) and as_mapping(raw) is None:
+                # A Python function the SDK declares from its signature: its name and docstring.
+                name = getattr(raw, "__name__", "")
+                n += (
+                    TOKENS_PER_TOOL
+                    + counter.text(str(name))
+                    + counter.text(getattr(raw, "__doc__", None) or "")
+                )
+                continue
+            tool = as_mapping(_jsonable(raw))
+            if tool is None:
+                raise InvalidToolSchemaError(here, f"must be a tool object, got {type(raw).__name__}")
+            declarations = _get(tool, "function_declarations", "functionDeclarations")
+            if declarations is None:
+                n += TOKENS_PER_TOOL + counter.text(to_json(tool, here, None, InvalidToolSchemaError))
+                continue
+            if not isinstance(declarations, (list, tuple)):
+                raise InvalidToolSchemaError(f"{here}.function_declarations", "must be a list")
+            for j, raw_decl in enumerate(declarations):
+                at = f"{here}.function_declarations[{j}]"
+                decl = as_mapping(_jsonable(raw_decl))
+                if decl is None or not isinstance(decl.get("name"), str):
+                    raise InvalidToolSchemaError(at, "must be an object with a 'name' string")
+                desc = decl.get("description") or ""
+                if not isinstance(desc, str):
+                    raise InvalidToolSchemaError(f"{at}.description", "must be a string")
+                n += TOKENS_PER_TOOL + counter.text(decl["name"]) + counter.text(desc)
+                for key in ("parameters", "parameters_json_schema", "parametersJsonSchema", "response"):
+                    schema = decl.get(key)
+                    if schema is not None:
+                        n += counter.text(to_json(schema, f"{at}.{key}", None, InvalidToolSchemaError))
+        return n
+
+    def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
+        state: _State = reading.state
+        out = kept_items(reading, fitted, state.replaced)
+        body = dict(reading.body)
+        if not (state.single and len(out) == 1 and out[0] is reading.items[0]):
+            body["contents"] = out
+        extra: list[Any] = [{"text": b.text} for b in fitted.blocks]
+        if fitted.summary is not None:
+            extra.append(fitted.summary)
+        if extra:
+            _, where = _setting(body, "system_instruction", "systemInstruction")
+            # Added after the caller's own instruction parts, so a cached prefix stays a prefix.
+            if where.startswith("config."):
+                config = body["config"]
+                own = _instruction_parts(
+                    _get(as_mapping(config) or {}, "system_instruction", "systemInstruction")
+                )
+                merged = {"parts": [*own, *extra]}
+                if isinstance(config, Mapping):
+                    body["config"] = {**config, "system_instruction": merged}
+                else:
+                    body["config"] = config.model_copy(update={"system_instruction": merged})
+            else:
+                key = "systemInstruction" if "systemInstruction" in body else "system_instruction"
+                own = _instruction_parts(body.get(key))
+                body[key] = {"parts": [*own, *extra]}
+        return body, out
+
+    def block(self, kind: str, text: str, counter: TokenCounter) -> Block:
+        return Block(kind, text, counter.text(text))  # type: ignore[arg-type]
+
+    def summary(self, produced: Any, counter: TokenCounter) -> tuple[Any, Turn]:
+        """A summary goes to the system instruction as a text part: among the contents it could
+        part a function call from its response."""
+        if isinstance(produced, str):
+            item: dict[str, Any] = {"text": SUMMARY_PREFIX + produced}
+        else:
+            part = as_mapping(produced)
+            if part is None or not isinstance(part.get("text"), str):
+                raise InvalidRequestError(
+                    "summarizer", "must return a string or a text part for Gemini's system instruction"
+                )
+            item = dict(part)
+        return item, Turn("system", [Part("system", counter.text(item["text"]))], 0)
+
+
+def _instruction_parts(raw: Any) -> list[Any]:
+    """The caller's system instruction as a list of parts (their own objects kept)."""
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [{"text": raw}]
+    if isinstance(raw, (list, tuple)):
+        return [{"text": x} if isinstance(x, str) else x for x in raw]
+    m = as_mapping(raw)
+    if m is not None and "parts" in m:
+        parts = getattr(raw, "parts", None)
+        return list(parts if parts is not None else m.get("parts") or [])
+    return [raw]
+
+
+def _exchanges(
+    read: list[tuple[str, list[Part], list[str], list[str]]], ctx: ReadContext
+) -> tuple[list[Turn], list[int]]:
+    """The turns of the contents read, and where each starts: the model's contents and the user's
+    that follow are one exchange, in which every function call must be answered by a function
+    response of the next (user) content."""
+    turns: list[Turn] = []
+    starts: list[int] = []
+    if read and read[0][0] != "user":
+        ctx.problem(TranscriptRuleError("contents[0].role", "the first content must be the user's", index=0))
+    i, n = 0, len(read)
+    while i < n:
+        start = i
+        parts: list[Part] = []
+        calls: list[str] = []
+        answers: list[str] = []
+        has_user_text = False
+        while i < n and read[i][0] == "model":
+            parts.extend(read[i][1])
+            calls.extend(read[i][2])
+            i += 1
+        while i < n and read[i][0] == "user":
+            _, uparts, _, answered = read[i]
+            parts.extend(uparts)
+            for key in answered:
+                if key not in calls:
+                    ctx.problem(
+                        TranscriptRuleError(
+                            f"contents[{i}].parts",
+                            f"function response {shown(key)} answers no call of the model content "
+                            "right before it",
+                            index=i,
+                        )
+                    )
+                else:
+                    answers.append(key)
+            if any(p.component not in ("tool_result",) for p in uparts[1:]):
+                has_user_text = True
+            i += 1
+        missing = [c for c in calls if c not in answers]
+        if missing:
+            ctx.problem(
+                TranscriptRuleError(
+                    f"contents[{start}].parts",
+                    f"function call {', '.join(repr(c) for c in missing)} never answered: each needs a "
+                    "function response in the next (user) content",
+                    index=start,
+                )
+            )
+        role = "user" if read[start][0] == "user" else "assistant"
+        turns.append(
+            Turn(
+                role,  # type: ignore[arg-type]
+                parts,
+                0,
+                # Calls are matched within their exchange, by id or (usually) by name: the
+                # exchange's position makes them unique, so two exchanges calling the same
+                # function stay two units the fit may drop apart.
+                calls=tuple(f"{start}:{c}" for c in calls),
+                answers=tuple(f"{start}:{a}" for a in answers),
+                has_user_text=has_user_text,
+            )
+        )
+        starts.append(start)
+    return turns, starts
+
+
+ADAPTER = GoogleGenAIAdapter()

@@ -1,0 +1,249 @@
+"""Small builders shared by the dashboards: data source, targets, variables, thresholds.
+
+Every panel and query points at the ``${datasource}`` variable rather than a data
+source uid, so the same JSON works in any Grafana whatever its Prometheus is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.builders import timeseries
+from grafana_foundation_sdk.cog import variants as cog_variants
+from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import prometheus as prom_m
+
+import otel_ctx.grafana._alerts as alerts
+import otel_ctx.grafana._options as o
+import otel_ctx.grafana._promql as q
+from otel_ctx import names
+
+#: Any panel builder (timeseries, stat, table, ...): they all build a dashboard panel.
+PanelBuilder = Builder[dash_m.Panel]
+
+DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${" + q.VAR_DATASOURCE + "}")
+#: Tag shared by every shipped dashboard; dashboard links list the others by it.
+TAG = "otel-ctx"
+
+_REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def targets(*queries: prom_b.Dataquery) -> list[Builder[cog_variants.Dataquery]]:
+    """Give the queries refIds A, B, ... and the templated data source."""
+    return [t.ref_id(_REF_IDS[i]).datasource(DATASOURCE) for i, t in enumerate(queries)]
+
+
+def query(
+    expr: str,
+    legend: str = "",
+    *,
+    instant: bool = False,
+    exemplar: bool = False,
+    fmt: prom_m.PromQueryFormat | None = None,
+) -> prom_b.Dataquery:
+    """One PromQL target; ``exemplar`` asks Grafana to fetch exemplars (trace links) too."""
+    t: prom_b.Dataquery = prom_b.Dataquery().expr(expr).legend_format(legend or "__auto")
+    t = t.instant() if instant else t.range()
+    if fmt is not None:
+        t = t.format(fmt)
+    if exemplar:
+        t = t.exemplar(True)
+    return t
+
+
+def table_query(expr: str) -> prom_b.Dataquery:
+    """An instant query whose labels become table columns."""
+    return query(expr, instant=True, fmt=o.FORMAT_TABLE)
+
+
+def legend(label: str) -> str:
+    return "{{" + label + "}}"
+
+
+def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
+    # Typed locals: under mypy's 3.10 floor the SDK's ``Self`` returns read as Any.
+    built: dash_b.ThresholdsConfig = (
+        dash_b.ThresholdsConfig()
+        .mode(o.THRESHOLDS_ABSOLUTE)
+        .steps(
+            [dash_m.Threshold(value=None, color=base)]
+            + [dash_m.Threshold(value=v, color=c) for v, c in steps]
+        )
+    )
+    return built
+
+
+def legend_table(*calcs: str) -> common_b.VizLegendOptions:
+    built: common_b.VizLegendOptions = (
+        common_b.VizLegendOptions()
+        .display_mode(o.LEGEND_TABLE)
+        .placement(o.LEGEND_BOTTOM)
+        .show_legend(True)
+        .calcs(list(calcs))
+    )
+    return built
+
+
+def tooltip_all() -> common_b.VizTooltipOptions:
+    """Every series in the tooltip, biggest first: what stacked panels need to be read."""
+    built: common_b.VizTooltipOptions = common_b.VizTooltipOptions().mode(o.TOOLTIP_ALL).sort(o.SORT_DESC)
+    return built
+
+
+def reduce_last() -> common_b.ReduceDataOptions:
+    built: common_b.ReduceDataOptions = common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False)
+    return built
+
+
+def label_values(metric: str, label: str, *filters: tuple[str, str]) -> str:
+    """``label_values(metric{filters}, label)``: a variable's options, cascading on earlier ones."""
+    sel = ", ".join(f'{lab}=~"${var}"' for lab, var in filters)
+    return f"label_values({metric}{{{sel}}}, {label})" if sel else f"label_values({metric}, {label})"
+
+
+def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | dash_b.DatasourceVariable]:
+    """The four shared template variables: data source, service, task type, model.
+
+    Options come from the fits counter (every fit and every observe increments it, so
+    every task type and model that was ever seen is there), each cascading on the
+    ones before it.
+    """
+    fits = names.FITS.prometheus
+    service = (q.JOB, q.VAR_SERVICE)
+    task = (q.TASK_TYPE, q.VAR_TASK_TYPE)
+
+    def query_var(name: str, label: str, expr: str, description: str) -> dash_b.QueryVariable:
+        built: dash_b.QueryVariable = (
+            dash_b.QueryVariable(name)
+            .label(label)
+            .description(description)
+            .datasource(DATASOURCE)
+            .query(expr)
+            .refresh(o.REFRESH_ON_TIME_RANGE)
+            .sort(o.SORT_ALPHABETICAL)
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+            .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"]))
+        )
+        return built
+
+    task_var = query_var(
+        q.VAR_TASK_TYPE,
+        "Task type",
+        label_values(fits, q.TASK_TYPE, service),
+        "Task type the budget was chosen for (`other`: outside the configured set).",
+    )
+    if not multi_task_type:
+        task_var = task_var.multi(False).include_all(False).current(dash_m.VariableOption(text="", value=""))
+    return [
+        dash_b.DatasourceVariable(q.VAR_DATASOURCE)
+        .label("Data source")
+        .description("The Prometheus that scrapes otel-ctx metrics.")
+        .type("prometheus"),
+        query_var(
+            q.VAR_SERVICE,
+            "Service",
+            label_values(fits, q.JOB),
+            "The Prometheus job label: the OpenTelemetry service.name of the agent.",
+        ),
+        task_var,
+        query_var(
+            q.VAR_MODEL,
+            "Model",
+            label_values(fits, q.MODEL, service, task),
+            "The model the requests were fitted for (gen_ai.request.model).",
+        ),
+    ]
+
+
+def jaeger_variable() -> dash_b.TextBoxVariable:
+    """Where Jaeger's UI is, as the browser sees it: editable on the dashboard; by default the
+    alert settings' (the alerts' jaeger links and the dashboards' open the same Jaeger)."""
+    url = alerts.current().jaeger_url
+    built: dash_b.TextBoxVariable = (
+        dash_b.TextBoxVariable(q.VAR_JAEGER_URL)
+        .label("Jaeger UI")
+        .description("Base URL of the Jaeger UI the trace links open.")
+        .default_value(url)
+        .current(dash_m.VariableOption(text=url, value=url))
+    )
+    return built
+
+
+def dashboard_links() -> list[Builder[dash_m.DashboardLink]]:
+    return [
+        dash_b.DashboardLink("otel-ctx dashboards")
+        .type(o.LINK_DASHBOARDS)
+        .tags([TAG])
+        .as_dropdown(True)
+        .include_vars(True)
+        .keep_time(True),
+        dash_b.DashboardLink("Jaeger: search traces")
+        .type(o.LINK_URL)
+        .icon("external link")
+        .tooltip("Open Jaeger's search page")
+        .url("${" + q.VAR_JAEGER_URL + "}/search")
+        .target_blank(True),
+    ]
+
+
+def alert_annotation() -> dash_b.AnnotationQuery:
+    """The shipped alerts' firing periods as red regions on every time-series panel.
+
+    A step in a panel and the alert it set off line up on one time axis: when it fired, and
+    when it resolved.
+    """
+    built: dash_b.AnnotationQuery = (
+        dash_b.AnnotationQuery()
+        .name("otel-ctx alerts firing")
+        .datasource(DATASOURCE)
+        .expr(alerts.firing_selector())
+        .enable(True)
+        .icon_color("red")
+    )
+    return built
+
+
+def dashboard(
+    title: str,
+    uid: str,
+    description: str,
+    *,
+    multi_task_type: bool,
+    sections: Sequence[tuple[str, Sequence[PanelBuilder]]],
+) -> dash_b.Dashboard:
+    """A shipped dashboard: the shared settings, variables and links, then a row per section."""
+    board: dash_b.Dashboard = (
+        dash_b.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags([TAG])
+        .time("now-1h", "now")
+        .refresh("30s")
+        .timezone("browser")
+        .tooltip(o.CROSSHAIR)
+        .editable()
+        .links(dashboard_links())
+    )
+    board = board.annotation(alert_annotation())
+    for variable in (*variables(multi_task_type=multi_task_type), jaeger_variable()):
+        board = board.with_variable(variable)
+    for section_title, section in sections:
+        board = board.with_row(dash_b.Row(section_title))
+        for panel in section:
+            board = board.with_panel(panel)
+    return board
+
+
+def fixed_colors(panel: timeseries.Panel, colors: Mapping[str, str]) -> timeseries.Panel:
+    """Each named series in its own fixed colour (outcomes, resolutions), on every board alike."""
+    for series, color in colors.items():
+        panel = panel.override_by_name(
+            series, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
+        )
+    return panel

@@ -1,0 +1,219 @@
+"""LiteLLM: every ``litellm.completion`` / ``acompletion`` / ``responses`` / ``aresponses`` call.
+
+LiteLLM takes one dialect whatever the model behind it: Chat Completions for
+``completion`` and the Responses API for ``responses``. So the request is measured in
+that dialect, as LiteLLM received it, against the provider and model LiteLLM routes to
+(``anthropic/claude-sonnet-4-5`` is Anthropic's ``claude-sonnet-4-5``: its window, its
+calibration, its label). The usage comes from LiteLLM's own response (or the last chunk
+of its stream), in the OpenAI shape it normalises every provider to.
+
+One observation per request: LiteLLM sends ``openai/…`` models through the openai SDK
+(whose own wrappers would see the call again) and serves ``responses`` for most
+providers through ``completion``; while a LiteLLM call is observed, those inner entry
+points stand down (``_core.OBSERVED_ABOVE``).
+
+The wrappers sit on the ``litellm`` module's functions, so code that calls
+``litellm.completion(...)`` is covered, and so is ``from litellm import completion``
+run after instrumenting (``opentelemetry-instrument`` instruments before the agent's
+imports). A name imported before ``instrument()`` keeps LiteLLM's own function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from otel_ctx import names
+from otel_ctx._pricing import Usage
+from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round
+from otel_ctx.instrumentation._sdk import (
+    Target,
+    WrapperFn,
+    openai_chat_usage,
+    openai_responses_usage,
+    watch_openai_chat,
+    watch_openai_responses,
+)
+from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
+from otel_ctx.telemetry._emitter import log_failure
+
+#: What a Chat Completions / Responses request body holds; LiteLLM's own options (keys,
+#: endpoints, retries, metadata) are not part of what the model is sent, and never measured.
+_CHAT_FIELDS = frozenset(
+    {
+        "model", "messages", "tools", "tool_choice", "functions", "function_call",
+        "max_tokens", "max_completion_tokens", "parallel_tool_calls", "response_format",
+    }
+)  # fmt: skip
+_RESPONSES_FIELDS = frozenset(
+    {
+        "model", "input", "instructions", "tools", "tool_choice", "max_output_tokens",
+        "previous_response_id", "conversation", "reasoning", "text", "include",
+    }
+)  # fmt: skip
+#: The positional parameters of each entry point, in order.
+_POSITIONAL = {"openai": ("model", "messages"), "openai-responses": ("input", "model")}
+
+
+#: Reads the provider's usage off a whole (not streamed) LiteLLM answer.
+Extract = Callable[[Any], Usage | None]
+
+
+def _respond(
+    round_: Round,
+    response: Any,
+    extract: Extract,
+    watcher: Watcher,
+    streams: tuple[type, ...],
+    proxy: type[StreamProxy] | type[AsyncStreamProxy],
+) -> Any:
+    """The answer as LiteLLM returned it; a stream behind a proxy that watches it for usage."""
+    try:
+        if streams and isinstance(response, streams):
+            return proxy(response, Watch(round_, watcher))
+        round_.finish(extract(response))
+    except Exception as exc:
+        log_failure("reading a provider response", exc)
+        round_.finish(None)
+    return response
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _chat_usage(response: Any) -> Usage | None:
+    """LiteLLM's usage: ``prompt_tokens`` already holds every input token (cached reads and, for
+    Anthropic, cache writes too); the cache writes are kept beside it when LiteLLM reports them."""
+    usage = getattr(response, "usage", None)
+    found = openai_chat_usage(usage)
+    if found is None:
+        return None
+    written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+    if written:
+        return Usage.reported(found.input_tokens, found.output_tokens, found.cached_input_tokens, written)
+    return found
+
+
+def _responses_usage(response: Any) -> Usage | None:
+    return openai_responses_usage(getattr(response, "usage", None))
+
+
+def routed(model: Any, kwargs: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The model and provider LiteLLM sends the call to (the name as given when it cannot tell)."""
+    import litellm
+
+    name = str(model or "unknown")
+    try:
+        resolved, provider, _, _ = litellm.get_llm_provider(
+            model=name, custom_llm_provider=kwargs.get("custom_llm_provider"), api_base=kwargs.get("api_base")
+        )
+    except Exception:  # a model LiteLLM cannot route: its own call raises the error the agent sees
+        return name, None
+    return str(resolved or name), str(provider) if provider else None
+
+
+def _measured(
+    dialect: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[dict[str, Any], str | None]:
+    """The request body as LiteLLM received it, with the routed model; and the routed provider."""
+    fields = _CHAT_FIELDS if dialect == "openai" else _RESPONSES_FIELDS
+    given = dict(zip(_POSITIONAL[dialect], args))
+    body = {k: v for k, v in {**kwargs, **given}.items() if k in fields and v is not None}
+    model, provider = routed(body.get("model"), kwargs)
+    body["model"] = model
+    return body, provider
+
+
+def _open(observer: Observer, dialect: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Round | None:
+    if OBSERVED_ABOVE.get():
+        return None  # inside another observed LiteLLM call (responses served through completion)
+    try:
+        body, routed_to = _measured(dialect, args, kwargs)
+    except Exception as exc:
+        log_failure("reading a LiteLLM call", exc)
+        return None
+    round_ = observer.start(body, dialect)
+    if round_ is not None and routed_to is not None and round_.span.is_recording():
+        round_.span.set_attribute(names.ROUTED_PROVIDER, routed_to)
+    return round_
+
+
+def sync_call(
+    dialect: str, extract: Extract, watcher: Watcher, streams: Callable[[], tuple[type, ...]]
+) -> Callable[[Observer], WrapperFn]:
+    def factory(observer: Observer) -> WrapperFn:
+        def wrapper(
+            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> Any:
+            round_ = _open(observer, dialect, args, kwargs)
+            if round_ is None:
+                return wrapped(*args, **kwargs)
+            token = OBSERVED_ABOVE.set(True)
+            try:
+                response = round_.call(wrapped, args, kwargs)
+            finally:
+                OBSERVED_ABOVE.reset(token)
+            return _respond(round_, response, extract, watcher, streams(), StreamProxy)
+
+        return wrapper
+
+    return factory
+
+
+def async_call(
+    dialect: str, extract: Extract, watcher: Watcher, streams: Callable[[], tuple[type, ...]]
+) -> Callable[[Observer], WrapperFn]:
+    def factory(observer: Observer) -> WrapperFn:
+        async def wrapper(
+            wrapped: Callable[..., Awaitable[Any]],
+            instance: Any,
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+        ) -> Any:
+            round_ = _open(observer, dialect, args, kwargs)
+            if round_ is None:
+                return await wrapped(*args, **kwargs)
+            token = OBSERVED_ABOVE.set(True)
+            try:
+                response = await round_.acall(wrapped, args, kwargs)
+            finally:
+                OBSERVED_ABOVE.reset(token)
+            return _respond(round_, response, extract, watcher, streams(), AsyncStreamProxy)
+
+        return wrapper
+
+    return factory
+
+
+def _chat_streams() -> tuple[type, ...]:
+    from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+    return (CustomStreamWrapper,)
+
+
+def _responses_streams() -> tuple[type, ...]:
+    from litellm.responses.streaming_iterator import BaseResponsesAPIStreamingIterator
+
+    return (BaseResponsesAPIStreamingIterator,)
+
+
+def litellm_targets() -> list[Target]:
+    """The ``litellm`` module's entry points (ImportError when LiteLLM is absent)."""
+    import litellm  # noqa: F401
+
+    chat, responses = "openai", "openai-responses"
+    return [
+        ("litellm", "completion", sync_call(chat, _chat_usage, watch_openai_chat, _chat_streams)),
+        ("litellm", "acompletion", async_call(chat, _chat_usage, watch_openai_chat, _chat_streams)),
+        (
+            "litellm",
+            "responses",
+            sync_call(responses, _responses_usage, watch_openai_responses, _responses_streams),
+        ),
+        (
+            "litellm",
+            "aresponses",
+            async_call(responses, _responses_usage, watch_openai_responses, _responses_streams),
+        ),
+    ]

@@ -1,0 +1,611 @@
+"""Turn one FitResult into a span's attributes and the metric records of its round.
+
+Everything here goes through the OpenTelemetry *API* (a tracer and a meter handed in,
+or the global ones), so it works the same under :func:`otel_ctx.configure`, under an
+application's own SDK setup and under ``opentelemetry-instrument``.
+
+Two rules shape the code:
+
+* a telemetry failure is logged on ``otel_ctx.telemetry`` and never reaches the
+  caller: :mod:`otel_ctx.telemetry._recorder` lets the fit's own exceptions through and
+  swallows (and logs) only its own;
+* a round must stay cheap: two measurements per round (the utilization histogram and the
+  fits counter, both carrying the round's span as an exemplar); the breakdown lines, the
+  turn counts and the trims are running totals the SDK reads when it collects; attribute dicts are built
+  once per label combination, and span attributes only when the span records. With native
+  histograms on (``distributions``), each line of the round is one more measurement, on
+  ``context_budget.line_tokens``, and the utilization one more, by round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import traceback
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
+
+import otel_ctx.telemetry._instruments as instruments
+from otel_ctx import names
+from otel_ctx.engine._breakdown import Breakdown
+from otel_ctx.engine._result import FitResult
+from otel_ctx.telemetry._content import capture_content, exception_type
+from otel_ctx.telemetry._exporters import distributions_from_env
+from otel_ctx.telemetry._labels import LabelPolicy
+from otel_ctx.telemetry._trim import Trim
+
+logger = logging.getLogger("otel_ctx.telemetry")
+
+try:  # the package may be used from a source tree that was never pip-installed
+    from importlib.metadata import version as _dist_version
+
+    _VERSION = _dist_version("otel-ctx")
+except Exception:  # pragma: no cover - depends on how otel-ctx was installed
+    _VERSION = "0.0.0"
+
+
+def component_values(b: Breakdown) -> tuple[int, ...]:
+    """The value of each ``context_budget.component`` line, aligned with ``names.COMPONENTS``.
+
+    ``remaining`` is split into headroom and overflow so no histogram point is negative.
+    """
+    by_role = b.transcript_by_role
+    return (
+        b.transcript,
+        *(by_role.get(role, 0) for role in names.ROLES),
+        b.tool_schema,
+        b.system_prompt,
+        b.skills,
+        b.server_held,
+        b.estimated,
+        b.budget,
+        b.reserved_output,
+        b.safety_margin,
+        max(0, b.remaining),
+        max(0, -b.remaining),
+    )
+
+
+def span_attributes(
+    result: FitResult, *, round_number: int, model: str | None, mode: str = names.MODE_FIT
+) -> dict[str, AttributeValue]:
+    """Every ``names.FIT_SPAN_ATTRIBUTES`` value of one round (plus the mode). Names, never text."""
+    b = result.breakdown
+    by_role = b.transcript_by_role
+    attrs: dict[str, AttributeValue] = {
+        names.TASK_TYPE: result.task_type if result.task_type is not None else names.DEFAULT_TASK_TYPE,
+        names.ROUND: round_number,
+        names.OUTCOME: result.outcome,
+        names.CONTEXT_LENGTH: b.context_length,
+        # An attribute cannot be None; 0 reads as "no per-task limit" and keeps the closure
+        # rule computable: min(context_length, request_limit or context_length).
+        names.REQUEST_LIMIT: b.request_limit if b.request_limit is not None else 0,
+        names.RESERVED_OUTPUT: b.reserved_output,
+        names.SAFETY_MARGIN: b.safety_margin,
+        names.BUDGET: b.budget,
+        names.TRANSCRIPT_TOKENS: b.transcript,
+    }
+    for role, attribute in names.TRANSCRIPT_ROLE_TOKENS.items():
+        attrs[attribute] = by_role.get(role, 0)
+    attrs[names.TOOL_SCHEMA_TOKENS] = b.tool_schema
+    attrs[names.SYSTEM_PROMPT_TOKENS] = b.system_prompt
+    attrs[names.SKILLS_TOKENS] = b.skills
+    attrs[names.SERVER_HELD_TOKENS] = b.server_held
+    attrs[names.ESTIMATED_TOKENS] = b.estimated
+    attrs[names.REMAINING_TOKENS] = b.remaining
+    attrs[names.SYSTEM_PROMPT_IN_TRANSCRIPT] = b.system_prompt_in_transcript
+    attrs[names.DROPPED_TURNS] = result.dropped_turns
+    attrs[names.KEPT_TURNS] = result.kept_turns
+    attrs[names.DROPPED_MESSAGES] = result.dropped_messages
+    attrs[names.CAPPED_TOOL_RESULTS] = result.capped_tool_results
+    attrs[names.CALIBRATION] = float(result.calibration)
+    attrs[names.ENCODING] = result.encoding
+    attrs[names.EXACT] = result.exact
+    attrs[names.SOURCES] = [s.name for s in b.sources]
+    attrs[names.SOURCE_CLASSES] = [s.data_class or "none" for s in b.sources]
+    attrs[names.DATA_CLASS] = b.data_class or "none"
+    attrs[names.MODEL] = model or result.model
+    attrs[names.COMPACTED] = result.compacted
+    attrs[names.MODE] = mode
+    return attrs
+
+
+@dataclass(frozen=True, slots=True)
+class _MetricAttributes:
+    """The attribute dicts and total keys of one (task, round, outcome, model) combination, built once."""
+
+    utilization: dict[str, str]
+    fits: dict[str, str]
+    tokens: tuple[str, str, str]  # (task, outcome, model): a row of _Totals.tokens
+    round_tokens: tuple[str, str]  # (round, task): a row of _Totals.round_tokens
+    task_model: tuple[str, str]
+    #: One attribute dict per ``names.LINE_COMPONENTS`` line (component, round, task), and the
+    #: per-round utilization's: the distributions carry no model and no outcome.
+    lines: tuple[dict[str, str], ...]
+    round_utilization: dict[str, str]
+
+
+#: A context whose span is invalid: a measurement made in it carries no exemplar (an empty
+#: context would not do: the SDK reads an empty one as "the current context").
+_NO_SPAN = trace.set_span_in_context(trace.INVALID_SPAN)
+
+#: Where each ``names.ROUND_COMPONENTS`` line sits in ``component_values``.
+_ROUND_INDEXES: tuple[int, ...] = tuple(names.COMPONENTS.index(c) for c in names.ROUND_COMPONENTS)
+#: Where each ``names.LINE_COMPONENTS`` line sits in ``component_values``.
+_LINE_INDEXES: tuple[int, ...] = tuple(names.COMPONENTS.index(c) for c in names.LINE_COMPONENTS)
+
+
+class _Totals:
+    """Running totals behind the token and turn counters, read by the SDK at collection time.
+
+    A round adds its breakdown to a list of numbers under a lock (microseconds); the SDK
+    turns the totals into counter points only when a reader collects, instead of one
+    measurement per breakdown line per round. Shared by every Emitter on the same meter:
+    the SDK keeps the callbacks of the first registration of an observable instrument only.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tokens: dict[tuple[str, str, str], list[int]] = {}
+        self.round_tokens: dict[tuple[str, str], list[int]] = {}
+        self.dropped: dict[tuple[str, str], int] = {}
+        self.capped: dict[tuple[str, str], int] = {}
+        #: (task, performer) -> [trims, tokens removed]: behind context_budget.trims and
+        #: context_budget.trimmed_tokens.
+        self.trims: dict[tuple[str, str], list[int]] = {}
+        self._attrs: dict[tuple[str, ...], dict[str, str]] = {}
+
+    def add(
+        self,
+        attrs: _MetricAttributes,
+        values: tuple[int, ...],
+        dropped: int,
+        capped: int,
+        *,
+        per_round: bool = True,
+    ) -> None:
+        """Add one round; ``per_round=False`` leaves the per-round counter out (the line
+        distributions carry it, and both would cost its series twice)."""
+        with self.lock:
+            row = self.tokens.get(attrs.tokens)
+            if row is None:
+                row = self.tokens[attrs.tokens] = [0] * len(values)
+            for i, v in enumerate(values):
+                row[i] += v
+            if per_round:
+                by_round = self.round_tokens.get(attrs.round_tokens)
+                if by_round is None:
+                    by_round = self.round_tokens[attrs.round_tokens] = [0] * len(_ROUND_INDEXES)
+                for i, j in enumerate(_ROUND_INDEXES):
+                    by_round[i] += values[j]
+            # Zero totals still become points, so rate()/ratio queries see 0 rather than nothing.
+            self.dropped[attrs.task_model] = self.dropped.get(attrs.task_model, 0) + dropped
+            self.capped[attrs.task_model] = self.capped.get(attrs.task_model, 0) + capped
+
+    def add_trim(self, task: str, performer: str, removed: int) -> None:
+        """One trim of ``removed`` tokens by ``performer``."""
+        with self.lock:
+            row = self.trims.get((task, performer))
+            if row is None:
+                row = self.trims[(task, performer)] = [0, 0]
+            row[0] += 1
+            row[1] += removed
+
+    def start_trims(self, task: str) -> None:
+        """Every performer's trims of a new task type start at 0, so the first trim counts in rate()."""
+        with self.lock:
+            for performer in names.PERFORMERS:
+                self.trims.setdefault((task, performer), [0, 0])
+
+    def clear(self) -> None:
+        """Forget every total (a counter reset, which rate() handles): the bound on label sets."""
+        with self.lock:
+            self.tokens.clear()
+            self.round_tokens.clear()
+            self.dropped.clear()
+            self.capped.clear()
+            self.trims.clear()
+            self._attrs.clear()
+
+    def _attributes(self, key: tuple[str, ...], labels: tuple[str, ...]) -> dict[str, str]:
+        attrs = self._attrs.get(key)
+        if attrs is None:
+            attrs = self._attrs[key] = dict(zip(labels, key[1:], strict=True))
+        return attrs
+
+    def observe_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        with self.lock:
+            rows = [(k, list(v)) for k, v in self.tokens.items()]
+        labels = (names.COMPONENT, names.TASK_TYPE, names.OUTCOME, names.GEN_AI_REQUEST_MODEL)
+        return [
+            metrics.Observation(total, self._attributes(("tokens", component, *key), labels))
+            for key, row in rows
+            for component, total in zip(names.COMPONENTS, row, strict=True)
+        ]
+
+    def observe_round_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        with self.lock:
+            rows = [(k, list(v)) for k, v in self.round_tokens.items()]
+        labels = names.ROUND_TOKENS.attributes
+        return [
+            metrics.Observation(total, self._attributes(("round", component, *key), labels))
+            for key, row in rows
+            for component, total in zip(names.ROUND_COMPONENTS, row, strict=True)
+        ]
+
+    def _observe_task_model(self, which: dict[tuple[str, str], int], kind: str) -> list[metrics.Observation]:
+        with self.lock:
+            rows = list(which.items())
+        labels = (names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
+        return [metrics.Observation(total, self._attributes((kind, *key), labels)) for key, total in rows]
+
+    def _observe_trims(self, column: int) -> list[metrics.Observation]:
+        with self.lock:
+            rows = [(k, v[column]) for k, v in self.trims.items()]
+        labels = (names.TASK_TYPE, names.TRIM_PERFORMER)
+        return [metrics.Observation(total, self._attributes(("trim", *key), labels)) for key, total in rows]
+
+    def observe_trims(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_trims(0)
+
+    def observe_trimmed_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_trims(1)
+
+    def observe_dropped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_task_model(self.dropped, "dropped")
+
+    def observe_capped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        return self._observe_task_model(self.capped, "capped")
+
+
+# One _Totals per meter (weakly held: a provider shut down and dropped takes its totals along).
+_totals_by_meter: weakref.WeakKeyDictionary[object, _Totals] = weakref.WeakKeyDictionary()
+_totals_lock = threading.Lock()
+
+
+_CACHE_LIMIT = 4096
+
+
+#: From this count on, each power of two of a reason's unmeasured calls is logged at WARNING.
+_RECOUNT_FROM = 64
+
+
+class _ErrorLog:
+    """Log each kind of telemetry failure once at WARNING, repeats at DEBUG: a broken exporter
+    in a loop of a million fits must not flood the application's log.
+
+    A call otel-ctx could not measure (:meth:`unmeasured`) is logged at WARNING the first time
+    for each reason and again whenever that reason's count reaches a power of two from
+    :data:`_RECOUNT_FROM` on (64, 128, …): an operator learns both that calls go unmeasured and
+    how many, in fifteen lines for a million calls; the others are at DEBUG.
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, type[BaseException]]] = set()
+        self._unmeasured: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def unmeasured(self, reason: str, where: str, exc: BaseException) -> int:
+        """One call left unmeasured for ``reason`` (``where``: what was being done); returns the
+        reason's count so far. The error's type and place only, never its message."""
+        with self._lock:
+            count = self._unmeasured.get(reason, 0) + 1
+            self._unmeasured[reason] = count
+        recount = count >= _RECOUNT_FROM and count & (count - 1) == 0
+        level = logging.WARNING if count == 1 or recount else logging.DEBUG
+        if not logger.isEnabledFor(level):
+            return count
+        calls = "1 call" if count == 1 else f"{count} calls"
+        if capture_content():
+            logger.log(
+                level,
+                "otel-ctx could not measure %s (reason %s); the call went on unmeasured, with an "
+                "observe span carrying the reason. %s unmeasured for reason %s so far",
+                where,
+                reason,
+                calls,
+                reason,
+                exc_info=exc,
+            )
+            return count
+        logger.log(
+            level,
+            "otel-ctx could not measure %s (reason %s: %s raised at %s); the call went on unmeasured, "
+            "with an observe span carrying the reason. %s unmeasured for reason %s so far",
+            where,
+            reason,
+            exception_type(exc),
+            _raised_at(exc),
+            calls,
+            reason,
+        )
+        return count
+
+    def unmeasured_counts(self) -> dict[str, int]:
+        """Calls left unmeasured so far in this process, per reason."""
+        with self._lock:
+            return dict(self._unmeasured)
+
+    def __call__(self, where: str, exc: BaseException) -> None:
+        key = (where, type(exc))
+        with self._lock:
+            first = key not in self._seen
+            self._seen.add(key)
+        level = logging.WARNING if first else logging.DEBUG
+        if capture_content():
+            logger.log(level, "otel-ctx telemetry failed in %s; the fit is unaffected", where, exc_info=exc)
+            return
+        # The exception's type and where it was raised, never its message or a traceback
+        # (which ends with the message): a framework's error can quote the request whole
+        # (LangChain's "Full content block: {...}"), and spans already keep only the type.
+        logger.log(
+            level,
+            "otel-ctx telemetry failed in %s (%s raised at %s); the fit is unaffected",
+            where,
+            exception_type(exc),
+            _raised_at(exc),
+        )
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``file.py:line in function`` of the innermost frame: code locations, no values."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return "an unknown place"
+    last = frames[-1]
+    return f"{os.path.basename(last.filename)}:{last.lineno} in {last.name}"
+
+
+log_failure = _ErrorLog()
+
+
+class Emitter:
+    """Records fits as spans and metrics on a tracer and meter provider (default: the global ones)."""
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        labels: LabelPolicy | None = None,
+        distributions: bool | None = None,
+    ) -> None:
+        self.labels = labels or LabelPolicy()
+        #: Record each line per round as a distribution (``names.DISTRIBUTIONS``) instead of the
+        #: per-round counter: only where histograms are exported as native (exponential) ones.
+        #: ``None`` reads OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION;
+        #: :func:`otel_ctx.configure` sets it from its own settings.
+        self.distributions = distributions_from_env() if distributions is None else distributions
+        self._tracer = trace.get_tracer(
+            names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
+        )
+        meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
+        #: Kept for the per-run instruments (otel_ctx.telemetry._run), created on first use.
+        self.meter = meter
+        self._utilization = instruments.create(meter, names.UTILIZATION)
+        self._accuracy = instruments.create(meter, names.ESTIMATE_ACCURACY)
+        self._fits = instruments.create(meter, names.FITS)
+        # Created always (an instrument never recorded to exports nothing), recorded only when
+        # distributions are on: the switch may be flipped after the emitter exists.
+        self._line_tokens = instruments.create(meter, names.LINE_TOKENS)
+        self._round_utilization = instruments.create(meter, names.ROUND_UTILIZATION)
+        self._provider_overflows = instruments.create(meter, names.PROVIDER_OVERFLOWS)
+        self._unobserved = instruments.create(meter, names.UNOBSERVED_CALLS)
+        #: Task labels whose unmeasured-call counters already started at 0.
+        self._unobserved_tasks: set[str] = set()
+        self._totals = self._register_totals(meter)
+        self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
+        self._seen_task_models: set[tuple[str, str]] = set()
+
+    @staticmethod
+    def _register_totals(meter: metrics.Meter) -> _Totals:
+        """The meter's running totals, with their observable counters registered once."""
+        with _totals_lock:
+            try:
+                totals = _totals_by_meter.get(meter)
+            except TypeError:  # a meter that cannot be weakly referenced: no sharing
+                totals = None
+            if totals is not None:
+                return totals
+            totals = _Totals()
+            for metric, callback in (
+                (names.TOKENS, totals.observe_tokens),
+                (names.ROUND_TOKENS, totals.observe_round_tokens),
+                (names.DROPPED_TURNS_METRIC, totals.observe_dropped),
+                (names.CAPPED_TOOL_RESULTS_METRIC, totals.observe_capped),
+                (names.TRIMS, totals.observe_trims),
+                (names.TRIMMED_TOKENS, totals.observe_trimmed_tokens),
+            ):
+                instruments.create(meter, metric, callbacks=[callback])
+            with contextlib.suppress(TypeError):
+                _totals_by_meter[meter] = totals
+            return totals
+
+    @property
+    def tracer(self) -> trace.Tracer:
+        return self._tracer
+
+    def record_metrics(
+        self,
+        result: FitResult,
+        round_number: int,
+        model: str,
+        known_task_types: Iterable[str] = (),
+        context: Context | None = None,
+    ) -> None:
+        """Two measurements (utilization, fits) and the running totals of one round, plus each
+        line and the utilization by round when distributions are on."""
+        b = result.breakdown
+        task = self.labels.task_label(result.task_type, known_task_types)
+        key = (task, self.labels.round_label(round_number), result.outcome, self.labels.model_label(model))
+        attrs = self._attr_cache.get(key)
+        if attrs is None:
+            attrs = self._build_attributes(key)
+        utilization = b.estimated / b.budget
+        values = component_values(b)
+        self._utilization.record(utilization, attrs.utilization, context)
+        self._fits.add(1, attrs.fits, context)
+        distributions = self.distributions
+        if distributions:
+            for index, line in zip(_LINE_INDEXES, attrs.lines, strict=True):
+                self._line_tokens.record(values[index], line, context)
+            self._round_utilization.record(utilization, attrs.round_utilization, context)
+        self._totals.add(
+            attrs, values, result.dropped_turns, result.capped_tool_results, per_round=not distributions
+        )
+
+    def record_accuracy(
+        self,
+        accuracy: float,
+        *,
+        task_type: str | None,
+        model: str,
+        known_task_types: Iterable[str] = (),
+        context: Context | None = None,
+    ) -> None:
+        """One point of the estimate-accuracy histogram. Never raises."""
+        try:
+            task = self.labels.task_label(task_type, known_task_types)
+            self._accuracy.record(
+                accuracy,
+                {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: self.labels.model_label(model)},
+                context,
+            )
+        except Exception as exc:
+            log_failure("recording the estimate accuracy", exc)
+
+    def record_trim(
+        self,
+        span: Span,
+        trim: Trim,
+        *,
+        task_type: str | None,
+        known_task_types: Iterable[str] = (),
+    ) -> None:
+        """One trim, whoever performed it: an event on the round's span and the two counters.
+
+        Never raises: a trim is observed after the fact and must not disturb the call.
+        """
+        try:
+            if span.is_recording():
+                span.add_event(names.EVENT_TRIM, trim.attributes())
+            task = self.labels.task_label(task_type, known_task_types)
+            # Per task type and performer: who cuts the window is the question, and the model
+            # label would multiply these series by every model (the run span carries the model).
+            # Running totals, read when the SDK collects: the event on the span is the trim's
+            # trace; two measurements per trimming round would cost it a third of its telemetry.
+            self._totals.add_trim(task, trim.performer, trim.removed)
+        except Exception as exc:
+            log_failure("recording a trim", exc)
+
+    def record_provider_overflow(
+        self, span: Span, *, task_type: str | None, known_task_types: Iterable[str] = ()
+    ) -> None:
+        """The provider refused the request for the window: an event and the counter. Never raises."""
+        try:
+            if span.is_recording():
+                span.add_event(names.EVENT_PROVIDER_OVERFLOW)
+            task = self.labels.task_label(task_type, known_task_types)
+            self._provider_overflows.add(1, {names.TASK_TYPE: task}, trace.set_span_in_context(span))
+        except Exception as exc:
+            log_failure("recording a provider overflow", exc)
+
+    def record_unobserved(
+        self,
+        span: Span | None,
+        reason: str,
+        *,
+        task_type: str | None,
+        known_task_types: Iterable[str] = (),
+    ) -> None:
+        """One instrumented call otel-ctx could not measure: the counter, by reason. Never raises.
+
+        ``reason`` is one of ``names.UNOBSERVED_REASONS`` (anything else counts as
+        ``measure_error``: the label stays bounded whatever a caller passes).
+        """
+        try:
+            if reason not in names.UNOBSERVED_REASONS:
+                reason = names.UNOBSERVED_MEASURE_ERROR
+            task = self.labels.task_label(task_type, known_task_types)
+            self._start_unobserved(task)
+            context = trace.set_span_in_context(span) if span is not None else _NO_SPAN
+            self._unobserved.add(1, {names.TASK_TYPE: task, names.UNOBSERVED_REASON: reason}, context)
+        except Exception as exc:
+            log_failure("recording an unmeasured call", exc)
+
+    def _start_unobserved(self, task: str) -> None:
+        """Every reason of a task type starts at 0, so the first unmeasured call counts in rate()."""
+        if task in self._unobserved_tasks:
+            return
+        self._unobserved_tasks.add(task)
+        for reason in names.UNOBSERVED_REASONS:
+            self._unobserved.add(0, {names.TASK_TYPE: task, names.UNOBSERVED_REASON: reason}, _NO_SPAN)
+
+    def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
+        task, round_label, outcome, model = key
+        fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
+        attrs = _MetricAttributes(
+            # The outcome splits the utilization: what-ifs for other budgets need the fitted
+            # requests' distribution apart from the compacted ones'. No model: the budget is the
+            # task type's, and each model would multiply the largest bucketed family.
+            utilization={names.TASK_TYPE: task, names.OUTCOME: outcome},
+            fits=fits,
+            tokens=(task, outcome, model),
+            round_tokens=(round_label, task),
+            task_model=(task, model),
+            lines=tuple(
+                {names.COMPONENT: line, names.ROUND: round_label, names.TASK_TYPE: task}
+                for line in names.LINE_COMPONENTS
+            ),
+            round_utilization={names.ROUND: round_label, names.TASK_TYPE: task},
+        )
+        if (task, model) not in self._seen_task_models:
+            # A counter series that first appears at 1 hides that increment from rate(): start
+            # every outcome of a new task type and model at 0, so the first overflow counts.
+            self._seen_task_models.add((task, model))
+            for other in names.OUTCOMES:
+                self._fits.add(
+                    0,
+                    {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
+                    _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
+                )
+            self._provider_overflows.add(0, {names.TASK_TYPE: task}, _NO_SPAN)
+            self._start_unobserved(task)  # the share of calls unmeasured reads 0, not nothing
+            self._totals.start_trims(task)  # the same for the first trim of each performer
+        if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
+            self._attr_cache.clear()
+            self._seen_task_models.clear()
+            self._totals.clear()
+        self._attr_cache[key] = attrs
+        return attrs
+
+
+_default: Emitter | None = None
+_default_lock = threading.Lock()
+
+
+def default_emitter() -> Emitter:
+    """The emitter on the global providers (created on first use; configure() sets its labels)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Emitter()
+    return _default
+
+
+__all__ = [
+    "Emitter",
+    "component_values",
+    "default_emitter",
+    "log_failure",
+    "span_attributes",
+]
