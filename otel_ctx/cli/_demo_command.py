@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -384,14 +383,38 @@ def _ranges(indices: tuple[int, ...]) -> str:
     return ", ".join(parts)
 
 
+class _Stop:
+    """Whether a stop was asked for, set from a signal handler.
+
+    A plain flag, not a ``threading.Event``: a handler runs between two bytecodes of the main
+    thread, and ``Event.set()`` there deadlocks when the signal lands while the main thread
+    holds the event's own lock (inside its ``wait``), which a loaded machine makes likely.
+    """
+
+    #: How often a wait looks at the flag: the longest a stop waits for the next look.
+    TICK_S = 0.05
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def wait(self, seconds: float) -> None:
+        """Sleep up to ``seconds``, returning early once a stop is asked for."""
+        end = time.monotonic() + seconds
+        while not self.asked:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, self.TICK_S))
+
+
 @contextmanager
-def _stop_signals(stop: threading.Event) -> Iterator[None]:
+def _stop_signals(stop: _Stop) -> Iterator[None]:
     """SIGTERM and the first Ctrl-C finish the current ticket and stop; a second Ctrl-C aborts."""
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        if signum == signal.SIGINT and stop.is_set():
+        if signum == signal.SIGINT and stop.asked:
             raise KeyboardInterrupt
-        stop.set()
+        stop.asked = True
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -412,7 +435,7 @@ def _forever(
     as_json: bool,
 ) -> None:
     summary = WorkloadSummary(tuple(SUPPORT_DESK))
-    stop = threading.Event()
+    stop = _Stop()
     interval = 1.0 / rate
     err.print(
         f"otel-ctx demo: {rate:g} tickets/s until Ctrl-C or SIGTERM; telemetry: {session.destination}",
@@ -421,7 +444,7 @@ def _forever(
     with _stop_signals(stop):
         index = 1
         next_at = last_status = time.monotonic()
-        while not stop.is_set():
+        while not stop.asked:
             summary.add(run_ticket(fitter, make_ticket(seed, index), opener=observed_run))
             index += 1
             now = time.monotonic()
@@ -436,7 +459,7 @@ def _forever(
                     f"{total.compacted} compacted, {total.overflow} overflowed",
                     highlight=False,
                 )
-            stop.wait(max(0.0, next_at - now))
+            stop.wait(next_at - now)
         err.print("otel-ctx demo: stopping; flushing telemetry", highlight=False)
         session.shutdown()
     if as_json:
