@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from grafana_foundation_sdk.builders import barchart, bargauge, stat, table, text, timeseries
-from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
@@ -17,35 +16,22 @@ from otel_ctx import names
 
 UID = conventions.OVERVIEW_UID
 TITLE = "otel-ctx · Context budget overview"
+_OVERFLOW = {q.OUTCOME: names.OUTCOME_OVERFLOW}
+_BY_TASK = p.legend(q.TASK_TYPE)
 
 
 def _overflow_panels() -> list[p.PanelBuilder]:
-    return [
-        _overflow_rate_stat(),
-        _overflow_rate_series(),
-        _overflow_count(),
-        _overflow_table(),
-        _overflow_search(),
-    ]
-
-
-def _overflow_rate_stat() -> stat.Panel:
     settings = alerts.current()
     warn, bad = settings.overflow_warn, settings.overflow_ratio
-    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
-    by_task = p.legend(q.TASK_TYPE)
-    rate_stat: stat.Panel = (
-        stat.Panel()
-        .title("Overflow rate (time range)")
-        .description(
+    return [
+        p.panel(
+            stat.Panel,
+            "Overflow rate (time range)",
             "Share of fits in the selected time range whose pinned floor alone exceeded the budget, "
             "per task type. An overflowed request was not sent as-is: the agent escalated "
             "(ContextOverflow) or sent it over budget. Green below "
-            f"{warn:.0%}, orange from {warn:.0%}, red from {bad:.0%}."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RANGE, overflow), by_task, instant=True))
+            f"{warn:.0%}, orange from {warn:.0%}, red from {bad:.0%}.",
+            p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RANGE, _OVERFLOW), _BY_TASK, instant=True),
         )
         .unit("percentunit")
         .decimals(1)
@@ -56,61 +42,38 @@ def _overflow_rate_stat() -> stat.Panel:
         .reduce_options(p.reduce_last())
         .no_value("no fits")
         .span(6)
-        .height(8)
-    )
-    return rate_stat
-
-
-def _overflow_rate_series() -> timeseries.Panel:
-    bad = alerts.current().overflow_ratio
-    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
-    by_task = p.legend(q.TASK_TYPE)
-    rate_series: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Overflow rate by task type")
-        .description(
+        .height(8),
+        p.panel(
+            timeseries.Panel,
+            "Overflow rate by task type",
             f"Overflowed fits ÷ all fits per task type, over time (each point the last "
             f"{names.DASHBOARD_WINDOW}; the overflow alert averages its own, longer window). A step up "
             "after a deploy usually means a bigger system prompt, tool schema or "
-            "skill set for that task type, or a budget that shrank; the dashed line is the red threshold."
+            "skill set for that task type, or a budget that shrank; the dashed line is the red threshold.",
+            p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], _OVERFLOW), _BY_TASK),
         )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], overflow), by_task)))
         .unit("percentunit")
         .min(0)
         .axis_soft_max(bad * 2)
         .thresholds(p.thresholds("transparent", (bad, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
+        .thresholds_style(p.dashed())
         .legend(p.legend_table("mean", "max"))
         .span(9)
-        .height(8)
-    )
-    return rate_series
-
-
-def _overflow_count() -> timeseries.Panel:
-    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
-    by_task = p.legend(q.TASK_TYPE)
-    count: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Overflowed fits (exemplars link to traces)")
-        .description(
+        .height(8),
+        p.panel(
+            timeseries.Panel,
+            "Overflowed fits (exemplars link to traces)",
             "How many fits overflowed in each interval (one bar per step, a minute or more), per task "
             "type: each overflow is counted in one bar only, so the legend's sum is the time range's "
             "count. Exemplars are on: hover a "
             "diamond and click the trace link (the Prometheus data source's exemplar link to Jaeger) "
             "to open the run that overflowed. No diamonds? Metrics must reach Prometheus with "
-            "exemplars (Collector → OpenMetrics scrape or remote write)."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], q.INTERVAL, **overflow),
-                    by_task,
-                    exemplar=True,
-                )
-            )
+            "exemplars (Collector → OpenMetrics scrape or remote write).",
+            p.query(
+                q.increase_sum(names.FITS.prometheus, [q.TASK_TYPE], q.INTERVAL, **_OVERFLOW),
+                _BY_TASK,
+                exemplar=True,
+            ),
         )
         .interval(q.MIN_COUNT_INTERVAL)
         .unit("short")
@@ -118,79 +81,57 @@ def _overflow_count() -> timeseries.Panel:
         .min(0)
         .draw_style(o.DRAW_BARS)
         .fill_opacity(80)
-        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .stacking(p.stacked())
         .tooltip(p.tooltip_all())
         .legend(p.legend_table("sum"))
         .span(9)
-        .height(8)
-    )
-    return count
-
-
-def _overflow_table() -> table.Panel:
-    overflow = {q.OUTCOME: names.OUTCOME_OVERFLOW}
-    where: table.Panel = (
-        table.Panel()
-        .title("Where floors overflowed: click a row to list the runs in Jaeger")
-        .description(
-            "Overflowed fits in the selected time range per service, task type and model, most "
-            "first (0: overflowed before this range). Click a row: the link opens Jaeger's search "
-            f"for the traces tagged `{names.OUTCOME}=overflow` and that task type, in that service, "
-            f"over the same time range: `{names.SPAN_FIT}` spans of `otel_ctx.run()` and "
-            f"`{names.SPAN_OBSERVE}` spans of instrumented SDK calls alike."
+        .height(8),
+        _overflow_table(),
+        p.panel(
+            text.Panel,
+            "Recent overflowed runs of ${" + q.VAR_SERVICE + "} in Jaeger",
+            "One link per selected service: Jaeger's search needs a service name.",
         )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.table_query(
-                    "sort_desc(\n"
-                    + q.increase_sum(
-                        names.FITS.prometheus, [q.JOB, q.TASK_TYPE, q.MODEL], q.RANGE, **overflow
-                    )
-                    + "\n)"
-                )
-            )
-        )
-        .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="organize",
-                options={"excludeByName": {"Time": True}, "renameByName": {"Value": "overflowed fits"}},
-            )
-        )
-        .decimals(0)
-        .data_links(
-            [
-                dash_b.DashboardLink("List these overflowed runs in Jaeger")
-                .url(
-                    jaeger.overflow_search_url(
-                        "${" + q.VAR_JAEGER_URL + "}",
-                        "${__data.fields." + q.JOB + "}",
-                        {names.TASK_TYPE: "${__data.fields." + q.TASK_TYPE + "}"},
-                    )
-                )
-                .target_blank(True)
-            ]
-        )
-        .span(12)
-        .height(8)
-    )
-    return where
-
-
-def _overflow_search() -> text.Panel:
-    search: text.Panel = (
-        text.Panel()
-        .title("Recent overflowed runs of ${" + q.VAR_SERVICE + "} in Jaeger")
-        .description("One link per selected service: Jaeger's search needs a service name.")
         .mode(o.MARKDOWN)
         .content(_jaeger_markdown())
         .repeat(q.VAR_SERVICE)
         .repeat_direction("h")
         .max_per_row(2)
         .span(12)
+        .height(8),
+    ]
+
+
+def _overflow_table() -> table.Panel:
+    """The overflowed fits per service, task type and model, each row a link to its runs in Jaeger."""
+    overflowed = q.increase_sum(names.FITS.prometheus, [q.JOB, q.TASK_TYPE, q.MODEL], q.RANGE, **_OVERFLOW)
+    link = jaeger.overflow_search_url(
+        "${" + q.VAR_JAEGER_URL + "}",
+        "${__data.fields." + q.JOB + "}",
+        {names.TASK_TYPE: "${__data.fields." + q.TASK_TYPE + "}"},
+    )
+    where: table.Panel = (
+        p.panel(
+            table.Panel,
+            "Where floors overflowed: click a row to list the runs in Jaeger",
+            "Overflowed fits in the selected time range per service, task type and model, most "
+            "first (0: overflowed before this range). Click a row: the link opens Jaeger's search "
+            f"for the traces tagged `{names.OUTCOME}=overflow` and that task type, in that service, "
+            f"over the same time range: `{names.SPAN_FIT}` spans of `otel_ctx.run()` and "
+            f"`{names.SPAN_OBSERVE}` spans of instrumented SDK calls alike.",
+            p.table_query(f"sort_desc(\n{overflowed}\n)"),
+        )
+        .with_transformation(
+            p.transform("organize", excludeByName={"Time": True}, renameByName={"Value": "overflowed fits"})
+        )
+        .decimals(0)
+        .data_links(
+            [dash_b.DashboardLink("List these overflowed runs in Jaeger").url(link).target_blank(True)]
+        )
+        .span(12)
         .height(8)
     )
-    return search
+    return where
 
 
 def _jaeger_markdown() -> str:
@@ -218,38 +159,26 @@ def _jaeger_markdown() -> str:
 
 
 def _component_panels() -> list[p.PanelBuilder]:
-    return [_component_stack(), _component_shares(), _component_matrix()]
-
-
-def _component_stack() -> timeseries.Panel:
     summed = q.one_of(names.SUMMED_COMPONENTS)
-    budget = {q.COMPONENT: names.COMPONENT_BUDGET}
-    stacked: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Which component fills the window: mean tokens per request vs the budget")
-        .description(
+    with_headroom = q.one_of((*names.SUMMED_COMPONENTS, names.COMPONENT_HEADROOM))
+    return [
+        p.panel(
+            timeseries.Panel,
+            "Which component fills the window: mean tokens per request vs the budget",
             "Mean tokens per fitted request, stacked by breakdown line: the transcript split by role "
             f"(`{names.transcript_role_component('tool')}` are tool results), the tool schema, the "
             "system prompt and injected skills. The stack's top is the mean estimate; the dashed red "
             "line is the mean budget. Pick one task type for a like-for-like budget: with several "
-            "selected, both are averaged across them."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    q.tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}),
-                    p.legend(q.COMPONENT),
-                ),
-                p.query(q.tokens_per_fit([], **budget), names.COMPONENT_BUDGET),
-            )
+            "selected, both are averaged across them.",
+            p.query(q.tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}), p.legend(q.COMPONENT)),
+            p.query(q.tokens_per_fit([], **{q.COMPONENT: names.COMPONENT_BUDGET}), names.COMPONENT_BUDGET),
         )
         .unit("short")
         .decimals(0)
         .min(0)
         .fill_opacity(60)
         .line_width(1)
-        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .stacking(p.stacked())
         .tooltip(p.tooltip_all())
         .legend(p.legend_table("mean", "lastNotNull"))
         .override_by_query(
@@ -265,34 +194,18 @@ def _component_stack() -> timeseries.Panel:
             ],
         )
         .span(16)
-        .height(10)
-    )
-    return stacked
-
-
-def _component_shares() -> bargauge.Panel:
-    shares: bargauge.Panel = (
-        bargauge.Panel()
-        .title("Share of the budget by component (time range)")
-        .description(
+        .height(10),
+        p.panel(
+            bargauge.Panel,
+            "Share of the budget by component (time range)",
             "Each line's mean tokens ÷ the mean budget over the selected time range. `headroom` is "
             "what was left unused; when the bars add up past 100% the requests overflowed. The "
-            "biggest bar is the first place to cut."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    q.share_of_budget(
-                        names.TOKENS,
-                        [q.COMPONENT],
-                        q.RANGE,
-                        **{q.COMPONENT: q.one_of((*names.SUMMED_COMPONENTS, names.COMPONENT_HEADROOM))},
-                    ),
-                    p.legend(q.COMPONENT),
-                    instant=True,
-                )
-            )
+            "biggest bar is the first place to cut.",
+            p.query(
+                q.share_of_budget(names.TOKENS, [q.COMPONENT], q.RANGE, **{q.COMPONENT: with_headroom}),
+                p.legend(q.COMPONENT),
+                instant=True,
+            ),
         )
         .unit("percentunit")
         .decimals(1)
@@ -303,41 +216,25 @@ def _component_shares() -> bargauge.Panel:
         .reduce_options(p.reduce_last())
         .thresholds(p.thresholds("green", (0.5, "orange"), (0.8, "red")))
         .span(8)
-        .height(10)
-    )
-    return shares
-
-
-def _component_matrix() -> table.Panel:
-    matrix: table.Panel = (
-        table.Panel()
-        .title("Mean breakdown by task type (time range)")
-        .description(
+        .height(10),
+        p.panel(
+            table.Panel,
+            "Mean breakdown by task type (time range)",
             "Mean tokens of every breakdown line, one row per task type: the transcript and its "
             "split by role, tool schema, system prompt, skills, their sum (`estimated`), the "
             "`budget` and what it was carved from (`reserved_output`, `safety_margin`), and "
-            "`headroom`/`overflow` (budget minus estimate, split by sign)."
+            "`headroom`/`overflow` (budget minus estimate, split by sign).",
+            p.table_query(q.tokens_per_fit([q.TASK_TYPE, q.COMPONENT], q.RANGE)),
         )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.table_query(q.tokens_per_fit([q.TASK_TYPE, q.COMPONENT], q.RANGE))))
+        .with_transformation(p.matrix(q.TASK_TYPE, q.COMPONENT))
         .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="groupingToMatrix",
-                options={"columnField": q.COMPONENT, "rowField": q.TASK_TYPE, "valueField": "Value"},
-            )
-        )
-        .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="organize",
-                options={"indexByName": {f"{q.TASK_TYPE}\\{q.COMPONENT}": 0} | _column_order()},
-            )
+            p.transform("organize", indexByName={f"{q.TASK_TYPE}\\{q.COMPONENT}": 0} | _column_order())
         )
         .unit("short")
         .decimals(0)
         .span(24)
-        .height(7)
-    )
-    return matrix
+        .height(7),
+    ]
 
 
 def _column_order() -> dict[str, int]:
@@ -345,76 +242,46 @@ def _column_order() -> dict[str, int]:
 
 
 def _utilization_panels() -> list[p.PanelBuilder]:
-    return [_utilization_quantiles(), _utilization_by_round()]
-
-
-def _utilization_quantiles() -> timeseries.Panel:
     near = alerts.current().utilization_threshold
-    by_task = p.legend(q.TASK_TYPE)
-    quantiles: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Utilization p50 / p95 by task type")
-        .description(
+    return [
+        p.panel(
+            timeseries.Panel,
+            "Utilization p50 / p95 by task type",
             "Estimated request tokens ÷ budget. 1.0 (red line) is the budget: p95 near it means one "
             "request in twenty is being compacted or overflowing. Exemplars on p95 link to traces. "
-            "Quantiles are interpolated inside the histogram's buckets (fine between 0.5 and 1.2)."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(q.histogram_quantile(0.5, names.UTILIZATION, [q.TASK_TYPE]), "p50 " + by_task),
-                p.query(
-                    q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]),
-                    "p95 " + by_task,
-                    exemplar=True,
-                ),
-            )
+            "Quantiles are interpolated inside the histogram's buckets (fine between 0.5 and 1.2).",
+            p.query(q.histogram_quantile(0.5, names.UTILIZATION, [q.TASK_TYPE]), "p50 " + _BY_TASK),
+            p.query(
+                q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]), "p95 " + _BY_TASK, exemplar=True
+            ),
         )
         .unit("percentunit")
         .min(0)
         .axis_soft_max(1.1)
         .thresholds(p.thresholds("transparent", (near, "orange"), (1.0, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
+        .thresholds_style(p.dashed())
         .legend(p.legend_table("mean", "max", "lastNotNull"))
         .span(12)
-        .height(9)
-    )
-    return quantiles
-
-
-def _utilization_by_round() -> barchart.Panel:
-    near = alerts.current().utilization_threshold
-    by_round: barchart.Panel = (
-        barchart.Panel()
-        .title("Share of the budget used, by round (time range)")
-        .description(
+        .height(9),
+        p.panel(
+            barchart.Panel,
+            "Share of the budget used, by round (time range)",
             "How fast a run fills the window: the estimate ÷ the budget in the 1st, 2nd, … round of a "
             "run, over all requests of that round (the last bar collects the rounds past the "
             "configured maximum, `N+`). A staircase that reaches 100% within a few rounds means "
-            "compaction starts early; look at what grows with the drill-down dashboard."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.table_query(
-                    q.share_of_budget(
-                        names.ROUND_TOKENS,
-                        [q.ROUND],
-                        q.RANGE,
-                        **{q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)},
-                    )
+            "compaction starts early; look at what grows with the drill-down dashboard.",
+            p.table_query(
+                q.share_of_budget(
+                    names.ROUND_TOKENS, [q.ROUND], q.RANGE, **{q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)}
                 )
-            )
+            ),
         )
         .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="organize",
-                options={"excludeByName": {"Time": True}, "renameByName": {"Value": "share of the budget"}},
+            p.transform(
+                "organize", excludeByName={"Time": True}, renameByName={"Value": "share of the budget"}
             )
         )
-        .with_transformation(
-            dash_m.DataTransformerConfig(id_val="sortBy", options={"sort": [{"field": q.ROUND}]})
-        )
+        .with_transformation(p.transform("sortBy", sort=[{"field": q.ROUND}]))
         .x_field(q.ROUND)
         .unit("percentunit")
         .min(0)
@@ -422,128 +289,88 @@ def _utilization_by_round() -> barchart.Panel:
         .thresholds(p.thresholds("green", (near, "orange"), (1.0, "red")))
         .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS))
         .span(12)
-        .height(9)
-    )
-    return by_round
-
-
-def _activity_panels() -> list[p.PanelBuilder]:
-    return [
-        _fits_by_outcome(),
-        _compactions(),
-        _capped_tool_results(),
-        _estimate_accuracy(),
-        _unmeasured_panel(),
+        .height(9),
     ]
 
 
-def _fits_by_outcome() -> timeseries.Panel:
-    fits: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Fits per second by outcome")
-        .description(
+def _activity_panels() -> list[p.PanelBuilder]:
+    drift = alerts.current().drift_ratio
+    compacted = {q.OUTCOME: names.OUTCOME_COMPACTED}
+    return [
+        p.outcomes_per_second(
+            "Fits per second by outcome",
             "Every fitted or observed request, stacked by outcome: `fit` (sent whole), `compacted` "
-            "(history dropped to fit), `overflow` (the pinned floor alone did not fit)."
+            "(history dropped to fit), `overflow` (the pinned floor alone did not fit).",
         )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.recorded_sum(names.FITS, [q.OUTCOME]), p.legend(q.OUTCOME))))
-        .unit("ops")
-        .min(0)
-        .fill_opacity(40)
-        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
-        .tooltip(p.tooltip_all())
         .legend(p.legend_table("mean", "lastNotNull"))
-        .span(8)
-        .height(8)
-    )
-    fits = p.fixed_colors(fits, conventions.OUTCOME_COLORS)
-    return fits
-
-
-def _compactions() -> timeseries.Panel:
-    by_task = p.legend(q.TASK_TYPE)
-    compactions: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Compactions and dropped turns per second")
-        .description(
+        .span(8),
+        p.panel(
+            timeseries.Panel,
+            "Compactions and dropped turns per second",
             "Compactions: fits that dropped history to stay under budget. Dropped turns: how many "
             "turns those compactions removed. Many dropped turns per compaction means runs lose a "
-            "lot of context at once: a bigger budget or a summarizer may answer better."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    q.recorded_sum(names.FITS, [q.TASK_TYPE], **{q.OUTCOME: names.OUTCOME_COMPACTED}),
-                    "compactions · " + by_task,
-                ),
-                p.query(
-                    q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus, [q.TASK_TYPE]),
-                    "dropped turns · " + by_task,
-                ),
-            )
+            "lot of context at once: a bigger budget or a summarizer may answer better.",
+            p.query(q.recorded_sum(names.FITS, [q.TASK_TYPE], **compacted), "compactions · " + _BY_TASK),
+            p.query(
+                q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus, [q.TASK_TYPE]),
+                "dropped turns · " + _BY_TASK,
+            ),
         )
         .unit("ops")
         .min(0)
         .legend(p.legend_table("mean", "max"))
         .span(8)
-        .height(8)
-    )
-    return compactions
-
-
-def _capped_tool_results() -> timeseries.Panel:
-    by_task = p.legend(q.TASK_TYPE)
-    capped: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Capped tool results per second")
-        .description(
+        .height(8),
+        p.panel(
+            timeseries.Panel,
+            "Capped tool results per second",
             "Tool results cut to the task type's cap at the tool boundary, before they enter the "
             "transcript. Steady capping is the cap doing its job; a jump means a tool started "
-            "returning much more (a bigger page, a verbose error)."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), by_task)
-            )
+            "returning much more (a bigger page, a verbose error).",
+            p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), _BY_TASK),
         )
         .unit("ops")
         .min(0)
         .legend(p.legend_table("mean", "max"))
         .span(8)
-        .height(8)
-    )
-    return capped
-
-
-def _estimate_accuracy() -> timeseries.Panel:
-    drift = alerts.current().drift_ratio
-    by_task = p.legend(q.TASK_TYPE)
-    accuracy: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Estimate accuracy: provider-reported ÷ estimated input tokens")
-        .description(
+        .height(8),
+        p.panel(
+            timeseries.Panel,
+            "Estimate accuracy: provider-reported ÷ estimated input tokens",
             "1.0 means the local tiktoken estimate matched what the provider billed. Above 1.0 the "
             "estimate is low and requests can overflow at the provider although they fit here; the "
-            "calibration factor corrects for it over time. Only runs that record usage appear."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(q.histogram_mean(names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "mean " + by_task),
-                p.query(q.histogram_quantile(0.95, names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "p95 " + by_task),
-            )
+            "calibration factor corrects for it over time. Only runs that record usage appear.",
+            p.query(q.histogram_mean(names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "mean " + _BY_TASK),
+            p.query(q.histogram_quantile(0.95, names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "p95 " + _BY_TASK),
         )
         .unit("none")
         .decimals(3)
         .thresholds(p.thresholds("transparent", (1 + (drift - 1) / 2, "orange"), (drift, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
+        .thresholds_style(p.dashed())
         .legend(p.legend_table("mean", "max"))
         .span(16)
-        .height(8)
-    )
-    return accuracy
+        .height(8),
+        p.panel(
+            timeseries.Panel,
+            "Calls otel-ctx could not measure (share of all calls)",
+            "Instrumented calls otel-ctx could not measure ÷ all fitted or observed calls, by reason "
+            f"(`{names.UNOBSERVED_REASON}`): `invalid_request` (the request reader refused a body "
+            "the provider may accept), `invalid_policy` (no budget for the task type), "
+            "`measure_error` (a defect of otel-ctx) or `telemetry_error`. Each such call went on "
+            f"unchanged and has a `{names.SPAN_OBSERVE}` span with the reason and no breakdown; "
+            "every other panel leaves them out, so above 0 they under-count. The unmeasured "
+            "calls carry no model: pick every model for a true share.",
+            p.query(unmeasured_share(), p.legend(_REASON)),
+        )
+        .unit("percentunit")
+        .min(0)
+        .axis_soft_max(0.01)
+        .thresholds(p.thresholds("transparent", (0.01, "red")))
+        .thresholds_style(p.dashed())
+        .legend(p.legend_table("mean", "max"))
+        .span(8)
+        .height(8),
+    ]
 
 
 #: The reason label of the unmeasured-calls counter.
@@ -564,84 +391,46 @@ def unmeasured_share(window: str = q.RATE) -> str:
     return f"{q.rate_sum(unmeasured, [_REASON], window)}\n/ on() group_left()\n({total} > 0)"
 
 
-def _unmeasured_panel() -> p.PanelBuilder:
-    panel: p.PanelBuilder = (
-        timeseries.Panel()
-        .title("Calls otel-ctx could not measure (share of all calls)")
-        .description(
-            "Instrumented calls otel-ctx could not measure ÷ all fitted or observed calls, by reason "
-            f"(`{names.UNOBSERVED_REASON}`): `invalid_request` (the request reader refused a body "
-            "the provider may accept), `invalid_policy` (no budget for the task type), "
-            "`measure_error` (a defect of otel-ctx) or `telemetry_error`. Each such call went on "
-            f"unchanged and has a `{names.SPAN_OBSERVE}` span with the reason and no breakdown; "
-            "every other panel leaves them out, so above 0 they under-count. The unmeasured "
-            "calls carry no model: pick every model for a true share."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(unmeasured_share(), p.legend(_REASON))))
-        .unit("percentunit")
-        .min(0)
-        .axis_soft_max(0.01)
-        .thresholds(p.thresholds("transparent", (0.01, "red")))
-        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(o.THRESHOLDS_DASHED))
-        .legend(p.legend_table("mean", "max"))
-        .span(8)
-        .height(8)
-    )
-    return panel
-
-
 def _trim_panels() -> list[p.PanelBuilder]:
     who = p.legend(q.PERFORMER) + " · " + p.legend(q.TASK_TYPE)
-    removed = (
-        timeseries.Panel()
-        .title("Who trims the window: tokens removed per round")
-        .description(
+    return [
+        p.panel(
+            timeseries.Panel,
+            "Who trims the window: tokens removed per round",
             "Tokens cut from the context per fitted or observed request, by who cut them: `otel_ctx` "
             "(its own compaction), `provider` (server-side edits, compaction and truncation, read off "
             "the response), `framework` (LangChain middleware and LangGraph hooks) "
             "or `agent` (the agent's own trimmer, seen through observed()). A provider or framework "
-            "line that grows means the window is fuller than the requests the agent builds show."
+            "line that grows means the window is fuller than the requests the agent builds show.",
+            p.query(q.per_fit(names.TRIMMED_TOKENS, [q.PERFORMER, q.TASK_TYPE]), who),
         )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.per_fit(names.TRIMMED_TOKENS, [q.PERFORMER, q.TASK_TYPE]), who)))
         .unit("short")
         .decimals(0)
         .min(0)
         .fill_opacity(40)
-        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
+        .stacking(p.stacked())
         .tooltip(p.tooltip_all())
         .legend(p.legend_table("mean", "max"))
         .span(16)
-        .height(8)
-    )
-    events = (
-        timeseries.Panel()
-        .title("Trims and provider window stops per second")
-        .description(
+        .height(8),
+        p.panel(
+            timeseries.Panel,
+            "Trims and provider window stops per second",
             "Trims per second by performer, and requests the provider stopped because the context "
             "window was exceeded (an overflow the provider saw, whatever the estimate said: the "
-            "breakdown of such a round is missing what the provider counted)."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    q.rate_sum(names.TRIMS.prometheus, [q.PERFORMER]), "trims · " + p.legend(q.PERFORMER)
-                ),
-                p.query(
-                    q.rate_sum(names.PROVIDER_OVERFLOWS.prometheus, [q.TASK_TYPE]),
-                    "provider window stops · " + p.legend(q.TASK_TYPE),
-                ),
-            )
+            "breakdown of such a round is missing what the provider counted).",
+            p.query(q.rate_sum(names.TRIMS.prometheus, [q.PERFORMER]), "trims · " + p.legend(q.PERFORMER)),
+            p.query(
+                q.rate_sum(names.PROVIDER_OVERFLOWS.prometheus, [q.TASK_TYPE]),
+                "provider window stops · " + p.legend(q.TASK_TYPE),
+            ),
         )
         .unit("ops")
         .min(0)
         .legend(p.legend_table("mean", "max"))
         .span(8)
-        .height(8)
-    )
-    return [removed, events]
+        .height(8),
+    ]
 
 
 def build() -> dash_b.Dashboard:

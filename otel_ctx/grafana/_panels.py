@@ -6,7 +6,8 @@ source uid, so the same JSON works in any Grafana whatever its Prometheus is cal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
@@ -18,6 +19,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 import otel_ctx.grafana._alerts as alerts
+import otel_ctx.grafana._conventions as conventions
 import otel_ctx.grafana._options as o
 import otel_ctx.grafana._promql as q
 from otel_ctx import names
@@ -30,6 +32,18 @@ DATASOURCE = dash_m.DataSourceRef(type_val="prometheus", uid="${" + q.VAR_DATASO
 TAG = "otel-ctx"
 
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_P = TypeVar("_P", bound=PanelBuilder)
+
+
+def panel(kind: Callable[[], _P], title: str, description: str, *queries: prom_b.Dataquery) -> _P:
+    """A panel of ``kind`` with its title and description, reading ``queries`` (if any) from the
+    templated data source; each panel adds its own options to it."""
+    built: Any = kind()
+    built = built.title(title).description(description)
+    if queries:
+        built = built.datasource(DATASOURCE).targets(targets(*queries))
+    typed: _P = built
+    return typed
 
 
 def targets(*queries: prom_b.Dataquery) -> list[Builder[cog_variants.Dataquery]]:
@@ -247,3 +261,45 @@ def fixed_colors(panel: timeseries.Panel, colors: Mapping[str, str]) -> timeseri
             series, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
         )
     return panel
+
+
+def stacked() -> common_b.StackingConfig:
+    built: common_b.StackingConfig = common_b.StackingConfig().mode(o.STACK_NORMAL)
+    return built
+
+
+def dashed() -> common_b.GraphThresholdsStyleConfig:
+    """Thresholds drawn as dashed lines across a time series."""
+    built: common_b.GraphThresholdsStyleConfig = common_b.GraphThresholdsStyleConfig().mode(
+        o.THRESHOLDS_DASHED
+    )
+    return built
+
+
+def transform(kind: str, **options: Any) -> dash_m.DataTransformerConfig:
+    """One of Grafana's transformations (``organize``, ``sortBy``, ``merge``, ...) with its options."""
+    return dash_m.DataTransformerConfig(id_val=kind, options=options)
+
+
+def matrix(row: str, column: str) -> dash_m.DataTransformerConfig:
+    """Rows by one label, a column per value of another: what a table or stacked bars read."""
+    return transform("groupingToMatrix", columnField=column, rowField=row, valueField="Value")
+
+
+def outcomes_per_second(title: str, description: str) -> timeseries.Panel:
+    """Fits per second stacked by outcome, each outcome in its colour."""
+    fits = (
+        panel(
+            timeseries.Panel,
+            title,
+            description,
+            query(q.recorded_sum(names.FITS, [q.OUTCOME]), legend(q.OUTCOME)),
+        )
+        .unit("ops")
+        .min(0)
+        .fill_opacity(40)
+        .stacking(stacked())
+        .tooltip(tooltip_all())
+        .height(8)
+    )
+    return fixed_colors(fits, conventions.OUTCOME_COLORS)

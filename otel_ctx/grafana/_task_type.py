@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from grafana_foundation_sdk.builders import barchart, heatmap, stat, timeseries
-from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import dashboard as dash_m
@@ -23,11 +22,7 @@ def _stat(
     title: str, description: str, expr: str, unit: str, steps: tuple[tuple[float, str], ...] = ()
 ) -> stat.Panel:
     built: stat.Panel = (
-        stat.Panel()
-        .title(title)
-        .description(description)
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(expr, instant=True)))
+        p.panel(stat.Panel, title, description, p.query(expr, instant=True))
         .unit(unit)
         .thresholds(p.thresholds("green" if steps else "blue", *steps))
         .color_mode(o.COLOR_VALUE)
@@ -90,70 +85,46 @@ def _glance() -> list[p.PanelBuilder]:
 
 def _growth() -> list[p.PanelBuilder]:
     summed = {q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)}
-    rounds = (
-        barchart.Panel()
-        .title("What grows round by round: each component's share of the budget by round (time range)")
-        .description(
+    by_round = f"{q.ROUND}\\{q.COMPONENT}"
+    return [
+        p.panel(
+            barchart.Panel,
+            "What grows round by round: each component's share of the budget by round (time range)",
             "One stacked bar per round of a run (1st, 2nd, …, `N+`), split by breakdown line, as a "
             "share of the budget (100%: the budget is full). The part that grows from bar to bar is "
             "what fills the window as a run goes on: usually "
             f"`{names.transcript_role_component('tool')}` (tool results) or "
-            f"`{names.transcript_role_component('assistant')}` (tool calls and answers)."
+            f"`{names.transcript_role_component('assistant')}` (tool calls and answers).",
+            p.table_query(q.share_of_budget(names.ROUND_TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed)),
         )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.table_query(
-                    q.share_of_budget(names.ROUND_TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed)
-                )
-            )
-        )
-        .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="groupingToMatrix",
-                options={"columnField": q.COMPONENT, "rowField": q.ROUND, "valueField": "Value"},
-            )
-        )
-        .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="sortBy", options={"sort": [{"field": f"{q.ROUND}\\{q.COMPONENT}"}]}
-            )
-        )
-        .x_field(f"{q.ROUND}\\{q.COMPONENT}")
+        .with_transformation(p.matrix(q.ROUND, q.COMPONENT))
+        .with_transformation(p.transform("sortBy", sort=[{"field": by_round}]))
+        .x_field(by_round)
         .stacking(o.STACK_NORMAL)
         .unit("percentunit")
         .decimals(1)
         .legend(p.legend_table())
         .span(12)
-        .height(10)
-    )
-    tail = (
-        barchart.Panel()
-        .title("The heavy requests: mean tokens per component by outcome (time range)")
-        .description(
+        .height(10),
+        p.panel(
+            barchart.Panel,
+            "The heavy requests: mean tokens per component by outcome (time range)",
             "One stacked bar per outcome: what a request that fitted whole, one that was compacted and "
             "one whose pinned floor overflowed carried on average, split by breakdown line. What is "
             "big when a request is big: a line much larger in the overflowed bar than in the `fit` "
             "bar (an occasional huge tool result or skill) calls for caps and per-skill limits more "
-            "than for a bigger budget."
+            "than for a bigger budget.",
+            p.table_query(q.tokens_per_fit([q.OUTCOME, q.COMPONENT], q.RANGE, **summed)),
         )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.table_query(q.tokens_per_fit([q.OUTCOME, q.COMPONENT], q.RANGE, **summed))))
-        .with_transformation(
-            dash_m.DataTransformerConfig(
-                id_val="groupingToMatrix",
-                options={"columnField": q.COMPONENT, "rowField": q.OUTCOME, "valueField": "Value"},
-            )
-        )
+        .with_transformation(p.matrix(q.OUTCOME, q.COMPONENT))
         .x_field(f"{q.OUTCOME}\\{q.COMPONENT}")
         .stacking(o.STACK_NORMAL)
         .unit("short")
         .decimals(0)
         .legend(p.legend_table())
         .span(12)
-        .height(10)
-    )
-    return [rounds, tail]
+        .height(10),
+    ]
 
 
 def _utilization_buckets() -> str:
@@ -167,106 +138,52 @@ def _utilization_buckets() -> str:
 
 
 def _edge() -> list[p.PanelBuilder]:
-    return [_utilization_heatmap(), _headroom(), _outcomes(), _turns_per_compaction()]
-
-
-def _utilization_heatmap() -> heatmap.Panel:
-    util: heatmap.Panel = (
-        heatmap.Panel()
-        .title("Utilization distribution over time")
-        .description(
+    dropped = q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus)
+    compactions = q.rate_sum(names.FITS.prometheus, **{q.OUTCOME: names.OUTCOME_COMPACTED})
+    return [
+        p.panel(
+            heatmap.Panel,
+            "Utilization distribution over time",
             "Fits per second in each utilization bucket, from the recorded rates (darker: more). A "
-            "band hugging 100% is compaction working at the edge; anything above 100% overflowed."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    _utilization_buckets(),
-                    p.legend(q.LE),
-                    fmt=o.FORMAT_HEATMAP,
-                )
-            )
+            "band hugging 100% is compaction working at the edge; anything above 100% overflowed.",
+            p.query(_utilization_buckets(), p.legend(q.LE), fmt=o.FORMAT_HEATMAP),
         )
         .calculate(False)
         .y_axis(heatmap_b.YAxisConfig().unit("percentunit"))
         .span(12)
-        .height(9)
-    )
-    return util
-
-
-def _headroom() -> timeseries.Panel:
-    headroom: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Headroom left: p5 and p50 (share of the budget)")
-        .description(
+        .height(9),
+        p.panel(
+            timeseries.Panel,
+            "Headroom left: p5 and p50 (share of the budget)",
             "Budget minus estimate as a share of the budget (1 − utilization), for the tightest 5% of "
             "fits and the median, from the recorded utilization rates. p5 at 0 means at least one "
-            "request in twenty is at (or over) the budget."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(f"clamp_min(1 - {q.recorded_quantile(0.95, names.UTILIZATION)}, 0)", "p5 headroom"),
-                p.query(f"clamp_min(1 - {q.recorded_quantile(0.5, names.UTILIZATION)}, 0)", "p50 headroom"),
-            )
+            "request in twenty is at (or over) the budget.",
+            p.query(f"clamp_min(1 - {q.recorded_quantile(0.95, names.UTILIZATION)}, 0)", "p5 headroom"),
+            p.query(f"clamp_min(1 - {q.recorded_quantile(0.5, names.UTILIZATION)}, 0)", "p50 headroom"),
         )
         .unit("percentunit")
         .decimals(1)
         .min(0)
         .legend(p.legend_table("mean", "min"))
         .span(12)
-        .height(9)
-    )
-    return headroom
-
-
-def _outcomes() -> timeseries.Panel:
-    outcomes: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Outcomes per second")
-        .description("Fits by outcome, stacked: `fit`, `compacted`, `overflow`.")
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(q.recorded_sum(names.FITS, [q.OUTCOME]), p.legend(q.OUTCOME))))
-        .unit("ops")
-        .min(0)
-        .fill_opacity(40)
-        .stacking(common_b.StackingConfig().mode(o.STACK_NORMAL))
-        .tooltip(p.tooltip_all())
-        .span(12)
-        .height(8)
-    )
-    outcomes = p.fixed_colors(outcomes, conventions.OUTCOME_COLORS)
-    return outcomes
-
-
-def _turns_per_compaction() -> timeseries.Panel:
-    per_compaction: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Turns dropped per compaction")
-        .description(
+        .height(9),
+        p.outcomes_per_second(
+            "Outcomes per second", "Fits by outcome, stacked: `fit`, `compacted`, `overflow`."
+        ).span(12),
+        p.panel(
+            timeseries.Panel,
+            "Turns dropped per compaction",
             "Dropped turns ÷ compacted fits: how much history one compaction throws away. Rising "
             "means the budget is getting tighter relative to the floor (system prompt, tools, "
-            "skills, pinned turns)."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    f"{q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus)}\n/\n"
-                    f"({q.rate_sum(names.FITS.prometheus, **{q.OUTCOME: names.OUTCOME_COMPACTED})} > 0)",
-                    "turns per compaction",
-                )
-            )
+            "skills, pinned turns).",
+            p.query(f"{dropped}\n/\n({compactions} > 0)", "turns per compaction"),
         )
         .unit("short")
         .decimals(1)
         .min(0)
         .span(12)
-        .height(8)
-    )
-    return per_compaction
+        .height(8),
+    ]
 
 
 #: What a distribution panel shows where the metrics carry no distributions (scraped from the SDK,
@@ -289,19 +206,15 @@ def _known(expr: str) -> str:
     return f"{expr} >= 0"
 
 
-def _line_heatmap(line: str) -> heatmap.Panel:
-    by_round = q.distribution_rate(names.LINE_TOKENS, [q.ROUND], **{q.COMPONENT: line})
+def _round_heatmap(title: str, description: str, by_round: str) -> heatmap.Panel:
+    """A heatmap of a distribution's p95, one row per round of a run."""
     built: heatmap.Panel = (
-        heatmap.Panel()
-        .title(f"{line}: p95 tokens by round")
-        .description(
-            f"Each row is a round of a run (1st, 2nd, …, `N+`); each cell the 95th percentile of the "
-            f"`{line}` line's tokens per request in that round and interval, from the line's native "
-            "histogram (darker: bigger). A row that darkens late in runs is what fills the window; "
-            "a cell far darker than its neighbours is the round where the line blew up."
+        p.panel(
+            heatmap.Panel,
+            title,
+            description,
+            p.query(_known(f"histogram_quantile(0.95, {by_round})"), p.legend(q.ROUND)),
         )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(f"{_known(f'histogram_quantile(0.95, {by_round})')}", p.legend(q.ROUND))))
         .calculate(False)
         .no_value(NEEDS_DISTRIBUTIONS)
         .span(6)
@@ -310,40 +223,37 @@ def _line_heatmap(line: str) -> heatmap.Panel:
     return built
 
 
+def _line_heatmap(line: str) -> heatmap.Panel:
+    return _round_heatmap(
+        f"{line}: p95 tokens by round",
+        f"Each row is a round of a run (1st, 2nd, …, `N+`); each cell the 95th percentile of the "
+        f"`{line}` line's tokens per request in that round and interval, from the line's native "
+        "histogram (darker: bigger). A row that darkens late in runs is what fills the window; "
+        "a cell far darker than its neighbours is the round where the line blew up.",
+        q.distribution_rate(names.LINE_TOKENS, [q.ROUND], **{q.COMPONENT: line}),
+    )
+
+
 def _distributions() -> list[p.PanelBuilder]:
+    lines = q.distribution_rate(
+        names.LINE_TOKENS, [q.COMPONENT], **{q.COMPONENT: "!" + names.COMPONENT_BUDGET}
+    )
+    tools = q.distribution_rate(names.LINE_TOKENS, **{q.COMPONENT: TOOL_RESULTS})
     return [
-        _line_quantiles(),
-        _over_tool_result_cap(),
-        _utilization_by_round(),
-        *(_line_heatmap(line) for line in DISTRIBUTION_LINES),
-    ]
-
-
-def _line_quantiles() -> timeseries.Panel:
-    lines = {q.COMPONENT: "!" + names.COMPONENT_BUDGET}
-    quantiles: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Each line per request: p50, p95 and p99 tokens")
-        .description(
+        p.panel(
+            timeseries.Panel,
+            "Each line per request: p50, p95 and p99 tokens",
             "Percentiles of each breakdown line's tokens per request (every round), from its native "
             "histogram: where the mean of *What fills the window* hides a tool result that is 300 "
             "tokens in most rounds and 4,200 in the one that overflowed, p99 shows it. Within the "
-            "histogram's resolution (a few percent)."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                *(
-                    p.query(
-                        _known(
-                            f"histogram_quantile({quantile}, "
-                            f"{q.distribution_rate(names.LINE_TOKENS, [q.COMPONENT], **lines)})"
-                        ),
-                        f"p{round(quantile * 100)} {p.legend(q.COMPONENT)}",
-                    )
-                    for quantile in (0.5, 0.95, 0.99)
+            "histogram's resolution (a few percent).",
+            *(
+                p.query(
+                    _known(f"histogram_quantile({quantile}, {lines})"),
+                    f"p{round(quantile * 100)} {p.legend(q.COMPONENT)}",
                 )
-            )
+                for quantile in (0.5, 0.95, 0.99)
+            ),
         )
         .unit("short")
         .decimals(0)
@@ -352,31 +262,18 @@ def _line_quantiles() -> timeseries.Panel:
         .legend(p.legend_table("mean", "max"))
         .tooltip(p.tooltip_all())
         .span(16)
-        .height(9)
-    )
-    return quantiles
-
-
-def _over_tool_result_cap() -> timeseries.Panel:
-    tools = q.distribution_rate(names.LINE_TOKENS, **{q.COMPONENT: TOOL_RESULTS})
-    over_cap: timeseries.Panel = (
-        timeseries.Panel()
-        .title("Requests whose tool results exceed the cap")
-        .description(
+        .height(9),
+        p.panel(
+            timeseries.Panel,
+            "Requests whose tool results exceed the cap",
             f"Share of requests whose tool results (`{TOOL_RESULTS}`) add up to more than the "
             f"`${q.VAR_TOOL_RESULT_CAP}` tokens one tool result may keep (the dashboard variable; "
             "set it to the policy's cap): above it, one capped result or several results together "
             "take more than a single result is allowed. From the native histogram "
-            "(`histogram_fraction`), within its resolution."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(
-            p.targets(
-                p.query(
-                    _known(f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})"),
-                    "share over the cap",
-                )
-            )
+            "(`histogram_fraction`), within its resolution.",
+            p.query(
+                _known(f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})"), "share over the cap"
+            ),
         )
         .unit("percentunit")
         .decimals(1)
@@ -384,29 +281,16 @@ def _over_tool_result_cap() -> timeseries.Panel:
         .max(1)
         .no_value(NEEDS_DISTRIBUTIONS)
         .span(8)
-        .height(9)
-    )
-    return over_cap
-
-
-def _utilization_by_round() -> heatmap.Panel:
-    by_round = q.distribution_rate(names.ROUND_UTILIZATION, [q.ROUND])
-    utilization: heatmap.Panel = (
-        heatmap.Panel()
-        .title("Utilization by round: p95")
-        .description(
+        .height(9),
+        _round_heatmap(
+            "Utilization by round: p95",
             "Each row is a round of a run; each cell the 95th percentile of estimate ÷ budget in that "
             "round and interval, from the per-round utilization's native histogram (darker: "
-            "fuller). The round where the rows reach 100% is where compaction starts."
-        )
-        .datasource(p.DATASOURCE)
-        .targets(p.targets(p.query(f"{_known(f'histogram_quantile(0.95, {by_round})')}", p.legend(q.ROUND))))
-        .calculate(False)
-        .no_value(NEEDS_DISTRIBUTIONS)
-        .span(6)
-        .height(7)
-    )
-    return utilization
+            "fuller). The round where the rows reach 100% is where compaction starts.",
+            q.distribution_rate(names.ROUND_UTILIZATION, [q.ROUND]),
+        ),
+        *(_line_heatmap(line) for line in DISTRIBUTION_LINES),
+    ]
 
 
 def _tool_result_cap_variable() -> dash_b.TextBoxVariable:
