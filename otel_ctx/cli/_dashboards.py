@@ -100,16 +100,13 @@ _CheckOption = Annotated[
 ]
 _GrafanaUrlOption = Annotated[
     str | None,
-    typer.Option(
-        "--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL).", show_default=False
-    ),
+    typer.Option("--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL)."),
 ]
 _JaegerUrlOption = Annotated[
     str | None,
     typer.Option(
         "--jaeger-url",
         help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
-        show_default=False,
     ),
 ]
 _RunbookUrlOption = Annotated[
@@ -117,7 +114,6 @@ _RunbookUrlOption = Annotated[
     typer.Option(
         "--runbook-url",
         help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
-        show_default=False,
     ),
 ]
 _SettingsOption = Annotated[
@@ -128,7 +124,6 @@ _SettingsOption = Annotated[
             "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
             "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
         ),
-        show_default=False,
     ),
 ]
 
@@ -264,7 +259,6 @@ _KubernetesOption = Annotated[
             "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
             "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
         ),
-        show_default=False,
     ),
 ]
 _SourceOption = Annotated[
@@ -272,19 +266,17 @@ _SourceOption = Annotated[
     typer.Option(
         "--from",
         help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
-        show_default=False,
     ),
 ]
 _NamespaceOption = Annotated[
     str | None,
-    typer.Option("--namespace", "-n", help="metadata.namespace of every object.", show_default=False),
+    typer.Option("--namespace", "-n", help="metadata.namespace of every object."),
 ]
 _LabelsOption = Annotated[
     list[str] | None,
     typer.Option(
         "--label",
         help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
-        show_default=False,
     ),
 ]
 _SidecarLabelOption = Annotated[
@@ -292,7 +284,6 @@ _SidecarLabelOption = Annotated[
     typer.Option(
         "--sidecar-label",
         help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
-        show_default=False,
     ),
 ]
 _InstanceSelectorOption = Annotated[
@@ -303,7 +294,6 @@ _InstanceSelectorOption = Annotated[
             "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
             "(repeatable; default dashboards=grafana)."
         ),
-        show_default=False,
     ),
 ]
 _ExportFolderOption = Annotated[
@@ -314,7 +304,6 @@ _ExportFolderOption = Annotated[
             "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
             "annotation; '' for none (default otel-ctx)."
         ),
-        show_default=False,
     ),
 ]
 
@@ -614,12 +603,11 @@ _TokenOption = Annotated[
         "--token",
         envvar="GRAFANA_TOKEN",
         help="Service-account token (Editor role). Never printed.",
-        show_default=False,
     ),
 ]
 _UserOption = Annotated[
     str | None,
-    typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token.", show_default=False),
+    typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token."),
 ]
 _PushFolderOption = Annotated[str, typer.Option("--folder", help="Folder title, created if missing.")]
 _DatasourceOption = Annotated[
