@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -139,24 +139,11 @@ class AlertSettings:
 
     @classmethod
     def fast(cls, window: str = "1m", **overrides: Any) -> AlertSettings:
-        """Second-scale rules for a test Prometheus: short windows, ``for: 0s``, no minimum volume."""
-        quick = cls(
-            overflow_min_fits=0,
-            overflow_window=window,
-            overflow_for="0s",
-            utilization_window=window,
-            utilization_for="0s",
-            drift_window=window,
-            drift_for="0s",
-            absent_window=window,
-            absent_for="0s",
-            absent_lookback="1h",
-            ceiling_window=window,
-            ceiling_for="0s",
-            cost_window=window,
-            cost_for="0s",
-        )
-        return replace(quick, **overrides)
+        """Second-scale rules for a test Prometheus: every window ``window``, every ``for: 0s``, no
+        minimum volume, and an hour's lookback for telemetry gone quiet."""
+        quick = {f.name: window for f in fields(cls) if f.name.endswith("_window")}
+        quick |= {f.name: "0s" for f in fields(cls) if f.name.endswith("_for")}
+        return cls(**{**quick, "overflow_min_fits": 0, "absent_lookback": "1h", **overrides})
 
 
 DEFAULT_SETTINGS = AlertSettings()
@@ -199,9 +186,6 @@ def using(settings: AlertSettings) -> Iterator[AlertSettings]:
         yield settings
     finally:
         _CURRENT.reset(token)
-
-
-# --- PromQL helpers ----------------------------------------------------------------------
 
 
 # --- recording rules -----------------------------------------------------------------------
@@ -323,17 +307,17 @@ def overflow_signal(s: AlertSettings) -> str:
     return _ratio(q.summed(overflowed, PER_TASK), q.summed(fits, PER_TASK))
 
 
-def overflow_expr(s: AlertSettings) -> str:
-    expr = f"{overflow_signal(s)} > {q.number(s.overflow_ratio)}"
-    if s.overflow_min_fits > 0:
-        # Fits in the window = the recorded per-second rate times the window's seconds.
-        fits = q.summed(names.recorded(names.FITS, window=s.overflow_window), PER_TASK)
-        window = q.number(q.seconds(s.overflow_window))
-        # Both sides carry exactly the service and the task type, so ``and`` matches on them
-        # without an ``on (...)`` list: a rule re-reads its expression as Prometheus prints it,
-        # and Prometheus 3.5 prints an ``on`` list's UTF-8 label unquoted, which it cannot read.
-        expr += f"\nand\n  {fits} * {window} >= {q.number(s.overflow_min_fits)}"
-    return expr
+def _min_fits(s: AlertSettings) -> str:
+    """The overflow alert's second arm: the rate rests on at least ``overflow_min_fits`` fits."""
+    if s.overflow_min_fits <= 0:
+        return ""
+    # Fits in the window = the recorded per-second rate times the window's seconds.
+    fits = q.summed(names.recorded(names.FITS, window=s.overflow_window), PER_TASK)
+    window = q.number(q.seconds(s.overflow_window))
+    # Both sides carry exactly the service and the task type, so ``and`` matches on them
+    # without an ``on (...)`` list: a rule re-reads its expression as Prometheus prints it,
+    # and Prometheus 3.5 prints an ``on`` list's UTF-8 label unquoted, which it cannot read.
+    return f"\nand\n  {fits} * {window} >= {q.number(s.overflow_min_fits)}"
 
 
 def _quantile(quantile: float, metric: names.Metric, window: str) -> str:
@@ -351,10 +335,6 @@ def utilization_signal(s: AlertSettings) -> str:
     return _quantile(s.utilization_quantile, names.UTILIZATION, s.utilization_window)
 
 
-def utilization_expr(s: AlertSettings) -> str:
-    return f"{utilization_signal(s)} > {q.number(s.utilization_threshold)}"
-
-
 def drift_signal(s: AlertSettings) -> str:
     """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     group = (*PER_TASK, q.MODEL)
@@ -369,10 +349,6 @@ def _either(metric: names.Metric, suffix: str, group: tuple[str, ...], window: s
         return classic
     native = q.summed(f"histogram{suffix}({names.recorded(metric, '', window)})", group)
     return f"(\n  {classic}\n  or\n  {native}\n)"
-
-
-def drift_expr(s: AlertSettings) -> str:
-    return f"{drift_signal(s)} > {q.number(s.drift_ratio)}"
 
 
 def absent_expr(s: AlertSettings) -> str:
@@ -399,17 +375,9 @@ def ceiling_stop_signal(s: AlertSettings) -> str:
     return _ratio(stops, f"({runs} > 0)")
 
 
-def ceiling_stop_expr(s: AlertSettings) -> str:
-    return f"{ceiling_stop_signal(s)} > {q.number(s.ceiling_stop_ratio)}"
-
-
 def cost_signal(s: AlertSettings) -> str:
     """The cost-per-ticket quantile in USD, per service and task type."""
     return _quantile(s.cost_quantile, names.RUN_COST, s.cost_window)
-
-
-def cost_expr(s: AlertSettings) -> str:
-    return f"{cost_signal(s)} > {q.number(s.cost_threshold)}"
 
 
 def signals(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
@@ -441,15 +409,20 @@ def firing_selector(service: str = "$" + q.VAR_SERVICE) -> str:
 
 
 def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
-    """Alert name -> PromQL expression."""
-    return {
-        OVERFLOW_RATE: overflow_expr(settings),
-        UTILIZATION_NEAR_BUDGET: utilization_expr(settings),
-        ESTIMATE_DRIFT: drift_expr(settings),
-        TELEMETRY_ABSENT: absent_expr(settings),
-        CEILING_STOP_RATE: ceiling_stop_expr(settings),
-        COST_PER_TICKET_HIGH: cost_expr(settings),
+    """Alert name -> PromQL expression: each signal over its threshold (absent has its own)."""
+    s = settings
+    signal = signals(s)
+    threshold = {
+        OVERFLOW_RATE: s.overflow_ratio,
+        UTILIZATION_NEAR_BUDGET: s.utilization_threshold,
+        ESTIMATE_DRIFT: s.drift_ratio,
+        CEILING_STOP_RATE: s.ceiling_stop_ratio,
+        COST_PER_TICKET_HIGH: s.cost_threshold,
     }
+    exprs = {name: f"{signal[name]} > {q.number(threshold[name])}" for name in threshold}
+    exprs[OVERFLOW_RATE] += _min_fits(s)
+    exprs[TELEMETRY_ABSENT] = absent_expr(s)
+    return {name: exprs[name] for name in ALERT_NAMES}
 
 
 # --- links -------------------------------------------------------------------------------
@@ -458,6 +431,9 @@ def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
 def _tmpl(label: str) -> str:
     """A Go-template reference to one of the alert's labels."""
     return "{{ $labels." + label + " }}"
+
+
+_JOB, _TASK, _MODEL = _tmpl(q.JOB), _tmpl(q.TASK_TYPE), _tmpl(q.MODEL)
 
 
 def dashboard_link(
@@ -513,33 +489,22 @@ def _cost_board_link(s: AlertSettings) -> str:
     return dashboard_link(s).replace(f"/d/{conventions.OVERVIEW_UID}", f"/d/{conventions.COST_UID}")
 
 
-def _rules(s: AlertSettings) -> list[dict[str, Any]]:
-    """The overview's rules: overflow, utilization near the budget, estimate drift, telemetry gone."""
-    return [_overflow_rule(s), _utilization_rule(s), _drift_rule(s), _absent_rule(s)]
-
-
-def _ticket_rules(s: AlertSettings) -> list[dict[str, Any]]:
-    """The ticket view's rules: the ceiling stops too many runs; a ticket costs too much."""
-    return [_ceiling_rule(s), _cost_rule(s)]
-
-
 def _overflow_rule(s: AlertSettings) -> dict[str, Any]:
-    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
     return _rule(
         s,
         OVERFLOW_RATE,
         s.overflow_for,
         "critical",
         summary=(
-            f"{job}: {{{{ $value | humanizePercentage }}}} of {task!s} requests overflow "
+            f"{_JOB}: {{{{ $value | humanizePercentage }}}} of {_TASK!s} requests overflow "
             f"their budget (threshold {s.overflow_ratio:.0%})"
         ),
         description=(
             f"Over the last {s.overflow_window}, {{{{ $value | humanizePercentage }}}} of the "
-            f"{task} fits of {job} ended with {names.OUTCOME}=overflow: the pinned floor "
+            f"{_TASK} fits of {_JOB} ended with {names.OUTCOME}=overflow: the pinned floor "
             "(system prompt, tool schemas, skills and the latest turn) alone exceeds the task's "
             "budget, so compaction cannot help and the request goes out over budget or is refused.\n"
-            f"Look: on {_OVERVIEW}, filter task type {task}: 'Which component fills the window' shows "
+            f"Look: on {_OVERVIEW}, filter task type {_TASK}: 'Which component fills the window' shows "
             "which line grew (tool schema, system prompt, skills, tool results); click an "
             "overflow exemplar, or the jaeger link, to open an overflowed run's trace "
             f"(span event {names.EVENT_FLOOR_OVERFLOW}).\nFix: shrink that component (fewer "
@@ -553,22 +518,21 @@ def _overflow_rule(s: AlertSettings) -> dict[str, Any]:
 
 
 def _utilization_rule(s: AlertSettings) -> dict[str, Any]:
-    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
     return _rule(
         s,
         UTILIZATION_NEAR_BUDGET,
         s.utilization_for,
         summary=(
-            f"{job}: p{s.utilization_quantile * 100:g} utilization of {task} requests is "
+            f"{_JOB}: p{s.utilization_quantile * 100:g} utilization of {_TASK} requests is "
             f"{{{{ $value | humanizePercentage }}}} of the budget (threshold "
             f"{s.utilization_threshold:.0%})"
         ),
         description=(
             f"For {s.utilization_for}, the p{s.utilization_quantile * 100:g} of estimated ÷ budget "
-            f"for {task} requests of {job} has been above {s.utilization_threshold:.0%}: most "
+            f"for {_TASK} requests of {_JOB} has been above {s.utilization_threshold:.0%}: most "
             "requests run at the budget line, compaction drops history on most rounds and a "
             "little growth in the pinned floor will overflow.\n"
-            f"Look: on {_OVERVIEW}, filter task type {task}: the share-of-the-budget-by-round "
+            f"Look: on {_OVERVIEW}, filter task type {_TASK}: the share-of-the-budget-by-round "
             "panel shows how fast a run fills the window and 'Which component fills the window' "
             "which line fills it "
             "(tool results usually: check the tool-result cap and capped results).\nFix: lower "
@@ -580,18 +544,17 @@ def _utilization_rule(s: AlertSettings) -> dict[str, Any]:
 
 
 def _drift_rule(s: AlertSettings) -> dict[str, Any]:
-    job, task, model = _tmpl(q.JOB), _tmpl(q.TASK_TYPE), _tmpl(q.MODEL)
     return _rule(
         s,
         ESTIMATE_DRIFT,
         s.drift_for,
         summary=(
-            f'{job}: provider counts {{{{ $value | printf "%.3f" }}}}× otel-ctx\'s estimate '
-            f"for {model} ({task})"
+            f'{_JOB}: provider counts {{{{ $value | printf "%.3f" }}}}× otel-ctx\'s estimate '
+            f"for {_MODEL} ({_TASK})"
         ),
         description=(
-            f"Over {s.drift_window}, the provider-reported input tokens of {job}'s {task} "
-            f'requests to {model} averaged {{{{ $value | printf "%.3f" }}}}× the estimate '
+            f"Over {s.drift_window}, the provider-reported input tokens of {_JOB}'s {_TASK} "
+            f'requests to {_MODEL} averaged {{{{ $value | printf "%.3f" }}}}× the estimate '
             f"(threshold {s.drift_ratio:g}×): otel-ctx under-counts, so a request it thinks "
             "fits can exceed the real window. Usual causes: the model maps to the wrong "
             f"tiktoken encoding (span attribute {names.ENCODING}), the provider added "
@@ -607,17 +570,16 @@ def _drift_rule(s: AlertSettings) -> dict[str, Any]:
 
 
 def _absent_rule(s: AlertSettings) -> dict[str, Any]:
-    job = _tmpl(q.JOB)
     return _rule(
         s,
         TELEMETRY_ABSENT,
         s.absent_for,
         summary=(
-            f"No otel-ctx metrics from {job} for {s.absent_window}: its context-budget alerts "
+            f"No otel-ctx metrics from {_JOB} for {s.absent_window}: its context-budget alerts "
             f"are blind (no service named: none reported for {s.absent_lookback})"
         ),
         description=(
-            f"Prometheus has had no {names.FITS.prometheus} series from {job} for "
+            f"Prometheus has had no {names.FITS.prometheus} series from {_JOB} for "
             f"{s.absent_window} although it had some within {s.absent_lookback}, so the "
             "overflow and utilization alerts cannot fire for it.\nCheck in order: the agents "
             "of that service are running (a deploy, a crash loop); they still set up "
@@ -628,29 +590,28 @@ def _absent_rule(s: AlertSettings) -> dict[str, Any]:
             "write: Prometheus runs with --web.enable-remote-write-receiver, the Collector logs "
             "no export errors; or, scraping its prometheus exporter, Status > Targets shows it "
             "up and the scrape keeps the job label with honor_labels).\n"
-            f"{_OVERVIEW.capitalize()} goes empty for {job} at the same time."
+            f"{_OVERVIEW.capitalize()} goes empty for {_JOB} at the same time."
         ),
         dashboard=dashboard_link(s, task_type=False),
     )
 
 
 def _ceiling_rule(s: AlertSettings) -> dict[str, Any]:
-    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
     return _rule(
         s,
         CEILING_STOP_RATE,
         s.ceiling_for,
         summary=(
-            f"{job}: the run ceiling stops {{{{ $value | humanizePercentage }}}} of {task} tickets "
+            f"{_JOB}: the run ceiling stops {{{{ $value | humanizePercentage }}}} of {_TASK} tickets "
             f"(threshold {s.ceiling_stop_ratio:.0%})"
         ),
         description=(
-            f"Over the last {s.ceiling_window}, {{{{ $value | humanizePercentage }}}} of the {task} "
-            f"runs of {job} were stopped by their token ceiling: the next request would have taken "
+            f"Over the last {s.ceiling_window}, {{{{ $value | humanizePercentage }}}} of the {_TASK} "
+            f"runs of {_JOB} were stopped by their token ceiling: the next request would have taken "
             "the ticket over its run_ceiling, so the agent escalated instead of sending it. A few "
             "stops are the ceiling doing its job on the worst tickets; many mean the request budget, "
             "the number of rounds or the tool results grew.\n"
-            f"Look: on {_COST_BOARD}, filter task type {task}: 'Tokens per ticket against the ceiling' "
+            f"Look: on {_COST_BOARD}, filter task type {_TASK}: 'Tokens per ticket against the ceiling' "
             "shows how close typical tickets come, and 'Resolution rate beside cost per ticket' "
             "whether the stopped tickets would have resolved. The fit spans carry "
             f"{names.RUN_SPENT_TOKENS} and the event {names.EVENT_RUN_CEILING}.\nFix: lower the "
@@ -662,18 +623,17 @@ def _ceiling_rule(s: AlertSettings) -> dict[str, Any]:
 
 
 def _cost_rule(s: AlertSettings) -> dict[str, Any]:
-    job, task = _tmpl(q.JOB), _tmpl(q.TASK_TYPE)
     return _rule(
         s,
         COST_PER_TICKET_HIGH,
         s.cost_for,
         summary=(
-            f"{job}: p{s.cost_quantile * 100:g} cost per {task} ticket is "
+            f"{_JOB}: p{s.cost_quantile * 100:g} cost per {_TASK} ticket is "
             f'${{{{ $value | printf "%.3f" }}}} (threshold ${s.cost_threshold:g})'
         ),
         description=(
             f"Over the last {s.cost_window}, the p{s.cost_quantile * 100:g} cost of a finished "
-            f'{task} run of {job} was ${{{{ $value | printf "%.3f" }}}}, '
+            f'{_TASK} run of {_JOB} was ${{{{ $value | printf "%.3f" }}}}, '
             f"above the ${s.cost_threshold:g} a ticket may cost. Cost comes from the provider's "
             "reported usage at the price table's "
             "list prices (cached prompt tokens at the cached rate), else from the estimate.\n"
@@ -717,7 +677,10 @@ def build(
     """
     check_target(names_, backend)
     with q.for_backend(backend):
-        alerting = [*_rules(settings), *_ticket_rules(settings)]
+        # The overview's rules, then the ticket view's (the ceiling stops too many runs; a ticket
+        # costs too much).
+        alerting = [_overflow_rule(settings), _utilization_rule(settings), _drift_rule(settings)]
+        alerting += [_absent_rule(settings), _ceiling_rule(settings), _cost_rule(settings)]
         rules: list[dict[str, Any]] = [*recording_rules(settings), *alerting]
     return naming.rules({"groups": [{"name": GROUP_NAME, "rules": rules}]}, names_)
 
