@@ -108,13 +108,9 @@ def _one_line(text: object) -> str:
 _DETAIL_CHARS = 200
 
 
-def _scrub(message: str, target: GrafanaTarget) -> str:
-    return target.scrub(message)
-
-
 def _detail(exc: BaseException, target: GrafanaTarget) -> str:
     """The exception's text, scrubbed, on one line, then cut to a readable length."""
-    text = _scrub(_one_line(exc), target)
+    text = target.scrub(_one_line(exc))
     return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
 
 
@@ -134,12 +130,32 @@ def _is_refused(exc: BaseException) -> bool:
     return False
 
 
+#: What Grafana means by a status it answers with, and what to do about it.
+_STATUS = {
+    401: (
+        "unauthorized",
+        "Grafana at {url} rejected the credentials (401 Unauthorized) while {action}; "
+        "check --token / GRAFANA_TOKEN or --user",
+    ),
+    403: (
+        "forbidden",
+        "Grafana at {url} refused {action} (403 Forbidden); the token or user needs the "
+        "Editor role (folders and dashboards write) in this organization",
+    ),
+    404: (
+        "not_found",
+        "Grafana at {url} answered 404 Not Found while {action}; is the URL Grafana's root "
+        "(with its sub-path, if it is served under one)?",
+    ),
+}
+
+
 def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushError:
     """Turn whatever grafana-client or niquests raised into one actionable line."""
     url = target.display_url
     err: PushError
     if isinstance(exc, niquests.exceptions.SSLError):
-        found = re.search(r"\] ([^\[\]]+?) \(_ssl\.c:\d+\)", _scrub(_one_line(exc), target))
+        found = re.search(r"\] ([^\[\]]+?) \(_ssl\.c:\d+\)", target.scrub(_one_line(exc)))
         reason = found.group(1) if found else "handshake failed"
         err = PushError(
             "tls",
@@ -159,39 +175,19 @@ def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushErro
             )
         else:
             err = PushError("connection", f"cannot connect to Grafana at {url}: {_detail(exc, target)}")
+    elif isinstance(exc, GrafanaException) and exc.status_code in _STATUS:
+        kind, says = _STATUS[exc.status_code]
+        err = PushError(kind, says.format(url=url, action=action))
     elif isinstance(exc, GrafanaException):
-        status = exc.status_code
-        if status == 401:
-            err = PushError(
-                "unauthorized",
-                f"Grafana at {url} rejected the credentials (401 Unauthorized) while {action}; "
-                "check --token / GRAFANA_TOKEN or --user",
-            )
-        elif status == 403:
-            err = PushError(
-                "forbidden",
-                f"Grafana at {url} refused {action} (403 Forbidden); the token or user needs the "
-                "Editor role (folders and dashboards write) in this organization",
-            )
-        elif status == 404:
-            err = PushError(
-                "not_found",
-                f"Grafana at {url} answered 404 Not Found while {action}; is the URL Grafana's root "
-                "(with its sub-path, if it is served under one)?",
-            )
-        elif isinstance(exc, GrafanaClientError):
-            err = PushError(
-                "server", f"Grafana at {url} rejected {action} ({status}): {_detail(exc, target)}"
-            )
-        else:
-            err = PushError(
-                "server", f"Grafana at {url} failed while {action} ({status}): {_detail(exc, target)}"
-            )
+        said = "rejected" if isinstance(exc, GrafanaClientError) else "failed while"
+        err = PushError(
+            "server", f"Grafana at {url} {said} {action} ({exc.status_code}): {_detail(exc, target)}"
+        )
     else:
         err = PushError(
             "connection", f"talking to Grafana at {url} failed while {action}: {_detail(exc, target)}"
         )
-    return PushError(err.kind, _scrub(str(err), target))
+    return PushError(err.kind, target.scrub(str(err)))
 
 
 def _shape(value: object) -> str:
