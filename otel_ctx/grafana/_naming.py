@@ -38,27 +38,22 @@ class NamingError(ValueError):
     """A registry name where the rewriter cannot tell how to spell it under UTF-8 names."""
 
 
-def _series_map() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for metric in names.ALL_METRICS:
-        suffixes = ("", "_bucket", "_sum", "_count") if metric.kind == "histogram" else ("",)
-        for suffix in suffixes:
-            out[metric.series(suffix)] = metric.utf8_series(suffix)
-    return out
-
-
-def _label_map() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for metric in names.ALL_METRICS:
-        for attribute in metric.attributes:
-            out[names.prometheus_label(attribute)] = attribute
-    return out
+def _suffixes(metric: names.Metric) -> tuple[str, ...]:
+    return ("", "_bucket", "_sum", "_count") if metric.kind == "histogram" else ("",)
 
 
 #: Underscore series name -> its UTF-8 name, for every series the registry's metrics become.
-SERIES: dict[str, str] = _series_map()
+SERIES: dict[str, str] = {
+    metric.series(suffix): metric.utf8_series(suffix)
+    for metric in names.ALL_METRICS
+    for suffix in _suffixes(metric)
+}
 #: Underscore label -> the attribute it translates, for every metric attribute.
-LABELS: dict[str, str] = _label_map()
+LABELS: dict[str, str] = {
+    names.prometheus_label(attribute): attribute
+    for metric in names.ALL_METRICS
+    for attribute in metric.attributes
+}
 
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _NUMBER = re.compile(r"[0-9][0-9a-zA-Z_.]*")
@@ -350,11 +345,6 @@ def rules(file: Mapping[str, Any], naming: str) -> dict[str, Any]:
     return out
 
 
-def _series_description(text: str) -> str:
-    """A promtool input series (``name{labels}``), written as the selector PromQL would read."""
-    return promql(text)
-
-
 def rule_tests(file: Mapping[str, Any], naming: str) -> dict[str, Any]:
     """A ``promtool test rules`` file for ``naming``: input series, queries, expected labels and
     annotations rewritten as :func:`rules` rewrites the rules they test."""
@@ -362,14 +352,15 @@ def rule_tests(file: Mapping[str, Any], naming: str) -> dict[str, Any]:
     out = copy.deepcopy(dict(file))
     if naming == UNDERSCORE:
         return out
+    # An input series (``name{labels}``) is written as the selector PromQL would read.
     for test in out.get("tests") or ():
         for series in test.get("input_series") or ():
-            series["series"] = _series_description(series["series"])
+            series["series"] = promql(series["series"])
         for case in test.get("promql_expr_test") or ():
             case["expr"] = promql(case["expr"])
             for sample in case.get("exp_samples") or ():
                 if "labels" in sample:
-                    sample["labels"] = _series_description(sample["labels"])
+                    sample["labels"] = promql(sample["labels"])
         for case in test.get("alert_rule_test") or ():
             for alert in case.get("exp_alerts") or ():
                 if "exp_labels" in alert:
