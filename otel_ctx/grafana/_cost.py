@@ -46,9 +46,8 @@ def ceiling_share(window: str = q.RATE) -> str:
 
 def resolution_rate(window: str = q.RATE) -> str:
     """Per task type: runs that ended ``resolved`` ÷ finished runs (0 when none resolved)."""
-    total = f"({_runs_rate([q.TASK_TYPE], window)} > 0)"
-    part = _runs_rate([q.TASK_TYPE], window, **{RESOLUTION: RESOLVED})
-    return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
+    resolved = _runs_rate([q.TASK_TYPE], window, **{RESOLUTION: RESOLVED})
+    return q.share_or_zero(resolved, _runs_rate([q.TASK_TYPE], window))
 
 
 def _timeseries(title: str, description: str, unit: str, *queries: prom_b.Dataquery) -> timeseries.Panel:

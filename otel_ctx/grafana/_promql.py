@@ -312,8 +312,14 @@ def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: d
     ``or ... * 0`` arm fills those in.
     """
     group = tuple(group)
-    total = f"({rate_sum(counter.prometheus, group, window)} > 0)"
-    part = rate_sum(counter.prometheus, group, window, **numerator)
+    return share_or_zero(
+        rate_sum(counter.prometheus, group, window, **numerator), rate_sum(counter.prometheus, group, window)
+    )
+
+
+def share_or_zero(part: str, total: str) -> str:
+    """``part / total`` where the total is above 0, and 0 where it is and the part is missing."""
+    total = f"({total} > 0)"
     return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
 
 
@@ -351,9 +357,7 @@ def recorded_sum(
 def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[str, str]) -> str:
     """:func:`ratio` on the recorded rate of ``counter``."""
     group = tuple(group)
-    total = f"({recorded_sum(counter, group)} > 0)"
-    part = recorded_sum(counter, group, **numerator)
-    return f"(\n  {part}\n  /\n  {total}\n)\nor\n{total} * 0"
+    return share_or_zero(recorded_sum(counter, group, **numerator), recorded_sum(counter, group))
 
 
 def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (), **matchers: str) -> str:
@@ -366,9 +370,8 @@ def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (),
     return f"histogram_quantile({q},\n  {classic}\n  or\n  {recorded_sum(metric, group, **matchers)}\n)"
 
 
-def _per(num: str, den: str, group: Iterable[str]) -> str:
-    """``num / den`` matched on the group without the component (the component stays on the left)."""
-    join = tuple(g for g in group if g != COMPONENT)
+def _per(num: str, den: str, join: Iterable[str]) -> str:
+    """``num / den`` matched on ``join`` (the labels of ``num`` beyond it stay on the left)."""
     return f"{num}\n/ on({', '.join(join)}) group_left()\n({den} > 0)"
 
 
@@ -385,7 +388,7 @@ def tokens_per_fit(group: Iterable[str] = (), window: str | None = None, **match
     return _per(
         recorded_sum(names.TOKENS, group, window=window, **matchers),
         recorded_sum(names.FITS, join, window=window, **fits_matchers),
-        group,
+        join,
     )
 
 
@@ -405,7 +408,7 @@ def tokens_per_fit_exact(window: str, group: Iterable[str] = (), **matchers: str
     return _per(
         increase_sum(names.TOKENS.prometheus, group, window, **matchers),
         increase_sum(names.FITS.prometheus, join, window, **fits_matchers),
-        group,
+        join,
     )
 
 
@@ -415,9 +418,9 @@ def per_fit(metric: names.Metric, group: Iterable[str] = (), window: str = RATE)
     group = tuple(group)
     fits_labels = set(names.FITS.attributes)
     join = tuple(g for g in group if g in {names.prometheus_label(a) for a in fits_labels})
-    num = rate_sum(metric.prometheus, group, window)
-    den = rate_sum(names.FITS.prometheus, join, window)
-    return f"{num}\n/ on({', '.join(join)}) group_left()\n({den} > 0)"
+    return _per(
+        rate_sum(metric.prometheus, group, window), rate_sum(names.FITS.prometheus, join, window), join
+    )
 
 
 def share_of_budget(metric: names.Metric, group: Iterable[str], window: str, **matchers: str) -> str:
@@ -430,4 +433,4 @@ def share_of_budget(metric: names.Metric, group: Iterable[str], window: str, **m
     group = tuple(group)
     join = tuple(g for g in group if g != COMPONENT)
     budget = recorded_sum(metric, join, window=window, **{COMPONENT: names.COMPONENT_BUDGET})
-    return _per(recorded_sum(metric, group, window=window, **matchers), budget, group)
+    return _per(recorded_sum(metric, group, window=window, **matchers), budget, join)
