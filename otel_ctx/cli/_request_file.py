@@ -24,19 +24,8 @@ class ChatRequest:
 
     source: str
     body: dict[str, Any]
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None
     model: str | None
     max_output_tokens: int | None
-
-
-def read_text(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> tuple[str, str]:
-    """``(label, text)`` of a path, or of stdin for ``-``; at most ``max_bytes`` are read."""
-    label, data = read_input(path, max_bytes)
-    try:
-        return label, data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{label}: not UTF-8 text (byte {exc.start})") from None
 
 
 def parse_request(label: str, text: str) -> ChatRequest:
@@ -82,11 +71,16 @@ def parse_request(label: str, text: str) -> ChatRequest:
         from otel_ctx.adapters._google_genai import requested_output
 
         max_out = requested_output(body)
-    return ChatRequest(label, body, messages, tools, model, max_out)
+    return ChatRequest(label, body, model, max_out)
 
 
 def load_request(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> ChatRequest:
-    label, text = read_text(path, max_bytes)
+    """The request body of a path, or of stdin for ``-``; at most ``max_bytes`` are read."""
+    label, data = read_input(path, max_bytes)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{label}: not UTF-8 text (byte {exc.start})") from None
     return parse_request(label, text)
 
 
