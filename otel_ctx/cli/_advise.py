@@ -131,11 +131,6 @@ class Prometheus:
             self._deadline = time.monotonic() + self.timeout
         opened: list[Any] = []
 
-        def timed_out() -> PrometheusError:
-            return PrometheusError(
-                "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
-            )
-
         def abandon() -> None:
             # Shut the socket down under the worker's blocked read, so it stops now rather
             # than when a trickling server finally finishes (best effort: private attributes).
@@ -147,9 +142,25 @@ class Prometheus:
                 response.close()
 
         raw = within_deadline(
-            lambda: self._get(expr, opened), self._deadline - time.monotonic(), timed_out, abandon
+            lambda: self._get(expr, opened), self._deadline - time.monotonic(), self._timed_out, abandon
         )
         return _vector(raw, expr, self.base)
+
+    def _timed_out(self) -> PrometheusError:
+        return PrometheusError(
+            "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
+        )
+
+    def _read(self, answer: Any) -> bytes:
+        """The whole body of an answer (an error's too), closed after, under the shared cap."""
+        with answer:
+            return read_capped(
+                iter(lambda: answer.read(_CHUNK), b""),
+                answer.headers.get("Content-Length") if answer.headers else None,
+                self.endpoint,
+                _refuse,
+                server="Prometheus",
+            )
 
     def _get(self, expr: str, opened: list[Any]) -> bytes:
         params = {"query": expr} if self.at is None else {"query": expr, "time": f"{self.at:.3f}"}
@@ -165,34 +176,16 @@ class Prometheus:
         try:
             response = self._opener.open(request, timeout=self.timeout)
             opened.append(response)
-            with response:
-                return read_capped(
-                    iter(lambda: response.read(_CHUNK), b""),
-                    response.headers.get("Content-Length"),
-                    endpoint,
-                    _refuse,
-                    server="Prometheus",
-                )
+            return self._read(response)
         except PrometheusError:
             raise
         except urllib.error.HTTPError as exc:
-            error = exc
-            with error:
-                body = read_capped(
-                    iter(lambda: error.read(_CHUNK), b""),
-                    error.headers.get("Content-Length") if error.headers else None,
-                    endpoint,
-                    _refuse,
-                    server="Prometheus",
-                )
-            detail = endpoint.scrub(_one_line(body.decode("utf-8", "replace")))[:300]
+            detail = endpoint.scrub(_one_line(self._read(exc).decode("utf-8", "replace")))[:300]
             raise PrometheusError(
-                "rejected", f"Prometheus at {self.base} rejected a query ({error.code}): {detail}"
+                "rejected", f"Prometheus at {self.base} rejected a query ({exc.code}): {detail}"
             ) from None
         except TimeoutError:
-            raise PrometheusError(
-                "timeout", f"Prometheus at {self.base} did not answer within {self.timeout:g}s (--timeout)"
-            ) from None
+            raise self._timed_out() from None
         except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             kind = "refused" if isinstance(reason, ConnectionRefusedError) else "connection"
