@@ -52,13 +52,11 @@ def resolution_rate(window: str = q.RATE) -> str:
 
 def _timeseries(title: str, description: str, unit: str, *queries: prom_b.Dataquery) -> timeseries.Panel:
     built: timeseries.Panel = (
-        p.panel(timeseries.Panel, title, description, *queries)
+        p.panel(timeseries.Panel, title, description, *queries, size=(12, 9))
         .unit(unit)
         .min(0)
         .tooltip(p.tooltip_all())
         .legend(p.legend_table("mean", "max"))
-        .span(12)
-        .height(9)
     )
     return built
 
@@ -102,6 +100,7 @@ def _cost_panels() -> list[p.PanelBuilder]:
             p.table_query(q.histogram_mean(names.RUN_COST, [q.TASK_TYPE], q.RANGE)),
             p.table_query(q.histogram_quantile(0.95, names.RUN_COST, [q.TASK_TYPE], q.RANGE)),
             p.table_query(q.histogram_mean(names.RUN_TOKENS, [q.TASK_TYPE], q.RANGE)),
+            size=(12, 9),
         )
         .with_transformation(p.transform("merge"))
         .with_transformation(
@@ -110,8 +109,6 @@ def _cost_panels() -> list[p.PanelBuilder]:
             )
         )
         .decimals(3)
-        .span(12)
-        .height(9)
     )
     for name, options in _COLUMNS:
         beside = beside.override_by_name(name, options)

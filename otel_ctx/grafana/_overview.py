@@ -32,6 +32,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             "(ContextOverflow) or sent it over budget. Green below "
             f"{warn:.0%}, orange from {warn:.0%}, red from {bad:.0%}.",
             p.query(q.ratio(names.FITS, [q.TASK_TYPE], q.RANGE, _OVERFLOW), _BY_TASK, instant=True),
+            size=(6, 8),
         )
         .unit("percentunit")
         .decimals(1)
@@ -40,9 +41,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .graph_mode(o.GRAPH_NONE)
         .text_mode(o.TEXT_VALUE_AND_NAME)
         .reduce_options(p.reduce_last())
-        .no_value("no fits")
-        .span(6)
-        .height(8),
+        .no_value("no fits"),
         p.panel(
             timeseries.Panel,
             "Overflow rate by task type",
@@ -51,15 +50,14 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             "after a deploy usually means a bigger system prompt, tool schema or "
             "skill set for that task type, or a budget that shrank; the dashed line is the red threshold.",
             p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], _OVERFLOW), _BY_TASK),
+            size=(9, 8),
         )
         .unit("percentunit")
         .min(0)
         .axis_soft_max(bad * 2)
         .thresholds(p.thresholds("transparent", (bad, "red")))
         .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max"))
-        .span(9)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
         p.panel(
             timeseries.Panel,
             "Overflowed fits (exemplars link to traces)",
@@ -74,6 +72,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
                 _BY_TASK,
                 exemplar=True,
             ),
+            size=(9, 8),
         )
         .interval(q.MIN_COUNT_INTERVAL)
         .unit("short")
@@ -83,22 +82,19 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .fill_opacity(80)
         .stacking(p.stacked())
         .tooltip(p.tooltip_all())
-        .legend(p.legend_table("sum"))
-        .span(9)
-        .height(8),
+        .legend(p.legend_table("sum")),
         _overflow_table(),
         p.panel(
             text.Panel,
             "Recent overflowed runs of ${" + q.VAR_SERVICE + "} in Jaeger",
             "One link per selected service: Jaeger's search needs a service name.",
+            size=(12, 8),
         )
         .mode(o.MARKDOWN)
         .content(_jaeger_markdown())
         .repeat(q.VAR_SERVICE)
         .repeat_direction("h")
-        .max_per_row(2)
-        .span(12)
-        .height(8),
+        .max_per_row(2),
     ]
 
 
@@ -120,6 +116,7 @@ def _overflow_table() -> table.Panel:
             f"over the same time range: `{names.SPAN_FIT}` spans of `otel_ctx.run()` and "
             f"`{names.SPAN_OBSERVE}` spans of instrumented SDK calls alike.",
             p.table_query(f"sort_desc(\n{overflowed}\n)"),
+            size=(12, 8),
         )
         .with_transformation(
             p.transform("organize", excludeByName={"Time": True}, renameByName={"Value": "overflowed fits"})
@@ -128,8 +125,6 @@ def _overflow_table() -> table.Panel:
         .data_links(
             [dash_b.DashboardLink("List these overflowed runs in Jaeger").url(link).target_blank(True)]
         )
-        .span(12)
-        .height(8)
     )
     return where
 
@@ -172,6 +167,7 @@ def _component_panels() -> list[p.PanelBuilder]:
             "selected, both are averaged across them.",
             p.query(q.tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}), p.legend(q.COMPONENT)),
             p.query(q.tokens_per_fit([], **{q.COMPONENT: names.COMPONENT_BUDGET}), names.COMPONENT_BUDGET),
+            size=(16, 10),
         )
         .unit("short")
         .decimals(0)
@@ -192,9 +188,7 @@ def _component_panels() -> list[p.PanelBuilder]:
                 ),
                 dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
             ],
-        )
-        .span(16)
-        .height(10),
+        ),
         p.panel(
             bargauge.Panel,
             "Share of the budget by component (time range)",
@@ -206,6 +200,7 @@ def _component_panels() -> list[p.PanelBuilder]:
                 p.legend(q.COMPONENT),
                 instant=True,
             ),
+            size=(8, 10),
         )
         .unit("percentunit")
         .decimals(1)
@@ -214,9 +209,7 @@ def _component_panels() -> list[p.PanelBuilder]:
         .display_mode(o.BARGAUGE_GRADIENT)
         .orientation(o.HORIZONTAL)
         .reduce_options(p.reduce_last())
-        .thresholds(p.thresholds("green", (0.5, "orange"), (0.8, "red")))
-        .span(8)
-        .height(10),
+        .thresholds(p.thresholds("green", (0.5, "orange"), (0.8, "red"))),
         p.panel(
             table.Panel,
             "Mean breakdown by task type (time range)",
@@ -225,15 +218,14 @@ def _component_panels() -> list[p.PanelBuilder]:
             "`budget` and what it was carved from (`reserved_output`, `safety_margin`), and "
             "`headroom`/`overflow` (budget minus estimate, split by sign).",
             p.table_query(q.tokens_per_fit([q.TASK_TYPE, q.COMPONENT], q.RANGE)),
+            size=(24, 7),
         )
         .with_transformation(p.matrix(q.TASK_TYPE, q.COMPONENT))
         .with_transformation(
             p.transform("organize", indexByName={f"{q.TASK_TYPE}\\{q.COMPONENT}": 0} | _column_order())
         )
         .unit("short")
-        .decimals(0)
-        .span(24)
-        .height(7),
+        .decimals(0),
     ]
 
 
@@ -254,15 +246,14 @@ def _utilization_panels() -> list[p.PanelBuilder]:
             p.query(
                 q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]), "p95 " + _BY_TASK, exemplar=True
             ),
+            size=(12, 9),
         )
         .unit("percentunit")
         .min(0)
         .axis_soft_max(1.1)
         .thresholds(p.thresholds("transparent", (near, "orange"), (1.0, "red")))
         .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max", "lastNotNull"))
-        .span(12)
-        .height(9),
+        .legend(p.legend_table("mean", "max", "lastNotNull")),
         p.panel(
             barchart.Panel,
             "Share of the budget used, by round (time range)",
@@ -275,6 +266,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
                     names.ROUND_TOKENS, [q.ROUND], q.RANGE, **{q.COMPONENT: q.one_of(names.SUMMED_COMPONENTS)}
                 )
             ),
+            size=(12, 9),
         )
         .with_transformation(
             p.transform(
@@ -287,9 +279,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .min(0)
         .show_value(o.SHOW_AUTO)
         .thresholds(p.thresholds("green", (near, "orange"), (1.0, "red")))
-        .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS))
-        .span(12)
-        .height(9),
+        .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS)),
     ]
 
 
@@ -301,9 +291,8 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "Fits per second by outcome",
             "Every fitted or observed request, stacked by outcome: `fit` (sent whole), `compacted` "
             "(history dropped to fit), `overflow` (the pinned floor alone did not fit).",
-        )
-        .legend(p.legend_table("mean", "lastNotNull"))
-        .span(8),
+            span=8,
+        ).legend(p.legend_table("mean", "lastNotNull")),
         p.panel(
             timeseries.Panel,
             "Compactions and dropped turns per second",
@@ -315,12 +304,11 @@ def _activity_panels() -> list[p.PanelBuilder]:
                 q.rate_sum(names.DROPPED_TURNS_METRIC.prometheus, [q.TASK_TYPE]),
                 "dropped turns · " + _BY_TASK,
             ),
+            size=(8, 8),
         )
         .unit("ops")
         .min(0)
-        .legend(p.legend_table("mean", "max"))
-        .span(8)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
         p.panel(
             timeseries.Panel,
             "Capped tool results per second",
@@ -328,12 +316,11 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "transcript. Steady capping is the cap doing its job; a jump means a tool started "
             "returning much more (a bigger page, a verbose error).",
             p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), _BY_TASK),
+            size=(8, 8),
         )
         .unit("ops")
         .min(0)
-        .legend(p.legend_table("mean", "max"))
-        .span(8)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
         p.panel(
             timeseries.Panel,
             "Estimate accuracy: provider-reported ÷ estimated input tokens",
@@ -342,14 +329,13 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "calibration factor corrects for it over time. Only runs that record usage appear.",
             p.query(q.histogram_mean(names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "mean " + _BY_TASK),
             p.query(q.histogram_quantile(0.95, names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "p95 " + _BY_TASK),
+            size=(16, 8),
         )
         .unit("none")
         .decimals(3)
         .thresholds(p.thresholds("transparent", (1 + (drift - 1) / 2, "orange"), (drift, "red")))
         .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max"))
-        .span(16)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
         p.panel(
             timeseries.Panel,
             "Calls otel-ctx could not measure (share of all calls)",
@@ -361,15 +347,14 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "every other panel leaves them out, so above 0 they under-count. The unmeasured "
             "calls carry no model: pick every model for a true share.",
             p.query(unmeasured_share(), p.legend(_REASON)),
+            size=(8, 8),
         )
         .unit("percentunit")
         .min(0)
         .axis_soft_max(0.01)
         .thresholds(p.thresholds("transparent", (0.01, "red")))
         .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max"))
-        .span(8)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
     ]
 
 
@@ -403,6 +388,7 @@ def _trim_panels() -> list[p.PanelBuilder]:
             "or `agent` (the agent's own trimmer, seen through observed()). A provider or framework "
             "line that grows means the window is fuller than the requests the agent builds show.",
             p.query(q.per_fit(names.TRIMMED_TOKENS, [q.PERFORMER, q.TASK_TYPE]), who),
+            size=(16, 8),
         )
         .unit("short")
         .decimals(0)
@@ -410,9 +396,7 @@ def _trim_panels() -> list[p.PanelBuilder]:
         .fill_opacity(40)
         .stacking(p.stacked())
         .tooltip(p.tooltip_all())
-        .legend(p.legend_table("mean", "max"))
-        .span(16)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
         p.panel(
             timeseries.Panel,
             "Trims and provider window stops per second",
@@ -424,12 +408,11 @@ def _trim_panels() -> list[p.PanelBuilder]:
                 q.rate_sum(names.PROVIDER_OVERFLOWS.prometheus, [q.TASK_TYPE]),
                 "provider window stops · " + p.legend(q.TASK_TYPE),
             ),
+            size=(8, 8),
         )
         .unit("ops")
         .min(0)
-        .legend(p.legend_table("mean", "max"))
-        .span(8)
-        .height(8),
+        .legend(p.legend_table("mean", "max")),
     ]
 
 

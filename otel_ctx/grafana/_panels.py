@@ -35,11 +35,14 @@ _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _P = TypeVar("_P", bound=PanelBuilder)
 
 
-def panel(kind: Callable[[], _P], title: str, description: str, *queries: prom_b.Dataquery) -> _P:
-    """A panel of ``kind`` with its title and description, reading ``queries`` (if any) from the
-    templated data source; each panel adds its own options to it."""
+def panel(
+    kind: Callable[[], _P], title: str, description: str, *queries: prom_b.Dataquery, size: tuple[int, int]
+) -> _P:
+    """A panel of ``kind`` with its title, description and ``size`` (its width in the dashboard's
+    24 columns, its height), reading ``queries`` (if any) from the templated data source; each
+    panel adds its own options to it."""
     built: Any = kind()
-    built = built.title(title).description(description)
+    built = built.title(title).description(description).span(size[0]).height(size[1])
     if queries:
         built = built.datasource(DATASOURCE).targets(targets(*queries))
     typed: _P = built
@@ -286,7 +289,7 @@ def matrix(row: str, column: str) -> dash_m.DataTransformerConfig:
     return transform("groupingToMatrix", columnField=column, rowField=row, valueField="Value")
 
 
-def outcomes_per_second(title: str, description: str) -> timeseries.Panel:
+def outcomes_per_second(title: str, description: str, *, span: int) -> timeseries.Panel:
     """Fits per second stacked by outcome, each outcome in its colour."""
     fits = (
         panel(
@@ -294,12 +297,12 @@ def outcomes_per_second(title: str, description: str) -> timeseries.Panel:
             title,
             description,
             query(q.recorded_sum(names.FITS, [q.OUTCOME]), legend(q.OUTCOME)),
+            size=(span, 8),
         )
         .unit("ops")
         .min(0)
         .fill_opacity(40)
         .stacking(stacked())
         .tooltip(tooltip_all())
-        .height(8)
     )
     return fixed_colors(fits, conventions.OUTCOME_COLORS)

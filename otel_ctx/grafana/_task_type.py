@@ -22,14 +22,12 @@ def _stat(
     title: str, description: str, expr: str, unit: str, steps: tuple[tuple[float, str], ...] = ()
 ) -> stat.Panel:
     built: stat.Panel = (
-        p.panel(stat.Panel, title, description, p.query(expr, instant=True))
+        p.panel(stat.Panel, title, description, p.query(expr, instant=True), size=(4, 4))
         .unit(unit)
         .thresholds(p.thresholds("green" if steps else "blue", *steps))
         .color_mode(o.COLOR_VALUE)
         .graph_mode(o.GRAPH_NONE)
         .reduce_options(p.reduce_last())
-        .span(4)
-        .height(4)
     )
     return built
 
@@ -96,6 +94,7 @@ def _growth() -> list[p.PanelBuilder]:
             f"`{names.transcript_role_component('tool')}` (tool results) or "
             f"`{names.transcript_role_component('assistant')}` (tool calls and answers).",
             p.table_query(q.share_of_budget(names.ROUND_TOKENS, [q.ROUND, q.COMPONENT], q.RANGE, **summed)),
+            size=(12, 10),
         )
         .with_transformation(p.matrix(q.ROUND, q.COMPONENT))
         .with_transformation(p.transform("sortBy", sort=[{"field": by_round}]))
@@ -103,9 +102,7 @@ def _growth() -> list[p.PanelBuilder]:
         .stacking(o.STACK_NORMAL)
         .unit("percentunit")
         .decimals(1)
-        .legend(p.legend_table())
-        .span(12)
-        .height(10),
+        .legend(p.legend_table()),
         p.panel(
             barchart.Panel,
             "The heavy requests: mean tokens per component by outcome (time range)",
@@ -115,15 +112,14 @@ def _growth() -> list[p.PanelBuilder]:
             "bar (an occasional huge tool result or skill) calls for caps and per-skill limits more "
             "than for a bigger budget.",
             p.table_query(q.tokens_per_fit([q.OUTCOME, q.COMPONENT], q.RANGE, **summed)),
+            size=(12, 10),
         )
         .with_transformation(p.matrix(q.OUTCOME, q.COMPONENT))
         .x_field(f"{q.OUTCOME}\\{q.COMPONENT}")
         .stacking(o.STACK_NORMAL)
         .unit("short")
         .decimals(0)
-        .legend(p.legend_table())
-        .span(12)
-        .height(10),
+        .legend(p.legend_table()),
     ]
 
 
@@ -147,11 +143,10 @@ def _edge() -> list[p.PanelBuilder]:
             "Fits per second in each utilization bucket, from the recorded rates (darker: more). A "
             "band hugging 100% is compaction working at the edge; anything above 100% overflowed.",
             p.query(_utilization_buckets(), p.legend(q.LE), fmt=o.FORMAT_HEATMAP),
+            size=(12, 9),
         )
         .calculate(False)
-        .y_axis(heatmap_b.YAxisConfig().unit("percentunit"))
-        .span(12)
-        .height(9),
+        .y_axis(heatmap_b.YAxisConfig().unit("percentunit")),
         p.panel(
             timeseries.Panel,
             "Headroom left: p5 and p50 (share of the budget)",
@@ -160,16 +155,15 @@ def _edge() -> list[p.PanelBuilder]:
             "request in twenty is at (or over) the budget.",
             p.query(f"clamp_min(1 - {q.recorded_quantile(0.95, names.UTILIZATION)}, 0)", "p5 headroom"),
             p.query(f"clamp_min(1 - {q.recorded_quantile(0.5, names.UTILIZATION)}, 0)", "p50 headroom"),
+            size=(12, 9),
         )
         .unit("percentunit")
         .decimals(1)
         .min(0)
-        .legend(p.legend_table("mean", "min"))
-        .span(12)
-        .height(9),
+        .legend(p.legend_table("mean", "min")),
         p.outcomes_per_second(
-            "Outcomes per second", "Fits by outcome, stacked: `fit`, `compacted`, `overflow`."
-        ).span(12),
+            "Outcomes per second", "Fits by outcome, stacked: `fit`, `compacted`, `overflow`.", span=12
+        ),
         p.panel(
             timeseries.Panel,
             "Turns dropped per compaction",
@@ -177,12 +171,11 @@ def _edge() -> list[p.PanelBuilder]:
             "means the budget is getting tighter relative to the floor (system prompt, tools, "
             "skills, pinned turns).",
             p.query(f"{dropped}\n/\n({compactions} > 0)", "turns per compaction"),
+            size=(12, 8),
         )
         .unit("short")
         .decimals(1)
-        .min(0)
-        .span(12)
-        .height(8),
+        .min(0),
     ]
 
 
@@ -214,11 +207,10 @@ def _round_heatmap(title: str, description: str, by_round: str) -> heatmap.Panel
             title,
             description,
             p.query(_known(f"histogram_quantile(0.95, {by_round})"), p.legend(q.ROUND)),
+            size=(6, 7),
         )
         .calculate(False)
         .no_value(NEEDS_DISTRIBUTIONS)
-        .span(6)
-        .height(7)
     )
     return built
 
@@ -254,15 +246,14 @@ def _distributions() -> list[p.PanelBuilder]:
                 )
                 for quantile in (0.5, 0.95, 0.99)
             ),
+            size=(16, 9),
         )
         .unit("short")
         .decimals(0)
         .min(0)
         .no_value(NEEDS_DISTRIBUTIONS)
         .legend(p.legend_table("mean", "max"))
-        .tooltip(p.tooltip_all())
-        .span(16)
-        .height(9),
+        .tooltip(p.tooltip_all()),
         p.panel(
             timeseries.Panel,
             "Requests whose tool results exceed the cap",
@@ -274,14 +265,13 @@ def _distributions() -> list[p.PanelBuilder]:
             p.query(
                 _known(f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})"), "share over the cap"
             ),
+            size=(8, 9),
         )
         .unit("percentunit")
         .decimals(1)
         .min(0)
         .max(1)
-        .no_value(NEEDS_DISTRIBUTIONS)
-        .span(8)
-        .height(9),
+        .no_value(NEEDS_DISTRIBUTIONS),
         _round_heatmap(
             "Utilization by round: p95",
             "Each row is a round of a run; each cell the 95th percentile of estimate ÷ budget in that "
