@@ -13,10 +13,8 @@ import json
 import re
 from urllib.parse import quote
 
-import otel_ctx.grafana._conventions as conventions
 from otel_ctx import names
 
-DEFAULT_JAEGER_URL = conventions.DEFAULT_JAEGER_URL
 #: How many traces one click lists.
 SEARCH_LIMIT = 50
 

@@ -28,7 +28,6 @@ from otel_ctx.engine._errors import OtelCtxError
 
 DEFAULT_FOLDER = "otel-ctx"
 DEFAULT_DATASOURCE = "Prometheus"
-DEFAULT_TIMEOUT = 10.0
 
 
 class PushError(OtelCtxError):
