@@ -437,9 +437,15 @@ _JOB, _TASK, _MODEL = _tmpl(q.JOB), _tmpl(q.TASK_TYPE), _tmpl(q.MODEL)
 
 
 def dashboard_link(
-    s: AlertSettings, *, service: bool = True, task_type: bool = True, model: bool = False
+    s: AlertSettings,
+    *,
+    uid: str = conventions.OVERVIEW_UID,
+    service: bool = True,
+    task_type: bool = True,
+    model: bool = False,
 ) -> str:
-    """The overview dashboard, filtered to the alert's service, task type and model where it has them.
+    """A dashboard (the overview unless ``uid`` names another), filtered to the alert's service,
+    task type and model where it has them.
 
     ``var-<name>`` sets a Grafana template variable: ``service``, ``task_type`` and ``model``
     are the dashboards' variables (see the dashboard conventions in docs/sre-guide.md).
@@ -451,7 +457,7 @@ def dashboard_link(
     )
     params = [f"var-{variable}={_tmpl(label)}" for on, variable, label in wanted if on]
     query = "?" + "&".join(params) if params else ""
-    return f"{s.grafana_url.rstrip('/')}/d/{conventions.OVERVIEW_UID}{query}"
+    return f"{s.grafana_url.rstrip('/')}/d/{uid}{query}"
 
 
 def jaeger_overflow_search(s: AlertSettings) -> str:
@@ -482,11 +488,6 @@ def _rule(
         "labels": {"severity": severity},
         "annotations": {**annotations, "runbook_url": runbook_link(s, alert)},
     }
-
-
-def _cost_board_link(s: AlertSettings) -> str:
-    """The ticket view's alerts open the cost dashboard, filtered as the overview's link is."""
-    return dashboard_link(s).replace(f"/d/{conventions.OVERVIEW_UID}", f"/d/{conventions.COST_UID}")
 
 
 def _overflow_rule(s: AlertSettings) -> dict[str, Any]:
@@ -618,7 +619,7 @@ def _ceiling_rule(s: AlertSettings) -> dict[str, Any]:
             "task's request_limit or tool_result_cap so each round spends less, or raise its "
             "run_ceiling if those tickets are worth the spend."
         ),
-        dashboard=_cost_board_link(s),
+        dashboard=dashboard_link(s, uid=conventions.COST_UID),
     )
 
 
@@ -643,7 +644,7 @@ def _cost_rule(s: AlertSettings) -> dict[str, Any]:
             "for what a lower limit would compact), cap tool results, or route the task type to "
             "a cheaper model."
         ),
-        dashboard=_cost_board_link(s),
+        dashboard=dashboard_link(s, uid=conventions.COST_UID),
     )
 
 
