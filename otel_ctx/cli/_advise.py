@@ -310,23 +310,14 @@ class TaskAdvice:
     suggestion: str = ""
 
 
-class Query:
-    """PromQL over one window (``increase``) or the counters as they stand (``all``)."""
-
-    def __init__(self, window: str, service: str) -> None:
-        self.window = window
-        self.service = service
-
-    def sel(self, series: str, **matchers: str) -> str:
-        parts = [f"{JOB}=~{json.dumps(self.service)}"]
-        parts += [f"{label}={json.dumps(value)}" for label, value in matchers.items()]
-        return f"{series}{{{', '.join(parts)}}}"
-
-    def total(self, series: str, by: tuple[str, ...], **matchers: str) -> str:
-        inner = self.sel(series, **matchers)
-        if self.window != WINDOW_ALL:
-            inner = f"increase({inner}[{self.window}])"
-        return f"sum by ({', '.join(by)}) ({inner})"
+def _total(window: str, service: str, series: str, by: tuple[str, ...], **matchers: str) -> str:
+    """PromQL for a series' total per ``by`` over one window (``increase``), or the counters as they
+    stand (``all``)."""
+    parts = [f"{JOB}=~{json.dumps(service)}", *(f"{label}={json.dumps(v)}" for label, v in matchers.items())]
+    inner = f"{series}{{{', '.join(parts)}}}"
+    if window != WINDOW_ALL:
+        inner = f"increase({inner}[{window}])"
+    return f"sum by ({', '.join(by)}) ({inner})"
 
 
 def _by_labels(samples: list[dict[str, Any]], *labels: str) -> dict[tuple[str, ...], float]:
@@ -463,32 +454,31 @@ def gather(
     max_compaction: float = 0.25,
 ) -> list[TaskAdvice]:
     """Everything the advisor prints, per task type, from Prometheus."""
-    q = Query(window, service)
+
+    def totals(series: str, *by: str, **matchers: str) -> dict[tuple[str, ...], float]:
+        return _by_labels(prom.query(_total(window, service, series, by, **matchers)), *by)
+
     # A line's mean per request: its tokens total over the requests (the fits counter).
-    requests = _by_labels(prom.query(q.total(names.FITS.prometheus, (TASK,))), TASK)
+    requests = totals(names.FITS.prometheus, TASK)
 
     def mean_of(component: str) -> dict[str, float]:
-        s = _by_labels(prom.query(q.total(names.TOKENS.prometheus, (TASK,), **{COMPONENT: component})), TASK)
+        s = totals(names.TOKENS.prometheus, TASK, **{COMPONENT: component})
         return {k[0]: s[k] / requests[k] for k in s if requests.get(k)}
 
     budget = mean_of(names.COMPONENT_BUDGET)
     reserved = mean_of(names.COMPONENT_RESERVED_OUTPUT)
     margin = mean_of(names.COMPONENT_SAFETY_MARGIN)
-    fits = _by_labels(prom.query(q.total(names.FITS.prometheus, (TASK, OUTCOME))), TASK, OUTCOME)
+    fits = totals(names.FITS.prometheus, TASK, OUTCOME)
     util: dict[str, dict[str, dict[float, float]]] = {}
     all_outcomes: dict[str, dict[float, float]] = {}
-    for (task, outcome, le), v in _by_labels(
-        prom.query(q.total(names.UTILIZATION.series("_bucket"), (TASK, OUTCOME, LE))), TASK, OUTCOME, LE
-    ).items():
-        util.setdefault(task, {}).setdefault(outcome, {})[_le(le)] = v
+    for (task, outcome, le), v in totals(names.UTILIZATION.series("_bucket"), TASK, OUTCOME, LE).items():
         bound = _le(le)
+        util.setdefault(task, {}).setdefault(outcome, {})[bound] = v
         all_outcomes.setdefault(task, {})[bound] = all_outcomes.get(task, {}).get(bound, 0.0) + v
-    cost_sum = _by_labels(prom.query(q.total(names.RUN_COST.series("_sum"), (TASK,))), TASK)
-    cost_count = _by_labels(prom.query(q.total(names.RUN_COST.series("_count"), (TASK,))), TASK)
+    cost_sum = totals(names.RUN_COST.series("_sum"), TASK)
+    cost_count = totals(names.RUN_COST.series("_count"), TASK)
     cost_buckets: dict[str, dict[float, float]] = {}
-    for (task, le), v in _by_labels(
-        prom.query(q.total(names.RUN_COST.series("_bucket"), (TASK, LE))), TASK, LE
-    ).items():
+    for (task, le), v in totals(names.RUN_COST.series("_bucket"), TASK, LE).items():
         cost_buckets.setdefault(task, {})[_le(le)] = v
 
     tasks = sorted({t for t, _ in fits} | set(budget))
@@ -509,7 +499,7 @@ def gather(
             a.safety_margin = round(margin.get(task, 0.0))
             a.limit = a.budget + a.reserved_output + a.safety_margin
         # Estimated prompt = utilization × budget: its quantiles from the utilization buckets.
-        p50, p95 = (_quantile(q_, all_outcomes.get(task, {})) for q_ in (0.5, 0.95))
+        p50, p95 = (_quantile(q, all_outcomes.get(task, {})) for q in (0.5, 0.95))
         if task in budget:
             a.p50_prompt = None if p50 is None else p50 * budget[task]
             a.p95_prompt = None if p95 is None else p95 * budget[task]
