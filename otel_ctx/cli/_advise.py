@@ -119,10 +119,9 @@ class Prometheus:
         self.base = self.endpoint.display_url
         self.timeout = timeout
         self._deadline: float | None = None
-        refuse = _refuse
         # The standard library's client, so advise needs nothing beyond the base install;
         # the policy is the shared one (otel_ctx._httpguard), as dashboards push follows it.
-        self._opener = urllib.request.build_opener(_SameOrigin(self.endpoint, refuse))
+        self._opener = urllib.request.build_opener(_SameOrigin(self.endpoint, _refuse))
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         """The instant vector of ``expr``: samples with string labels and a finite value >= 0
