@@ -85,11 +85,6 @@ class Endpoint:
         return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")) or self.url
 
     @property
-    def base_url(self) -> str:
-        """The URL to send requests to: no userinfo (it travels as a header), no trailing slash."""
-        return self.display_url
-
-    @property
     def origin(self) -> str:
         """``scheme://host[:port]``."""
         return origin_of(self.url)
@@ -167,21 +162,13 @@ def guard(session: Any, endpoint: Endpoint, refuse: Refuse, *, server: str) -> N
     session.max_redirects = MAX_REDIRECTS
 
     def on_response(response: Any, **_: Any) -> Any:
-        if response.is_redirect:
-            target = urljoin(str(response.url or endpoint.url), str(response.headers.get("location", "")))
-            try:
-                check_redirect(target, endpoint, refuse, server=server)
-            except BaseException:
-                response.close()
-                raise
+        headers = response.headers
         try:
-            body = read_capped(
-                response.iter_content(_CHUNK),
-                response.headers.get("content-length"),
-                endpoint,
-                refuse,
-                server=server,
-            )
+            if response.is_redirect:
+                target = urljoin(str(response.url or endpoint.url), str(headers.get("location", "")))
+                check_redirect(target, endpoint, refuse, server=server)
+            chunks = response.iter_content(_CHUNK)
+            body = read_capped(chunks, headers.get("content-length"), endpoint, refuse, server=server)
         except BaseException:
             response.close()
             raise

@@ -52,7 +52,6 @@ Stop = Literal["none", "overflow", "ceiling"]
 
 SOURCE_USAGE = "usage"
 SOURCE_ESTIMATE = "estimate"
-SOURCE_MIXED = "mixed"
 SOURCE_NONE = "none"
 CostSource = Literal["usage", "estimate", "mixed", "none"]
 
@@ -194,10 +193,6 @@ class RunLedger:
 
     # --- the check before a request ---------------------------------------------------
 
-    def check(self, prompt_tokens: int, reserved_output: int) -> CeilingCheck:
-        """The run's total if the next request (prompt plus the answer's room) were sent."""
-        return CeilingCheck(self.ceiling, self.spent_tokens, prompt_tokens + reserved_output)
-
     def add_round(
         self, number: int, *, prompt_tokens: int, reserved_output: int, overflow: bool = False
     ) -> CeilingCheck:
@@ -282,10 +277,6 @@ class RunLedger:
         if resolution not in self.allowed:
             raise InvalidRequestError("resolution", f"{resolution!r} is not one of {', '.join(self.allowed)}")
         self._resolution = resolution
-
-    @property
-    def resolution_given(self) -> str | None:
-        return self._resolution
 
     def final_resolution(self, *, raised: bool) -> str:
         """How the run ended: the caller's word; else ``escalated`` after a stop (the caller

@@ -20,9 +20,9 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from otel_ctx._fitting import ContextFitter
+from otel_ctx._fitting import ContextFitter, FitOptions
 from otel_ctx._ledger import (
     ABANDONED,
     ESCALATED,
@@ -37,7 +37,9 @@ from otel_ctx.demo._content import SYSTEM_PROMPT, TOOLS
 from otel_ctx.demo._workload import Message, Ticket
 from otel_ctx.engine._breakdown import Breakdown
 from otel_ctx.engine._result import OUTCOME_OVERFLOW, FitResult, Outcome
-from otel_ctx.engine._sources import Source
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: Providers cache a repeated prompt prefix in 128-token steps once it reaches 1,024 tokens.
 CACHE_MIN_PREFIX = 1_024
@@ -57,17 +59,7 @@ class RoundFitter(Protocol):
 
     def resolve(self, resolution: str) -> None: ...
 
-    def fit(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[dict[str, Any]] | None = ...,
-        system_prompt: str | None = ...,
-        snippets: Sequence[Source] | None = ...,
-        skills: Sequence[Source] | None = ...,
-        task_type: str | None = ...,
-        pinned: Sequence[int] | None = ...,
-    ) -> FitResult: ...
+    def fit(self, messages: Sequence[Message], **options: Unpack[FitOptions]) -> FitResult: ...
 
     def record_usage(self, *, usage: Usage) -> Any: ...
 
@@ -92,37 +84,14 @@ class _BareRun:
 
     @property
     def ceiling_reached(self) -> bool:
-        last = self.last
-        return (
-            self.last_check is not None
-            and self.last_check.crossed
-            and last is not None
-            and (last.outcome != OUTCOME_OVERFLOW)
-        )
+        check, last = self.last_check, self.last
+        return check is not None and check.crossed and last is not None and last.outcome != OUTCOME_OVERFLOW
 
     def resolve(self, resolution: str) -> None:
         self.ledger.resolve(resolution)
 
-    def fit(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[dict[str, Any]] | None = None,
-        system_prompt: str | None = None,
-        snippets: Sequence[Source] | None = None,
-        skills: Sequence[Source] | None = None,
-        task_type: str | None = None,
-        pinned: Sequence[int] | None = None,
-    ) -> FitResult:
-        self.last = self.fitter.fit(
-            messages,
-            tools=tools,
-            system_prompt=system_prompt,
-            snippets=snippets,
-            skills=skills,
-            task_type=task_type,
-            pinned=pinned,
-        )
+    def fit(self, messages: Sequence[Message], **options: Unpack[FitOptions]) -> FitResult:
+        self.last = self.fitter.fit(messages, **options)
         self._round += 1
         b = self.last.breakdown
         self.last_check = self.ledger.add_round(
