@@ -1,11 +1,8 @@
 """Which dialect reads a request: adapters by provider name, and detected from the body.
 
-A layer above both the engine and the adapters: the engine decides on a request an
-adapter has read, knowing no provider, and no adapter knows another; this registry
-knows them all. Adapters are imported only when first used, so a dialect's optional
-dependency (``langchain-core``) is loaded only when its objects arrive. ``detect``
-picks the dialect of a request body, and refuses to guess when more than one could
-read it.
+The one layer that knows every adapter. Adapters are imported on first use, so a dialect's
+optional dependency (``langchain-core``) loads only when its objects arrive; ``detect``
+refuses to guess when more than one dialect could read a body.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Reading a file the user names, with a size cap, without hanging and without surprises.
 
-A request body pulled out of a log is a few hundred kilobytes and a configuration file a
-few kilobytes; ``/dev/zero``, an endless pipe or a mistyped path to a device would
-otherwise be read until memory runs out, and a FIFO nobody writes to would block
-forever. So: a regular file only, checked with ``os.stat`` before anything is opened; a
-FIFO is never opened (opening one blocks until a writer appears); at most ``limit`` bytes
-are read, and one byte more means the file is refused rather than cut.
-
-The caller says how a refusal is raised (the CLI's one-line error, the engine's
-``InvalidPolicyError`` naming the file), so every reader of user files shares one set of
-rules. Nothing here imports OpenTelemetry.
+``/dev/zero``, an endless pipe or a device would be read until memory runs out, and a FIFO
+nobody writes to blocks forever. So: a regular file only, checked with ``os.stat`` before
+anything is opened; at most ``limit`` bytes, and one byte more refuses the file rather than
+cutting it. The caller says how a refusal is raised (the CLI's one-line error, the engine's
+``InvalidPolicyError``), so every reader of user files shares one set of rules.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The request-level entry points: the fit engine with each request's dialect picked for it.
 
-:class:`ContextFitter` is what agents use (``otel_ctx.ContextFitter``). It sits above
-both the engine (:class:`otel_ctx.engine._fitter.Fitter`, which knows no provider)
-and the dialect adapters (which know only their own format): each entry point asks
-:mod:`otel_ctx._dialects` which adapter reads a request and hands the engine one
-:class:`~otel_ctx.engine._request.FitRequest` naming it.
+:class:`ContextFitter` (``otel_ctx.ContextFitter``) asks :mod:`otel_ctx._dialects` which
+adapter reads a request and hands the engine one :class:`~otel_ctx.engine._request.FitRequest`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """What one agent run has spent: tokens against its ceiling, cost, and how it ended.
 
-The fit decides one request; a run is many. Its policy's ``run_ceiling`` caps the
-whole ticket: the tokens the run has spent (prompts and answers) plus the next
-request must stay at or under it. The check happens after the fit and *before* the
-provider call, like an overflow: a round that would cross the ceiling is flagged and
-the caller escalates with the work so far instead of spending past it.
+A policy's ``run_ceiling`` caps a whole ticket: tokens spent (prompts and answers) plus the
+next request must stay within it. Like an overflow, the check comes after the fit and before
+the provider call, so the caller escalates instead of spending past it.
 
-Spent tokens and cost come from the provider's reported usage where the caller
-recorded it; a round without usage counts its estimate: the fitted prompt plus the
-reserved output (the most the answer may take, so the ceiling errs early rather than
-late). A round the caller was told not to send (overflow, ceiling) counts nothing
-unless usage is recorded for it after all.
-
-The ledger is plain Python (no OpenTelemetry); :mod:`otel_ctx.telemetry._run` turns it
-into span attributes, events and metrics.
+Spent tokens and cost come from the provider's reported usage where recorded; a round without
+usage counts its fitted prompt plus the reserved output (so the ceiling errs early). A round
+the caller was told not to send counts nothing unless usage is recorded for it after all.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """How big a model's window is: a dated table that ships with the package.
 
-The zero-code instrumentor needs a budget for requests nobody configured, and the
-first line of a budget is the model's context window. The table
-(``otel_ctx/data/models.json``, dated in ``as_of``) is read from the package, never
-fetched: an agent must not depend on a documentation page being up. Windows change,
-so it is overridable: point ``OTEL_CTX_MODELS`` at a JSON file of the same shape (its
-models replace or add to the shipped ones), or pass ``models=`` to
-``otel_ctx.instrument()``.
-
-Nothing here imports OpenTelemetry.
+The zero-code instrumentor needs a budget for requests nobody configured, and a budget starts
+from the model's window. The table (``otel_ctx/data/models.json``) is read from the package,
+never fetched; ``OTEL_CTX_MODELS`` names a file of the same shape whose models replace or add
+to it, or pass ``models=`` to ``otel_ctx.instrument()``.
 """
 
 from __future__ import annotations

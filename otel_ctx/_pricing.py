@@ -1,13 +1,9 @@
 """What a request costs: a dated price table per model, and the provider's usage counts.
 
-The table ships with the package (``otel_ctx/data/prices.json``, dated in its
-``as_of`` field) and is never fetched at run time: an agent must not depend on a
-pricing page being up, and a cost figure must be reproducible from the table it was
-computed with. Prices change, so the table is overridable: point ``OTEL_CTX_PRICES`` at
-a JSON file of the same shape (its models replace or add to the shipped ones), load
-one with :meth:`PriceTable.load`, or pass your own :class:`PriceTable` to a run.
-
-Like the fit engine, nothing here imports OpenTelemetry.
+The table (``otel_ctx/data/prices.json``, dated ``as_of``) ships with the package and is never
+fetched: an agent must not depend on a pricing page, and a cost must be reproducible from the
+table it came from. Override it with ``OTEL_CTX_PRICES`` (a file of the same shape whose models
+replace or add to the shipped ones), :meth:`PriceTable.load`, or a :class:`PriceTable` of your own.
 """
 
 from __future__ import annotations

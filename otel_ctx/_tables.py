@@ -1,8 +1,7 @@
 """Reading the dated per-model tables that ship in ``otel_ctx/data`` (windows, prices).
 
-Both files have one shape, ``{"as_of": "YYYY-MM-DD", "models": {name: {...}}}``, and both
-can be replaced by a file the user names; a bad file is a typed error naming the file and
-the field, never a crash in the JSON parser. Nothing here imports OpenTelemetry.
+Both have the shape ``{"as_of": "YYYY-MM-DD", "models": {name: {...}}}`` and may be replaced
+by a file the user names; a bad file is a typed error naming the file and the field.
 """
 
 from __future__ import annotations

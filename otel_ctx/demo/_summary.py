@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from otel_ctx._ledger import STOP_CEILING
@@ -93,23 +93,14 @@ class TaskStats:
         return _MAX_BIN / _BIN
 
     def merge(self, other: TaskStats) -> None:
-        self.runs += other.runs
-        self.rounds += other.rounds
-        self.compacted += other.compacted
-        self.overflow += other.overflow
-        self.escalated += other.escalated
-        self.dropped_turns += other.dropped_turns
-        self.capped_tool_results += other.capped_tool_results
-        for line in COMPONENT_LINES:
-            self.share_sums[line] += other.share_sums[line]
-        for b, n in other.utilization_bins.items():
-            self.utilization_bins[b] = self.utilization_bins.get(b, 0) + n
-        self.ceiling_stops += other.ceiling_stops
-        for r, n in other.resolutions.items():
-            self.resolutions[r] = self.resolutions.get(r, 0) + n
-        self.tokens += other.tokens
-        self.cost += other.cost
-        self.priced_runs += other.priced_runs
+        """Add ``other``'s counts, sums and bins to these (the task type stays)."""
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, dict):
+                for key, n in theirs.items():
+                    mine[key] = mine.get(key, 0) + n
+            elif f.name != "task_type":
+                setattr(self, f.name, mine + theirs)
 
     def to_dict(self) -> dict[str, Any]:
         return {

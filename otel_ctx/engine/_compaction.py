@@ -90,20 +90,8 @@ def drop_order(droppable: list[int], strategy: Strategy) -> list[int]:
     if strategy == "oldest":
         return list(droppable)
     n = len(droppable)
-    left = (n - 1) // 2
-    order: list[int] = []
-    if n % 2:
-        order.append(droppable[left])
-        left -= 1
-    right = left + 1 + n % 2
-    while left >= 0 or right < n:
-        if left >= 0:
-            order.append(droppable[left])
-            left -= 1
-        if right < n:
-            order.append(droppable[right])
-            right += 1
-    return order
+    # Twice the distance from the middle, so both middles of an even count tie (older first).
+    return [droppable[k] for k in sorted(range(n), key=lambda k: (abs(2 * k - n + 1), k))]
 
 
 def unit_cost(model: RequestModel, span: tuple[int, int]) -> int:

@@ -1,19 +1,13 @@
 """The fit: cap tool results, count, compact the middle, keep the floor, explain.
 
-Before each request the agent asks: does what I am about to send, plus the room the
-answer needs, fit this task type's budget? If not, whole turns are dropped from the
-middle of the history (where the model attends least) until it does. The pinned
-floor (leading system messages, the original ticket, caller-pinned constraints and
-state, the newest turn and the latest tool results) is never dropped; if the floor
-alone does not fit, the outcome is ``overflow`` and the caller escalates with the
-work so far instead of letting the provider truncate.
+If a request plus the room its answer needs does not fit the task type's budget, whole
+turns are dropped from the middle of the history (where the model attends least). The
+pinned floor (leading system messages, the original ticket, caller pins, the newest turn
+and the latest tool results) is never dropped; if it alone does not fit, the outcome is
+``overflow`` and the caller escalates instead of letting the provider truncate.
 
-The fitter is handed a request (a :class:`FitRequest`, naming the dialect adapter that
-reads it into the request model), decides on the model alone, and has the adapter write
-the result back in the caller's dialect. It knows no provider and imports no adapter: which
-adapter reads a request is decided a layer above (:mod:`otel_ctx._dialects`, used by
-:class:`otel_ctx._fitting.ContextFitter`). Nothing here imports OpenTelemetry either:
-the telemetry layer turns a :class:`FitResult` into spans and metrics.
+The engine decides on the request model alone: the :class:`FitRequest` names the adapter
+that reads it and writes the result back, so no provider and no OpenTelemetry is known here.
 """
 
 from __future__ import annotations
