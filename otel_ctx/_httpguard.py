@@ -1,22 +1,14 @@
 """One policy for otel-ctx's HTTP clients: ``advise`` (Prometheus) and ``dashboards push`` (Grafana).
 
-Both talk to a server the user names, which may be broken, misconfigured or hostile, and
-both print what went wrong. So both follow the same rules:
+Both talk to a server the user names, which may be broken or hostile, and print what went wrong:
 
-* one deadline for the whole exchange (a socket timeout bounds each read, so a server
-  trickling a byte at a time never trips it): :func:`within_deadline`;
-* a cap on every answer's size, redirects included, counted as the body arrives so a
-  400 MB answer stops at the cap: :func:`guard`;
-* no redirect to another origin (scheme, host and port): the credentials and the data are
-  meant for the server the user named, and a summary must not name one server while the
-  data went to another;
-* credentials from the URL's userinfo, a bearer token, or a user:password pair, and every
-  form of them scrubbed from every message (raw, percent-encoded, base64 of a Basic
-  header); only values long enough to be secrets are replaced, so a short password does
-  not turn every message into asterisks, and whole credential fields (an echoed
-  ``Authorization`` header, a URL's userinfo) are scrubbed whatever their length.
-
-Nothing here imports OpenTelemetry.
+* one deadline for the whole exchange (a server trickling a byte at a time never trips a
+  socket timeout): :func:`within_deadline`;
+* a cap on every answer's size, counted as the body arrives: :func:`guard`;
+* no redirect to another origin: the credentials and the data are for the server named;
+* credentials (URL userinfo, a bearer token, user:password) scrubbed from every message in
+  every form (raw, percent-encoded, base64 of a Basic header). Only values long enough to be
+  secrets are replaced one by one; whole credential fields are scrubbed whatever their length.
 """
 
 from __future__ import annotations

@@ -99,10 +99,8 @@ class Usage:
     cache_creation_input_tokens: int = 0
 
     def __post_init__(self) -> None:
-        _count("usage.input_tokens", self.input_tokens)
-        _count("usage.output_tokens", self.output_tokens)
-        _count("usage.cached_input_tokens", self.cached_input_tokens)
-        _count("usage.cache_creation_input_tokens", self.cache_creation_input_tokens)
+        for name in ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens"):
+            _count(f"usage.{name}", getattr(self, name))
         if self.cached_input_tokens + self.cache_creation_input_tokens > self.input_tokens:
             raise InvalidRequestError(
                 "usage",

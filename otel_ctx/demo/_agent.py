@@ -1,17 +1,14 @@
 """The agent loop of the demo: fit before every request, escalate at the floor or the ceiling.
 
-This is a plain agent loop with the fit engine in it. Each round the agent fits the
-whole transcript (the fitter's token cache makes that cost only the new messages),
-checks the ticket's running total against its 60,000-token ceiling, sends what the fit
-returned, and records the provider's usage (with the prompt-cache hits a provider
-reports once the system prompt and tool schemas repeat). When the pinned floor alone
-overflows the budget, or the next request would take the ticket over its ceiling, the
-agent stops and hands the ticket to a person (a truncated request gives a wrong answer
-with no error; a person with the work so far attached gives a right one) instead of
-sending a request it knows is too big. Every ticket ends with a resolution.
+Each round the agent fits the whole transcript (the token cache makes that cost only the new
+messages), checks the ticket's running total against its 60,000-token ceiling, sends what the
+fit returned and records the provider's usage, prompt-cache hits included. When the pinned
+floor alone overflows, or the next request would cross the ceiling, the ticket goes to a
+person with the work so far instead of a request known to be too big (a truncated request
+gives a wrong answer with no error). Every ticket ends with a resolution.
 
-How a round is observed is pluggable (:class:`RunOpener`): bare for tests and the
-benchmark, through :func:`otel_ctx.run` when telemetry is on. The CLI decides which.
+How a round is observed is pluggable (:class:`RunOpener`): bare for tests and the benchmark,
+through :func:`otel_ctx.run` when telemetry is on.
 """
 
 from __future__ import annotations

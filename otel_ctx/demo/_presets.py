@@ -1,12 +1,8 @@
-"""The demo's support desk as policies: three budgets, for the examples, the demo and tests.
+"""The demo's support desk as policies, for the examples, the demo and the tests.
 
-Three budgets keyed on the triage classification: 4,000 tokens per request for order
-status (55% of the queue), 8,000 for returns and refunds, 16,000 for disputes; 800
-reserved for the answer, each tool result capped at 1,200 tokens. Every ticket runs
-under a 60,000-token ceiling: a typical run stays inside it, while twelve turns at a
-large cap would not, and there the ceiling stops the run and the agent escalates.
-
-It is demo data, not part of the engine: a real agent writes its own policies.
+Per request: 4,000 tokens for order status, 8,000 for returns, 16,000 for disputes; 800
+reserved for the answer and each tool result capped at 1,200 tokens. Every ticket runs under
+a 60,000-token ceiling: a typical run stays inside it, twelve turns at a large cap do not.
 """
 
 from __future__ import annotations

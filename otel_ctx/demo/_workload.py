@@ -1,16 +1,13 @@
 """The support-desk workload: tickets as the agent sees them, round by round.
 
-A ticket is the original message (plus, on disputes, the pinned hard constraints and
-structured state) and a sequence of rounds. Each round appends what came back since the
-last request — the assistant's tool calls with their results, or its reply and the
-buyer's follow-up — and the agent fits before every request. The mix is a typical support
-queue's: status questions are about 55% of the queue, then returns and refunds, then
-disputes; some disputes carry a pinned floor (a pasted email thread, constraints and a
-growing state) that no compaction can bring under 16,000 tokens.
+A ticket is its opening (on disputes also the pinned constraints and state) and a sequence
+of rounds, each appending what came back since the last request: tool calls with their
+results, or a reply and the buyer's follow-up. Status questions are about 55% of the queue,
+then returns, then disputes; some disputes pin a floor (a pasted email thread, constraints,
+a growing state) no compaction can bring under 16,000 tokens.
 
 Everything is drawn from ``random.Random(f"{seed}:{index}")``: ticket *n* is the same
-whatever the ticket count, so ``--tickets 10`` is a prefix of ``--tickets 1000`` and
-``--forever`` streams the same sequence.
+whatever the ticket count, so ``--tickets 10`` is a prefix of ``--tickets 1000``.
 """
 
 from __future__ import annotations

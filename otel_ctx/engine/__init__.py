@@ -1,12 +1,8 @@
 """The fit engine: count, cap and compact a request against its budget, and explain it.
 
-Format-neutral and free of OpenTelemetry: requests are read into the request model
-(:mod:`otel_ctx.engine._model`) by the dialect adapters in :mod:`otel_ctx.adapters`,
-which implement the engine's :mod:`otel_ctx.engine._dialect` contract. The engine
-imports no adapter and importing it loads no telemetry; ``otel_ctx.ContextFitter``
-(:mod:`otel_ctx._fitting`) picks each request's dialect and hands the engine one
-:class:`FitRequest` naming it. Wrappers that forward a caller's keywords type them with
-:class:`FitOptions` (``fit``), :class:`MeasureOptions` (``measure``) or :class:`RequestParts`.
+Format-neutral and free of OpenTelemetry: dialect adapters read requests into the request
+model through the :mod:`otel_ctx.engine._dialect` contract, and ``otel_ctx.ContextFitter``
+hands the engine one :class:`FitRequest` naming the adapter.
 """
 
 from otel_ctx.engine._breakdown import Breakdown

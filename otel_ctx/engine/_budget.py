@@ -46,12 +46,9 @@ class BudgetPolicy:
         _check_int("context_length", self.context_length, minimum=1)
         _check_int("reserved_output", self.reserved_output, minimum=0)
         _check_int("safety_margin", self.safety_margin, minimum=0)
-        if self.request_limit is not None:
-            _check_int("request_limit", self.request_limit, minimum=1)
-        if self.tool_result_cap is not None:
-            _check_int("tool_result_cap", self.tool_result_cap, minimum=1)
-        if self.run_ceiling is not None:
-            _check_int("run_ceiling", self.run_ceiling, minimum=1)
+        for name in ("request_limit", "tool_result_cap", "run_ceiling"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), minimum=1)
         if self.budget <= 0:
             limit_expr = (
                 f"min(context_length={self.context_length}, request_limit={self.request_limit})"

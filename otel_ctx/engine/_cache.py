@@ -244,9 +244,7 @@ class BoundedCache(Generic[V]):
                 return
             released = 0
             while counts and (len(counts) >= self.max_entries or self._chars + size > self.max_chars):
-                oldest, value = counts.popitem(last=False)
-                self._chars -= len(oldest)
-                released += _entry_bytes(oldest, value)
+                released += self._evict_oldest()
             counts[text] = count
             self._chars += size
             self._bytes += entry - released
@@ -272,14 +270,17 @@ class BoundedCache(Generic[V]):
         """Evict oldest entries until ``nbytes`` are freed or the cache is empty; (freed, entries)."""
         freed = entries = 0
         with self._lock:
-            counts = self._counts
-            while counts and freed < nbytes:
-                oldest, value = counts.popitem(last=False)
-                self._chars -= len(oldest)
-                freed += _entry_bytes(oldest, value)
+            while self._counts and freed < nbytes:
+                freed += self._evict_oldest()
                 entries += 1
             self._bytes -= freed
         return freed, entries
+
+    def _evict_oldest(self) -> int:
+        """Drop the oldest entry (the lock held) and return the bytes it was charged."""
+        oldest, value = self._counts.popitem(last=False)
+        self._chars -= len(oldest)
+        return _entry_bytes(oldest, value)
 
     def clear(self) -> None:
         with self._lock:

@@ -1,14 +1,9 @@
 """Compaction: which whole turns to drop, middle first, never the pinned floor.
 
-A pure function of (request model, ceiling, pins, strategy): it reads token costs
-and pairings from the model and returns a plan; nothing is mutated and no provider
-is known here.
-
-The floor is what the current decision is made of: leading system turns, the
-original ticket (the first user text), the newest turn, the latest tool calls with
-their results, and whatever the caller pins. The middle of a long history goes
-first because it is where the model attends least; the oldest turn is the ticket,
-the last thing to lose.
+A pure function of the request model, the ceiling, the pins and the strategy. The floor
+is what the current decision is made of: leading system turns, the original ticket, the
+newest turn, the latest tool calls with their results, and the caller's pins. The middle
+goes first because it is where the model attends least; the oldest turn is the ticket.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The dialect contract: what the engine needs from an adapter, and lends it.
 
-The engine decides on the request model alone; an adapter reads a provider's request
-into that model and writes the fitted request back. This module is the engine's side
-of that contract (the abstract :class:`Adapter` and the values passed across), so
-the engine depends on no adapter: the adapters in :mod:`otel_ctx.adapters` implement
-it, and the layer above both (:mod:`otel_ctx._dialects`) picks one per request.
+An adapter reads a provider's request into the request model and writes the fitted request
+back; this is the engine's side of that contract, so the engine depends on no adapter.
 """
 
 from __future__ import annotations

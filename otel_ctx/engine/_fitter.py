@@ -350,11 +350,7 @@ class Fitter:
             # Nothing dropped: the breakdown's verdict (a calibration that scales only the
             # estimated parts can fit what the conservative ceiling of the plan did not).
             outcome = OUTCOME_FIT if b.estimated <= b.budget else OUTCOME_OVERFLOW
-        leading_system = 0
-        for turn in model.turns:
-            if turn.role != "system":
-                break
-            leading_system += 1
+        leading_system = next((k for k, t in enumerate(model.turns) if t.role != "system"), len(model.turns))
         n_units = len(plan.units)
         kept_units = max(0, n_units - len(plan.dropped) - min(leading_system, n_units))
         block_item = getattr(adapter, "block_message", None)

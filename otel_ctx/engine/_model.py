@@ -1,15 +1,10 @@
 """The request model: what a request is made of, whatever dialect it came in.
 
-A request is an ordered list of turns; a turn is made of parts. Each part names its
-component (system text, user text, assistant text, a tool call, a tool result,
-reasoning, an image, a document, anything else) and, for tool calls and their
-results, the call id that pairs them. Capping, pinning, compaction and the
-breakdown work on this model alone: a dialect adapter reads a provider's request
-into it and writes the fitted request back, so the engine knows no provider.
-
-A turn covers a range of the caller's items (the model's ``starts``); dropping a turn
-drops exactly those items, and every item the fit did not touch goes back as the
-caller's own object.
+A request is an ordered list of turns; a turn is made of parts, each naming its component
+(system text, a tool call, a tool result, an image, ...) and, for tool calls and results,
+the call id that pairs them. Capping, pinning, compaction and the breakdown work on this
+model alone. A turn covers a range of the caller's items (``starts``): dropping it drops
+exactly those, and every item the fit did not touch goes back as the caller's own object.
 """
 
 from __future__ import annotations

@@ -73,8 +73,5 @@ def as_sources(value: SourcesLike, where: str) -> tuple[Source, ...]:
 
 def strictest(classes: Iterable[str | None]) -> str | None:
     """Fold declared classes to the strictest on the ladder; ``None`` when none declared."""
-    rank = -1
-    for c in classes:
-        if c is not None:
-            rank = max(rank, DATA_CLASSES.index(c))
+    rank = max((DATA_CLASSES.index(c) for c in classes if c is not None), default=-1)
     return DATA_CLASSES[rank] if rank >= 0 else None

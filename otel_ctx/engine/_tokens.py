@@ -1,12 +1,9 @@
 """Prompt-token counting as the provider counts it, with tiktoken and no network.
 
-Chat messages cost their text plus a fixed per-message overhead, a name costs one
-token more, and every reply is primed with three tokens (OpenAI's documented
-accounting for the gpt-3.5/gpt-4/gpt-4o families). How a dialect renders what is not
-plain text (tool definitions, tool calls, media) is the dialect adapter's.
-
-Text is tokenized once: a bounded cache keyed by the text makes the next round of
-a conversation cost only its new messages.
+A chat message costs its text plus a fixed overhead, a name one token more, and every reply
+is primed with three tokens (OpenAI's documented accounting for gpt-3.5, gpt-4 and gpt-4o);
+how a dialect renders what is not plain text is its adapter's. Text is tokenized once: the
+bounded cache makes the next round of a conversation cost only its new messages.
 """
 
 from __future__ import annotations
