@@ -48,7 +48,8 @@ class ContextFitter(Fitter):
 
     # -- bare transcripts --------------------------------------------------------------------
     # Each builder names every FitRequest field its keywords do not cover, so a keyword the
-    # method does not take is refused with a TypeError, as by a spelled-out signature.
+    # method does not take is refused with a TypeError, as by a spelled-out signature. An
+    # unknown task type is named before the messages are read.
 
     def count(
         self,
@@ -73,11 +74,9 @@ class ContextFitter(Fitter):
         For agents whose history is trimmed by someone else; the outcome is ``fit`` or
         ``overflow``, and ``messages`` is a copy of the caller's list. A transcript the
         provider would reject is not an error here: ``problems`` says what is wrong.
-        ``options`` are ``tools``, ``system_prompt``, ``snippets``, ``skills`` and
-        ``task_type`` (:class:`MeasureOptions`); ``policy`` measures against that budget
-        instead of the task type's.
+        ``policy`` measures against that budget instead of the task type's.
         """
-        if policy is None:  # an unknown task type is named before the messages are read
+        if policy is None:
             self.policy_for(options.get("task_type"))
         adapter = dialects.adapter_for_items(messages)
         req = FitRequest(
@@ -89,8 +88,7 @@ class ContextFitter(Fitter):
         """Fit one request to ``task_type``'s budget. Never mutates ``messages``.
 
         ``messages`` are Chat Completions messages (dicts or the SDK's objects) or
-        LangChain messages; ``options`` are ``tools``, ``system_prompt``, ``snippets``,
-        ``skills``, ``task_type`` and ``pinned`` (:class:`FitOptions`).
+        LangChain messages.
 
         1. Caps every tool result above the policy's ``tool_result_cap``.
         2. If the estimate fits the budget: outcome ``fit``.
@@ -102,7 +100,6 @@ class ContextFitter(Fitter):
         A transcript the provider would reject (a tool call never answered, a result
         answering no call) raises :class:`TranscriptRuleError` naming the message.
         """
-        # An unknown task type is named before the messages are read.
         self.policy_for(options.get("task_type"))
         adapter = dialects.adapter_for_items(messages)
         req = FitRequest(adapter, items=messages, body=None, policy=None, observe=False, **options)

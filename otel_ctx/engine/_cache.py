@@ -165,16 +165,11 @@ def _entry_bytes(text: str, value: object) -> int:
 class BoundedCache(Generic[V]):
     """A bounded text -> value cache (token counts, capped texts).
 
-    Bounded in entries and in characters held (the keys keep the texts alive), and, with
-    every other cache of the process, by the process-wide :class:`CacheBudget` in bytes.
-    Its own eviction is first-in first-out: O(1), and a conversation's messages are
-    re-counted at most once after eviction; the budget evicts the least recently used
-    owner's caches first (see :class:`CacheGroup`). Texts longer than ``max_item_chars``
-    are not cached (a one-off 10 MB payload must not flush a whole conversation).
-
-    Reads take no lock (one dict lookup is atomic); writes do, because an insert, its
-    evictions and the totals must move together or the totals drift when threads
-    interleave, and the cache then evicts early or grows past its bound.
+    Bounded in entries, in characters held (the keys keep the texts alive) and, with every
+    other cache, by the process's :class:`CacheBudget`. Its own eviction is first-in first-out
+    (O(1); a conversation is re-counted at most once after it). A text over ``max_item_chars``
+    is not cached: a one-off 10 MB payload must not flush a whole conversation. Reads take no
+    lock (one dict lookup is atomic); writes do, or the totals drift when threads interleave.
     """
 
     __slots__ = (

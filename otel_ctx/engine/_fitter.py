@@ -51,13 +51,10 @@ ExactCounter = Callable[[str, Any], int]
 
 
 class Fitter:
-    """The fit engine: fits a request, read by the adapter it names, to its budget.
+    """The fit engine: :meth:`decide` fits or measures a :class:`FitRequest`, :meth:`tokens` counts it.
 
-    Each request arrives as one :class:`FitRequest` naming its dialect adapter, so the
-    engine never has to know a provider: :meth:`decide` fits or measures it, :meth:`tokens`
-    counts it. Agents use :class:`otel_ctx.ContextFitter`, whose entry points (``fit``,
-    ``fit_request``, ...) pick the adapter and build the request; its docstring says what
-    the constructor's arguments mean.
+    Agents use :class:`otel_ctx.ContextFitter`, which picks each request's adapter; its
+    docstring says what the constructor's arguments mean.
     """
 
     def __init__(
@@ -73,18 +70,17 @@ class Fitter:
         cache_chars: int = 16_000_000,
         exact_counter: ExactCounter | None = None,
     ) -> None:
+        self._policies: dict[str, BudgetPolicy] = {}
+        self._default: BudgetPolicy | None = None
         if isinstance(policies, BudgetPolicy):
-            self._policies: dict[str, BudgetPolicy] = {}
-            self._default: BudgetPolicy | None = policies
+            self._default = policies
         elif isinstance(policies, Mapping):
-            self._policies = {}
             for key, policy in policies.items():
                 if not isinstance(key, str) or not isinstance(policy, BudgetPolicy):
                     raise InvalidRequestError(
                         f"policies[{shown(key)}]", "must map a task-type string to a BudgetPolicy"
                     )
                 self._policies[key] = policy
-            self._default = None
         else:
             raise InvalidRequestError(
                 "policies", f"must be a BudgetPolicy or a mapping of them, got {type(policies).__name__}"
