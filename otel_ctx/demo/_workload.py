@@ -224,33 +224,24 @@ def _returns_ticket(rng: random.Random, ticket_id: str, oid: str, tracking: str,
         scans = payloads.track_parcel(rng, tracking, scans=rng.randint(25, 45), delivered=True)
         plan.append(_call(rng, "track_parcel", {"tracking_number": tracking, "carrier": "dhl"}, scans))
     lines = rng.sample(range(1, items + 1), k=min(items, rng.randint(1, 2)))
-    plan.append(
-        Round(
-            _tool_turn(
-                rng,
-                [
-                    (
-                        "check_return_eligibility",
-                        {"order_id": oid, "line_id": f"{oid}-L{line:02d}", "reason": reason},
-                        payloads.check_return_eligibility(rng, oid, line, reason),
-                    )
-                    for line in lines
-                ],
-            )
-        )
-    )
-    plan.append(Round(_exchange(rng)))
     line_ids = [f"{oid}-L{line:02d}" for line in lines]
+    checks = [
+        (
+            "check_return_eligibility",
+            {"order_id": oid, "line_id": line_id, "reason": reason},
+            payloads.check_return_eligibility(rng, oid, line, reason),
+        )
+        for line, line_id in zip(lines, line_ids)
+    ]
+    plan.append(Round(_tool_turn(rng, checks)))
+    plan.append(Round(_exchange(rng)))
     label = payloads.create_return_label(rng, oid)
     plan.append(_call(rng, "create_return_label", {"order_id": oid, "line_ids": line_ids}, label))
     plan.append(Round(_exchange(rng)))
     amount = round(rng.uniform(15, 140), 2)
     refund = payloads.issue_refund(rng, oid, amount)
-    plan.append(
-        _call(
-            rng, "issue_refund", {"order_id": oid, "amount": amount, "reason_code": "return_received"}, refund
-        )
-    )
+    refund_args = {"order_id": oid, "amount": amount, "reason_code": "return_received"}
+    plan.append(_call(rng, "issue_refund", refund_args, refund))
     plan.append(Round(_exchange(rng)))
     n_rounds = rng.randint(3, min(8, len(plan) + 1))
     rounds = [Round(()), *plan[: n_rounds - 1]]

@@ -50,7 +50,7 @@ class Tally:
             lines = dict.fromkeys(LINES, 0)
         inexact_lines: dict[Line, int] = {}
         media = 0
-        for k in kept[known:] if known else kept:
+        for k in kept[known:]:
             t = turns[k]
             if t.mixed:
                 for line, tokens in t.lines():
@@ -69,9 +69,8 @@ class Tally:
         if summary is not None:
             for line, tokens in summary.lines():
                 lines[line] += tokens
-        blocks = model.blocks
-        self.prompt = model.block_tokens("system_prompt") if blocks else 0
-        self.skills = model.block_tokens("skills") if blocks else 0
+        self.prompt = model.block_tokens("system_prompt")
+        self.skills = model.block_tokens("skills")
         self.schema = model.tool_schema
         #: The system prompt and skills blocks are estimates (as a whole) too.
         self.blocks_inexact = not by_part

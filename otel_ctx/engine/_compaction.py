@@ -85,8 +85,12 @@ def drop_order(droppable: list[int], strategy: Strategy) -> list[int]:
     if strategy == "oldest":
         return list(droppable)
     n = len(droppable)
-    # Twice the distance from the middle, so both middles of an even count tie (older first).
-    return [droppable[k] for k in sorted(range(n), key=lambda k: (abs(2 * k - n + 1), k))]
+    half = n // 2
+    order = droppable[half : n - half]  # an odd count's middle unit goes first
+    pairs = [0] * (2 * half)  # then outward a pair at a time, the older of each pair first
+    pairs[0::2] = droppable[half - 1 :: -1] if half else []
+    pairs[1::2] = droppable[n - half :]
+    return order + pairs
 
 
 def unit_cost(model: RequestModel, span: tuple[int, int]) -> int:

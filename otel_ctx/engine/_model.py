@@ -158,8 +158,8 @@ class RequestModel:
 
     @property
     def fixed(self) -> int:
-        blocks = self.blocks
-        return self.tool_schema + sum(b.tokens for b in blocks) if blocks else self.tool_schema
+        """The tokens outside the turns: the tool schema and the blocks."""
+        return self.tool_schema + sum(b.tokens for b in self.blocks)
 
     def block_tokens(self, kind: str) -> int:
         return sum(b.tokens for b in self.blocks if b.kind == kind)
@@ -188,9 +188,7 @@ class RequestModel:
     def total(self) -> int:
         """Raw (uncalibrated) tokens of the request as read."""
         k, (cost, _) = self.known_sums
-        turns = self.turns
-        rest = sum(t.cost for t in turns[k:]) if k else sum(t.cost for t in turns)
-        return cost + rest + self.priming + self.fixed
+        return cost + sum(t.cost for t in self.turns[k:]) + self.priming + self.fixed
 
 
 #: Raw tokens of a run of turns: their costs added up, and the same per line (in ``LINES`` order).
