@@ -1,9 +1,8 @@
 """What a request costs, line by line: the raw counts, their estimated share, the calibrated lines.
 
-The fit decides on raw token counts; the breakdown reports them calibrated. Only tokens
-counted by an estimate are scaled (each line floored, the whole rounded up) and the rounding
-left over goes to one line, so the breakdown's lines close by construction
-(:mod:`otel_ctx.engine._breakdown`).
+The fit decides on raw counts; the breakdown reports them calibrated. Only estimated tokens
+are scaled (each line floored, the whole rounded up), and the rounding left over goes to one
+line, so the lines close by construction.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Bounded text -> value caches, safe to share between threads, under one process-wide budget.
 
-Token counts and capped texts are cached by their text: the next round of a
-conversation then costs only its new messages. Each cache has its own bound, and all
-of them together share one budget for the process (:func:`set_cache_budget`, default
-256 MiB): a process that serves 64 models holds 64 fitters' caches, and without a
-shared bound each would fill its own.
+Token counts and capped texts are cached by their text, so the next round of a conversation
+costs only its new messages. All caches share one budget (:func:`set_cache_budget`, default
+256 MiB): a process serving 64 models holds 64 fitters' caches, each of which would otherwise
+fill its own bound.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ class Calibration:
             raise ValueError(f"calibration must be a number >= 1.0, got {shown(factor)}")
         try:
             value = float(factor)
-        except OverflowError:
-            raise ValueError(f"calibration must be a finite number >= 1.0, got {shown(factor)}") from None
+        except OverflowError:  # an int too large for a float
+            value = math.inf
         if not math.isfinite(value) or value < 1.0:
             raise ValueError(f"calibration must be a finite number >= 1.0, got {shown(factor)}")
         return cls(round(value * SCALE))

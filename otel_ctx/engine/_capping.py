@@ -1,8 +1,5 @@
-"""Capping a tool result at the tool boundary, the cheapest cut.
-
-A result trimmed here is trimmed on every later round, and the cut is visible: a
-marker says how much was cut, so neither the model nor a reader mistakes the head
-of a payload for all of it.
+"""Capping a tool result at the tool boundary, the cheapest cut: trimmed there, it is trimmed on
+every later round, and a marker says how much was cut so nobody mistakes the head for the whole.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """One request as the engine takes it, and the keywords the entry points share.
 
-Every way in (``fit``, ``measure``, ``fit_request``, ``measure_request``, the counts) builds
-one :class:`FitRequest` and hands it to the engine, so a new option is a field here and the
-line of the engine that reads it, not a keyword repeated through every layer. A wrapper that
-passes its caller's keywords on to ``fit`` or ``measure`` (a run's rounds, ``observe()``)
-types them with ``**options: Unpack[FitOptions]`` (or :class:`MeasureOptions`,
-:class:`RequestParts`) instead of spelling each one out again.
+Every entry point builds one :class:`FitRequest`, so a new option is a field here and the line
+of the engine that reads it. Wrappers forward their caller's keywords typed as
+``**options: Unpack[FitOptions]`` (or :class:`MeasureOptions`, :class:`RequestParts`).
 """
 
 from __future__ import annotations

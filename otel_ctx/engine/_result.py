@@ -74,10 +74,8 @@ class FitResult(_WeaklyReferable):
     #: with ``breakdown.estimated``, what a compaction removed.
     tokens_before: int = 0
     #: ``(k, n)``: the first ``k`` items of the request as sent hold ``n`` answers of the model
-    #: (runs of its messages), as counted by a reader that keeps the count from round to round
-    #: (Chat Completions), so each round adds only its new messages; ``(0, 0)`` when none did.
-    #: An observer numbering rounds by the answers in the transcript reads only the items after
-    #: ``k``, however long the history.
+    #: (runs of its messages), kept by a reader from round to round (Chat Completions), so an
+    #: observer numbering rounds reads only the items after ``k``; ``(0, 0)`` when none did.
     known_answers: tuple[int, int] = (0, 0)
     #: Raw tokens of the request counted by an estimate or a bound rather than the provider's
     #: rule (all of them where the provider publishes no tokenizer); the calibration factor
