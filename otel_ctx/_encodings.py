@@ -10,6 +10,7 @@ Rust encoder; only the file it would download is read from the wheel, its SHA-25
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import threading
@@ -75,14 +76,9 @@ def encoding_name_for_model(model: str) -> str | None:
     does not list yet. Fine-tuned ids count as their base model.
     """
     name = base_model(model)
-    try:
+    with contextlib.suppress(KeyError):
         return tiktoken.model.encoding_name_for_model(name)
-    except KeyError:
-        pass
-    for prefix, encoding in EXTRA_MODEL_PREFIXES:
-        if name.startswith(prefix):
-            return encoding
-    return None
+    return next((encoding for prefix, encoding in EXTRA_MODEL_PREFIXES if name.startswith(prefix)), None)
 
 
 def is_known_model(model: str) -> bool:

@@ -100,13 +100,9 @@ def family_row(table: Mapping[str, _Row], model: str) -> _Row | None:
     found = table.get(model)
     if found is not None:
         return found
-    best: str | None = None
-    for name in table:
-        if (
-            len(model) > len(name)
-            and model.startswith(name)
-            and model[len(name)] in _MODEL_KEY_SEPARATORS
-            and (best is None or len(name) > len(best))
-        ):
-            best = name
-    return table[best] if best is not None else None
+    families = [
+        name
+        for name in table
+        if len(model) > len(name) and model.startswith(name) and model[len(name)] in _MODEL_KEY_SEPARATORS
+    ]
+    return table[max(families, key=len)] if families else None
