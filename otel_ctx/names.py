@@ -105,13 +105,10 @@ COMPACTED = _P + "compacted"
 #: False when the count is an estimate (Anthropic: no offline tokenizer; a model whose own
 #: encoding is not installed): the encoding attribute then names the stand-in.
 EXACT = _P + "exact"
-#: Observe span: the trimmer dropped the original ticket (the first user message).
 TRIM_TICKET_DROPPED = _P + "trim.ticket_dropped"
-#: Observe span: tool results sent whose tool call the trimmer dropped.
 TRIM_ORPHANED_TOOL_RESULTS = _P + "trim.orphaned_tool_results"
 
-#: Context the provider holds that this process never saw (a stored conversation begun elsewhere):
-#: one line of its own, read off the provider's usage, never spread over the other lines.
+#: Read off the provider's usage, never spread over the other lines (see ``ATTRIBUTE_DOCS``).
 SERVER_HELD_TOKENS = _P + "server_held_tokens"
 #: Where a round's breakdown comes from: the request alone, a reconstructed chain of stored
 #: responses, or (for the server-held line) the provider's usage. A dashboard filter.
@@ -224,10 +221,7 @@ USAGE_INPUT_TOKENS = _P + "usage.input_tokens"
 USAGE_OUTPUT_TOKENS = _P + "usage.output_tokens"
 USAGE_CACHED_INPUT_TOKENS = _P + "usage.cached_input_tokens"
 USAGE_CACHE_CREATION_INPUT_TOKENS = _P + "usage.cache_creation_input_tokens"
-#: ``openai`` (Chat Completions), ``openai-responses``, ``anthropic`` or ``google``: the request's dialect.
 PROVIDER = _P + "provider"
-#: The provider a router (LiteLLM) sends the call to, when it is not the dialect's own
-#: (``anthropic`` for ``litellm.completion(model="anthropic/claude-…")``).
 ROUTED_PROVIDER = _P + "routed_provider"
 #: Sentry's GenAI conventions for a generation span: set on the provider call's span when
 #: otel-ctx runs inside it (the window, and the share of it the call used).
@@ -235,12 +229,8 @@ GEN_AI_CONTEXT_WINDOW_SIZE = "gen_ai.context.window_size"
 GEN_AI_CONTEXT_UTILIZATION = "gen_ai.context.utilization"
 #: GenAI names defined by a published convention other than OpenTelemetry's (Sentry's).
 OTHER_GEN_AI_CONVENTIONS = frozenset({GEN_AI_CONTEXT_WINDOW_SIZE, GEN_AI_CONTEXT_UTILIZATION})
-#: Observe span and counter: why otel-ctx could not measure an instrumented call (one of
-#: :data:`UNOBSERVED_REASONS`). The call went on unchanged; its round span carries what could be
-#: read (provider, model, task type, round) and no breakdown. Absent on every measured round.
 UNOBSERVED_REASON = _P + "unobserved.reason"
-#: Observe span of an unmeasured call: the class of the error that stopped the measure
-#: (``module.QualName``), never its message, which can quote the request.
+#: The class as ``module.QualName``, never the message, which can quote the request.
 UNOBSERVED_ERROR_TYPE = _P + "unobserved.error_type"
 #: The body was refused by the request reader (a typed request error): a shape otel-ctx does not read.
 UNOBSERVED_INVALID_REQUEST = "invalid_request"

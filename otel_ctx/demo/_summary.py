@@ -131,10 +131,7 @@ class WorkloadSummary:
 
     def add(self, run: TicketRun) -> None:
         task = run.ticket.task_type
-        stats = self.by_task.get(task)
-        if stats is None:
-            stats = self.by_task[task] = TaskStats(task)
-        stats.add(run)
+        self.by_task.setdefault(task, TaskStats(task)).add(run)
 
     @property
     def runs(self) -> int:

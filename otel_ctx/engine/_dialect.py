@@ -58,8 +58,7 @@ class ReadContext:
 class Reading:
     """A request read into the model, with what the adapter needs to write it back.
 
-    ``items`` are the caller's transcript items (messages, input items) in order;
-    each turn of ``model`` covers ``items[turn.start:turn.end]``.
+    ``items`` are the caller's transcript items in order; turn ``k`` covers ``model.span(k)``.
     """
 
     model: RequestModel
