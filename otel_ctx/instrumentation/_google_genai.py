@@ -20,7 +20,7 @@ from typing import Any
 
 from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._core import Dialect, Observer, Round
-from otel_ctx.instrumentation._sdk import Target, WrapperFn
+from otel_ctx.instrumentation._sdk import Target, WrapperFn, int_or_0
 from otel_ctx.telemetry._emitter import log_failure
 
 PROVIDER = "google"
@@ -31,20 +31,16 @@ DIALECTS = {PROVIDER: Dialect(transcript="contents")}
 _MODEL_PREFIX = "models/"
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def google_usage(metadata: Any) -> Usage | None:
     """``usage_metadata``: ``prompt_token_count`` already includes the cached tokens; the answer's
     tokens are the candidates' plus the model's thinking."""
     if metadata is None:
         return None
     return Usage.reported(
-        input_tokens=_int(getattr(metadata, "prompt_token_count", 0)),
-        output_tokens=_int(getattr(metadata, "candidates_token_count", 0))
-        + _int(getattr(metadata, "thoughts_token_count", 0)),
-        cached_input_tokens=_int(getattr(metadata, "cached_content_token_count", 0)),
+        input_tokens=int_or_0(getattr(metadata, "prompt_token_count", 0)),
+        output_tokens=int_or_0(getattr(metadata, "candidates_token_count", 0))
+        + int_or_0(getattr(metadata, "thoughts_token_count", 0)),
+        cached_input_tokens=int_or_0(getattr(metadata, "cached_content_token_count", 0)),
     )
 
 
@@ -81,45 +77,56 @@ class _Chunks:
             log_failure("reading a stream chunk's usage", exc)
 
 
-def sync_generate(observer: Observer) -> WrapperFn:
-    def wrapper(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        round_ = observer.start(_measured(kwargs), PROVIDER)
-        if round_ is None:
-            return wrapped(*args, **kwargs)
-        response = round_.call(wrapped, args, kwargs)
-        _finish(round_, response)
-        return response
+def _sync(then: Callable[[Round, Any], Any]) -> Callable[[Observer], WrapperFn]:
+    """A wrapper of one sync per-request method; ``then`` takes what the SDK returned."""
 
-    return wrapper
+    def factory(observer: Observer) -> WrapperFn:
+        def wrapper(
+            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> Any:
+            round_ = observer.start(_measured(kwargs), PROVIDER)
+            if round_ is None:
+                return wrapped(*args, **kwargs)
+            return then(round_, round_.call(wrapped, args, kwargs))
 
+        return wrapper
 
-def async_generate(observer: Observer) -> WrapperFn:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        round_ = observer.start(_measured(kwargs), PROVIDER)
-        if round_ is None:
-            return await wrapped(*args, **kwargs)
-        response = await round_.acall(wrapped, args, kwargs)
-        _finish(round_, response)
-        return response
-
-    return wrapper
+    return factory
 
 
-def _finish(round_: Round, response: Any) -> None:
+def _async(then: Callable[[Round, Any], Any]) -> Callable[[Observer], WrapperFn]:
+    """:func:`_sync` for an async method: the request goes out when it is awaited."""
+
+    def factory(observer: Observer) -> WrapperFn:
+        async def wrapper(
+            wrapped: Callable[..., Awaitable[Any]],
+            instance: Any,
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+        ) -> Any:
+            round_ = observer.start(_measured(kwargs), PROVIDER)
+            if round_ is None:
+                return await wrapped(*args, **kwargs)
+            return then(round_, await round_.acall(wrapped, args, kwargs))
+
+        return wrapper
+
+    return factory
+
+
+def _finish(round_: Round, response: Any) -> Any:
     try:
         usage = _usage_of(response)
     except Exception as exc:
         log_failure("reading a provider response", exc)
         usage = None
     round_.finish(usage)
+    return response
 
 
 def _watched(round_: Round, chunks: Iterator[Any]) -> Iterator[Any]:
-    """The SDK's chunks as they come; the round ends when the stream ends, fails or is closed."""
+    """The SDK's chunks as they come; the round ends when the stream ends, fails or is closed.
+    (``_generate_content_stream`` is a generator: its request goes out on the first ``next``.)"""
     watch = _Chunks()
     error: BaseException | None = None
     try:
@@ -131,21 +138,6 @@ def _watched(round_: Round, chunks: Iterator[Any]) -> Iterator[Any]:
         raise
     finally:
         round_.finish(watch.usage, error)
-
-
-def sync_stream(observer: Observer) -> WrapperFn:
-    """``_generate_content_stream`` is a generator: the request goes out on the first ``next``."""
-
-    def wrapper(
-        wrapped: Callable[..., Iterator[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Iterator[Any]:
-        round_ = observer.start(_measured(kwargs), PROVIDER)
-        if round_ is None:
-            return wrapped(*args, **kwargs)
-        chunks = round_.call(wrapped, args, kwargs)
-        return _watched(round_, chunks)
-
-    return wrapper
 
 
 async def _awatched(round_: Round, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -162,33 +154,14 @@ async def _awatched(round_: Round, chunks: AsyncIterator[Any]) -> AsyncIterator[
         round_.finish(watch.usage, error)
 
 
-def async_stream(observer: Observer) -> WrapperFn:
-    """The async ``_generate_content_stream`` sends the request when awaited, then hands back
-    an async iterator of chunks."""
-
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[AsyncIterator[Any]]],
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> AsyncIterator[Any]:
-        round_ = observer.start(_measured(kwargs), PROVIDER)
-        if round_ is None:
-            return await wrapped(*args, **kwargs)
-        chunks = await round_.acall(wrapped, args, kwargs)
-        return _awatched(round_, chunks)
-
-    return wrapper
-
-
 def google_targets() -> list[Target]:
     """The per-request methods of ``google.genai.models`` (ImportError when the SDK is absent)."""
     import google.genai.models  # noqa: F401
 
     module = "google.genai.models"
     return [
-        (module, "Models._generate_content", sync_generate),
-        (module, "Models._generate_content_stream", sync_stream),
-        (module, "AsyncModels._generate_content", async_generate),
-        (module, "AsyncModels._generate_content_stream", async_stream),
+        (module, "Models._generate_content", _sync(_finish)),
+        (module, "Models._generate_content_stream", _sync(_watched)),
+        (module, "AsyncModels._generate_content", _async(_finish)),
+        (module, "AsyncModels._generate_content_stream", _async(_awatched)),
     ]

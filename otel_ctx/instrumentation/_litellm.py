@@ -29,6 +29,7 @@ from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round
 from otel_ctx.instrumentation._sdk import (
     Target,
     WrapperFn,
+    int_or_0,
     openai_chat_usage,
     openai_responses_usage,
     watch_openai_chat,
@@ -78,10 +79,6 @@ def _respond(
     return response
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def _chat_usage(response: Any) -> Usage | None:
     """LiteLLM's usage: ``prompt_tokens`` already holds every input token (cached reads and, for
     Anthropic, cache writes too); the cache writes are kept beside it when LiteLLM reports them."""
@@ -89,7 +86,7 @@ def _chat_usage(response: Any) -> Usage | None:
     found = openai_chat_usage(usage)
     if found is None:
         return None
-    written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+    written = int_or_0(getattr(usage, "cache_creation_input_tokens", 0))
     if written:
         return Usage.reported(found.input_tokens, found.output_tokens, found.cached_input_tokens, written)
     return found

@@ -51,7 +51,7 @@ from otel_ctx.telemetry._trim import Trim
 WrapperFn = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
-def _int(value: Any) -> int:
+def int_or_0(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
@@ -73,9 +73,9 @@ def _openai_usage(input_field: str, output_field: str, details_field: str) -> Ca
             return None
         details = _field(usage, details_field)
         return Usage.reported(
-            input_tokens=_int(_field(usage, input_field)),
-            output_tokens=_int(_field(usage, output_field)),
-            cached_input_tokens=_int(_field(details, "cached_tokens")),
+            input_tokens=int_or_0(_field(usage, input_field)),
+            output_tokens=int_or_0(_field(usage, output_field)),
+            cached_input_tokens=int_or_0(_field(details, "cached_tokens")),
         )
 
     return usage_of
@@ -90,11 +90,11 @@ def anthropic_usage(usage: Any) -> Usage | None:
     """Messages: ``input_tokens`` counts only uncached tokens; cache reads and writes come beside it."""
     if usage is None:
         return None
-    read = _int(_field(usage, "cache_read_input_tokens"))
-    write = _int(_field(usage, "cache_creation_input_tokens"))
+    read = int_or_0(_field(usage, "cache_read_input_tokens"))
+    write = int_or_0(_field(usage, "cache_creation_input_tokens"))
     return Usage.reported(
-        input_tokens=_int(_field(usage, "input_tokens")) + read + write,
-        output_tokens=_int(_field(usage, "output_tokens")),
+        input_tokens=int_or_0(_field(usage, "input_tokens")) + read + write,
+        output_tokens=int_or_0(_field(usage, "output_tokens")),
         cached_input_tokens=read,
         cache_creation_input_tokens=write,
     )
@@ -129,7 +129,7 @@ def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
             return late
         return Usage.reported(
             input_tokens=max(seen.input_tokens, late.input_tokens if late else 0),
-            output_tokens=_int(_field(delta, "output_tokens")) or seen.output_tokens,
+            output_tokens=int_or_0(_field(delta, "output_tokens")) or seen.output_tokens,
             cached_input_tokens=max(seen.cached_input_tokens, late.cached_input_tokens if late else 0),
             cache_creation_input_tokens=max(
                 seen.cache_creation_input_tokens, late.cache_creation_input_tokens if late else 0
