@@ -141,7 +141,6 @@ class ChainRound:
 
     store: ChainStore
     request: Mapping[str, int]  # the new items' transcript lines, as measured
-    request_estimated: int  # the request body alone
     base: ChainState | None
     previous_id: str | None
     conversation: str | None
@@ -210,7 +209,6 @@ def begin(store: ChainStore, body: Mapping[str, Any], result: FitResult) -> tupl
     chain = ChainRound(
         store=store,
         request=_without_priming(result.breakdown.transcript_by_role),
-        request_estimated=result.breakdown.estimated,
         base=base,
         previous_id=previous_id,
         conversation=conversation,
