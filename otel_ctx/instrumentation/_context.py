@@ -16,19 +16,9 @@ Where a task follows the agent, exactly:
   ``Thread(target=otel_ctx.carry(work))``. Code that hands OpenTelemetry's context to a
   thread (``context.attach(captured)``, as ``opentelemetry-instrumentation-threading``
   does for ``Thread.start`` and ``ThreadPoolExecutor.submit``) hands the task with it.
-- **Generators**: the decorator on a generator or async generator function gives each
-  generator a context of its own (a copy of the one in force at its first step, the task
-  entered in it), and runs every step in it: the task, its run span and whatever the
-  steps set stay the generator's, the caller's context is the same after a step as
-  before. A ``with otel_ctx.task(...)`` block written inside an undecorated generator
-  shares its caller's context, as every context variable does in Python: it stays in
-  force in the caller while the generator waits at a ``yield``, and blocks of generators
-  stepped in turn nest. A block inside a ``@contextmanager`` generator belongs to the
-  ``with`` that uses it, by the same rule.
-
-A ``task`` object may be entered again while it is in force (nested, or in several
-threads at once); each exit undoes its own entry, so the state before is back after
-both.
+- **Generators**: decorated, each generator runs every step in a context of its own (see
+  :class:`task`); a ``with`` block inside an undecorated generator shares its caller's
+  context, as every context variable does in Python.
 """
 
 from __future__ import annotations
@@ -145,25 +135,20 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
 
     On a generator or async generator function, the decorator gives each generator a
     context of its own: a copy of the caller's at its first step, with the block entered
-    in it, and every step (``next``, ``send``, ``throw``, ``close`` and their async
-    forms) runs in it. The block, its run span and what the steps set stay the
-    generator's; conversations written as decorated generators and stepped in turn each
-    have their own run, and the caller's own calls between steps are the caller's. The
-    run ends when the generator returns, raises or is closed (closing is no error).
+    in it, and every step (``next``, ``send``, ``throw``, ``close`` and their async forms)
+    runs in it. So conversations written as decorated generators and stepped in turn each
+    have their own run, and the caller's own calls between steps stay the caller's. The run
+    ends when the generator returns, raises or is closed (closing is no error).
 
-    A ``with`` block written inside an *undecorated* generator cannot do that: Python
-    runs a generator's steps in its caller's context, so the block stays in force in the
-    caller while the generator waits at a ``yield``, and the blocks of generators stepped
-    in turn nest (the later one's calls go into the earlier one's run). Decorate the
-    generator function instead, or, to hand the task entered here to a function that runs
-    elsewhere, wrap it with :func:`carry`.
+    A ``with`` block inside an *undecorated* generator cannot do that: Python runs a
+    generator's steps in its caller's context, so the block stays in force in the caller
+    while the generator waits at a ``yield``. Decorate the generator function instead, or
+    hand the task to a function that runs elsewhere with :func:`carry`.
 
     While the instrumentor is active, the outermost block is also one run of the ticket
     view (see :mod:`otel_ctx.instrumentation._ticket`): ``run_ceiling`` caps its tokens,
-    ``resolve()`` says how it ended, and its exit records it once. The block opens it
-    through the hook the instrumentor registered
-    (:func:`~otel_ctx.instrumentation._state.run_opener`), so this module knows nothing
-    of the ticket view but that hook's signature.
+    ``resolve()`` says how it ended, and its exit records it once. It opens that run through
+    the hook the instrumentor registered (:func:`~otel_ctx.instrumentation._state.run_opener`).
     """
 
     def __init__(
@@ -276,21 +261,14 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
 
 # -- generators with a context of their own -----------------------------------------------------
 #
-# Python runs a generator's steps in its caller's context (the generator-local context of
-# PEP 568 was never adopted), so a block entered in one step would stay in force in the
-# caller until the generator exits it. The decorator keeps a ``contextvars.Context`` per
-# generator and runs each step of the decorated function inside it. The wrappers stay
-# generator functions (``inspect.isgeneratorfunction`` and ``isasyncgenfunction`` still say
-# so, as FastAPI, pytest and LangChain check), so the context is copied when the body
-# starts, at the first step: the moment a block written first in the body would be entered.
+# The wrappers stay generator functions (``inspect.isgeneratorfunction`` and
+# ``isasyncgenfunction`` still say so, as FastAPI, pytest and LangChain check), so the context
+# is copied when the body starts, at the first step: when a block written first would be entered.
 
 
 def _ended_by(exc: BaseException) -> BaseException | None:
-    """What the run records for how a decorated generator ended.
-
-    Closing a generator (a consumer that stops early, or the garbage collector) is how
-    iteration ends normally, not a failure of the ticket.
-    """
+    """How a decorated generator ended, for its run: closing it (a consumer that stops early,
+    the garbage collector) ends iteration normally, not as a failure."""
     return None if isinstance(exc, GeneratorExit) else exc
 
 
@@ -326,13 +304,9 @@ def _decorate_generator(block: task, fn: Callable[..., Generator[Any, Any, Any]]
 
 
 class _InContext(Awaitable[T]):
-    """An awaitable whose every step runs in ``context``, whoever awaits it.
-
-    Each resumption of the wrapped awaitable (``send`` and ``throw``, as the event loop
-    drives it) runs under ``context.run``, the way an asyncio task runs its coroutine's
-    steps in the task's context; what it yields to the loop (a future, a trio trap) goes
-    through untouched, so it works under any event loop and keeps cancellation as it is.
-    """
+    """An awaitable whose every step runs in ``context``, whoever awaits it, as an asyncio task
+    runs its coroutine's steps; what it yields to the loop goes through untouched, so it works
+    under any event loop and keeps cancellation as it is."""
 
     __slots__ = ("_awaitable", "_context")
 
@@ -394,13 +368,10 @@ def carry(fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` run, wherever it is called, with the context in force now.
 
     For threads and executors, which start with an empty context:
-    ``pool.submit(otel_ctx.carry(answer), ticket)`` or
-    ``Thread(target=otel_ctx.carry(answer))`` book the worker's provider calls under the
-    task, conversation and current span of the code that wrapped it. Each call runs in
-    its own copy, so one wrapped function may run in many threads at once.
-
-    A plain function: an async one would only be created in the copy and run wherever
-    it is awaited (asyncio tasks copy the context by themselves).
+    ``pool.submit(otel_ctx.carry(answer), ticket)`` books the worker's provider calls under
+    the task, conversation and current span of the code that wrapped it. Each call runs in
+    its own copy, so one wrapped function may run in many threads at once. Plain functions
+    only: an async one would merely be created in the copy (asyncio tasks copy the context).
     """
     if not callable(fn):
         raise TypeError(f"otel_ctx.carry takes a function, got {type(fn).__name__}")

@@ -116,12 +116,8 @@ def _is_answer(item: Any) -> bool:
 
 
 def _assistant_turns(body: Mapping[str, Any], transcript: str, known: tuple[int, int] = (0, 0)) -> int:
-    """Answers already in the transcript (the body's ``transcript`` field): without a conversation
-    id, the round is this plus one.
-
-    ``known`` is ``(k, n)``: the first ``k`` items hold ``n`` answers, as the reader kept count of
-    them (see ``FitResult.known_answers``), so a long transcript costs only the items after ``k``.
-    """
+    """Answers already in the body's ``transcript`` field. ``known`` is ``(k, n)``: the first ``k``
+    items hold ``n`` answers (``FitResult.known_answers``), so only the items after ``k`` are read."""
     items = body.get(transcript)
     if not isinstance(items, (list, tuple)):
         return 0
@@ -411,12 +407,9 @@ class _Progress:
 
 
 class Round:
-    """One observed call: its span is current while the SDK sends the request.
-
-    What it learns is recorded through its :class:`~otel_ctx.telemetry._recorder.RoundRecord`,
-    as every other round is; this class only knows the provider's side: what its dialect's
-    reader adds (see :class:`Reader`) and when the usage may teach the calibration.
-    """
+    """One observed call, recorded through its :class:`~otel_ctx.telemetry._recorder.RoundRecord`;
+    this class knows the provider's side: its dialect's :class:`Reader` and whether the usage may
+    teach the calibration. Its span is current while the SDK sends the request."""
 
     def __init__(
         self,
@@ -478,8 +471,8 @@ class Round:
         self.record.result(self.result, figure_source=source, strict=True)
 
     def breakdown_settled(self) -> None:
-        """The answer said how large the server-held part is: the breakdown that waited for it is
-        recorded now, or the span's lines are set again where the part grew past the chain's."""
+        """The usage said how large the server-held part is: the waiting breakdown is recorded, or
+        the span's lines set again."""
         if self._deferred:
             self._deferred = False
             self._record()
@@ -507,8 +500,7 @@ class Round:
             log_failure("reading a provider response", exc)
 
     def call(self, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Make the provider call this round observes. A failure ends the round with it and goes on
-        to the agent unchanged; either way our span stops being the current one when it returns."""
+        """Make the provider call; a failure ends the round and goes on to the agent unchanged."""
         try:
             response = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -574,17 +566,12 @@ class Round:
 
 
 class Unmeasured(Round):
-    """A call otel-ctx could not measure: its round span says why and what could be read.
-
-    The span is a ``context_budget.observe`` span like any round's, in the same place in the
-    trace (under the provider call's span, current while the SDK sends), with the provider, model, task type,
-    round (when the transcript could be read), the mode, ``context_budget.unobserved.reason`` and
-    the error's class, and, when the answer comes, the provider's usage. It carries no breakdown
-    and no estimate, and records no fit, so no panel averages a measure that was never made.
+    """A call otel-ctx could not measure: a round span in the usual place with what could be read
+    (provider, model, task type, round, mode, ``context_budget.unobserved.reason``, the error's
+    class, then the usage), but no breakdown and no fit, so no panel averages a measure never made.
 
     Its status stays unset unless the provider call itself fails: the agent's call went through,
-    and an error status would count it as a failed call in every trace backend's error rate. The
-    reason attribute is the marker, present only on such rounds, and a tag a trace search finds.
+    and an error status would count it in every trace backend's error rate.
     """
 
     def __init__(
@@ -596,8 +583,7 @@ class Unmeasured(Round):
         task_type: str | None,
         round_number: int | None,
     ) -> None:
-        # Round's state without a result or a fitter: none of Round's result-reading methods
-        # run on an unmeasured call (they are overridden here).
+        # No result or fitter: the methods that would read them are overridden here.
         super().__init__(observer, span, None, None, round_number or 0, model, None)  # type: ignore[arg-type]
         self.task_type = task_type
         self.known_round = round_number is not None

@@ -1,22 +1,14 @@
 """``otel_ctx.configure()``: an SDK setup for applications that have none.
 
 Library code in otel-ctx uses only the global OpenTelemetry API. This module is the
-one place that builds and installs SDK providers, and only when asked: a TracerProvider
-and a MeterProvider exporting where an :class:`ExportSettings` value (or the standard
-``OTEL_*`` variables) say, each installed *only if the application has not installed its
-own* (its own SDK code, or ``opentelemetry-instrument``), which it never replaces.
-Choosing the exporters is :mod:`otel_ctx.telemetry._exporters`' job; the SDK's classes
-read their own variables.
+one place that builds and installs SDK providers, and only when asked, each *only if the
+application has not installed its own* (which it never replaces). The exporters are chosen
+in :mod:`otel_ctx.telemetry._exporters`; the SDK's classes read their own variables.
 
-Failure is bounded by construction: spans leave through a BatchSpanProcessor (bounded
-queue, background thread), metrics through a PeriodicExportingMetricReader (background
-thread), and every exporter has a short timeout, so a collector that is down, refuses
-or never answers costs the fit nothing. Flushing and shutdown, explicit or at interpreter
-exit, run on both providers at once and wait at most the export timeout: the SDK's own
-would run one after the other, each waiting out its export in flight first (its span
-flush has no timeout at all).
-
-``OTEL_SDK_DISABLED=true`` builds nothing: no providers, no threads, no endpoint.
+Failure is bounded by construction: spans and metrics leave on background threads (a
+BatchSpanProcessor, a PeriodicExportingMetricReader) and every exporter has a short timeout,
+so a collector that is down or never answers costs the fit nothing.
+``OTEL_SDK_DISABLED=true`` builds nothing.
 """
 
 from __future__ import annotations
@@ -91,9 +83,8 @@ class TelemetryHandle:
     def shutdown(self, timeout_millis: int | None = None) -> bool:
         """Flush and stop what configure() started (never the application's providers).
 
-        Returns within ``timeout_millis`` (default: the export timeout); an export still
-        waiting on a collector then is abandoned and False returned. Never raises. Also
-        run at interpreter exit when the application has not called it.
+        Returns within ``timeout_millis`` (default: the export timeout), abandoning an export
+        still waiting then (False). Never raises. Run at interpreter exit if not called before.
         """
         if self._stopped:
             return True
@@ -122,9 +113,8 @@ class TelemetryHandle:
 
 def _at_once(what: str, timeout_millis: int, calls: list[Callable[[], object]]) -> bool:
     """Run ``calls`` on threads of their own, waiting at most ``timeout_millis`` in total: the
-    span and the metric exporters each have their own timeout, and waiting for them one after
-    the other would double the delay a dead collector causes. True if all finished and none
-    failed."""
+    SDK's own flush and shutdown run one provider after the other, each waiting out its export
+    in flight (the span flush with no timeout at all). True if all finished and none failed."""
     results: list[bool] = []
 
     def one(call: Callable[[], object]) -> None:
@@ -157,12 +147,9 @@ def create_providers(
 ) -> TelemetryHandle:
     """Build (but do not install) the providers :func:`configure` would install.
 
-    ``labels``: the label bounds the emitter will use; the meter provider's cardinality
-    limits are their worst case (see :func:`views`).
-
-    For applications that keep otel-ctx off the global providers:
-    ``Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)``.
-    Under ``OTEL_SDK_DISABLED=true`` the handle holds no provider and nothing is started.
+    ``labels``: the emitter's label bounds, whose worst case sets the meter provider's
+    cardinality limits (see :func:`views`). For applications that keep otel-ctx off the global
+    providers: ``Emitter(tracer_provider=h.tracer_provider, meter_provider=h.meter_provider)``.
     """
     settings = settings or ExportSettings()
     handle = TelemetryHandle(
@@ -241,11 +228,7 @@ def _app_has_meter_provider() -> bool:
 
 
 def install(settings: ExportSettings | None = None, labels: LabelPolicy | None = None) -> TelemetryHandle:
-    """:func:`configure` with its settings as values: the export settings and the label bounds.
-
-    Idempotent: a second call returns the first call's handle. A provider the
-    application already installed is left alone (the handle then holds ``None`` for it).
-    """
+    """:func:`configure` with its settings as values: the export settings and the label bounds."""
     global _handle
     with _lock:
         if _handle is not None:
@@ -340,7 +323,6 @@ def configure(
 
     Idempotent: a second call returns the first call's handle. A provider the
     application already installed is left alone (the handle then holds ``None`` for it).
-    The same as :func:`install` with an :class:`ExportSettings` and a :class:`LabelPolicy`.
     """
     return install(
         ExportSettings(
