@@ -133,6 +133,11 @@ def _assistant_turns(body: Mapping[str, Any], transcript: str, known: tuple[int,
     return turns
 
 
+def int_or_0(value: Any) -> int:
+    """A count as an SDK reported it: an int (never a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _requested_output(body: Mapping[str, Any]) -> int | None:
     config = body.get("config")  # Google Gen AI keeps it in the call's config (a dict or the SDK's type)
     if config is not None:

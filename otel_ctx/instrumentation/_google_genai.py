@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from typing import Any
 
 from otel_ctx._pricing import Usage
-from otel_ctx.instrumentation._core import Dialect, Observer, Round
-from otel_ctx.instrumentation._sdk import Target, WrapperFn, int_or_0
+from otel_ctx.instrumentation._core import Dialect, Observer, Round, int_or_0
+from otel_ctx.instrumentation._sdk import Target, WrapperFn
 from otel_ctx.telemetry._emitter import log_failure
 
 PROVIDER = "google"

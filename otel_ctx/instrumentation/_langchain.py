@@ -28,7 +28,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
 from otel_ctx._pricing import Usage
-from otel_ctx.instrumentation._core import FRAMEWORK_CALL, FrameworkCall, Observer
+from otel_ctx.instrumentation._core import FRAMEWORK_CALL, FrameworkCall, Observer, int_or_0
 from otel_ctx.instrumentation._framework_trims import FrameworkTrims
 from otel_ctx.instrumentation._state import active_observer
 from otel_ctx.telemetry._emitter import log_failure
@@ -47,10 +47,6 @@ class _Pending:
     token: Token[FrameworkCall | None] | None = None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_of(response: Any) -> Usage | None:
     """The usage LangChain normalised onto the answer (``usage_metadata``), else the provider's raw one."""
     try:
@@ -58,18 +54,19 @@ def usage_of(response: Any) -> Usage | None:
     except (AttributeError, IndexError, TypeError):
         message = None
     meta = getattr(message, "usage_metadata", None)
-    if isinstance(meta, Mapping) and _int(meta.get("input_tokens")):
+    if isinstance(meta, Mapping) and int_or_0(meta.get("input_tokens")):
         details = meta.get("input_token_details") or {}
         return Usage.reported(
-            input_tokens=_int(meta.get("input_tokens")),  # LangChain's total: cached tokens included
-            output_tokens=_int(meta.get("output_tokens")),
-            cached_input_tokens=_int(details.get("cache_read")),
-            cache_creation_input_tokens=_int(details.get("cache_creation")),
+            input_tokens=int_or_0(meta.get("input_tokens")),  # LangChain's total: cached tokens included
+            output_tokens=int_or_0(meta.get("output_tokens")),
+            cached_input_tokens=int_or_0(details.get("cache_read")),
+            cache_creation_input_tokens=int_or_0(details.get("cache_creation")),
         )
     raw = (getattr(response, "llm_output", None) or {}).get("token_usage")
-    if isinstance(raw, Mapping) and _int(raw.get("prompt_tokens")):
+    if isinstance(raw, Mapping) and int_or_0(raw.get("prompt_tokens")):
         return Usage.reported(
-            input_tokens=_int(raw.get("prompt_tokens")), output_tokens=_int(raw.get("completion_tokens"))
+            input_tokens=int_or_0(raw.get("prompt_tokens")),
+            output_tokens=int_or_0(raw.get("completion_tokens")),
         )
     return None
 

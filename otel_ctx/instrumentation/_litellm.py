@@ -25,11 +25,10 @@ from typing import Any
 
 from otel_ctx import names
 from otel_ctx._pricing import Usage
-from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round
+from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round, int_or_0
 from otel_ctx.instrumentation._sdk import (
     Target,
     WrapperFn,
-    int_or_0,
     openai_chat_usage,
     openai_responses_usage,
     watch_openai_chat,

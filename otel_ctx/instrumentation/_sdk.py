@@ -42,17 +42,13 @@ from otel_ctx import names
 from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._chain import open_chain
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.instrumentation._core import Dialect, Observer, Round
+from otel_ctx.instrumentation._core import Dialect, Observer, Round, int_or_0
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
 from otel_ctx.instrumentation._trims import AnthropicCuts
 from otel_ctx.telemetry._emitter import log_failure
 from otel_ctx.telemetry._trim import Trim
 
 WrapperFn = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
-
-
-def int_or_0(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _field(obj: Any, name: str) -> Any:

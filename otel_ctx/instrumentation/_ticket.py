@@ -1,18 +1,14 @@
 """The ticket view for zero-code agents: a ``with otel_ctx.task(...)`` block is one run.
 
-An agent under ``opentelemetry-instrument`` makes bare SDK calls; nothing in them says
-where one ticket ends and the next begins. The task block does: while the instrumentor
-is active, the outermost block opens a run's :class:`~otel_ctx.telemetry._run.Books` (the same
-``context_budget.run`` span and per-run metrics as ``otel_ctx.run()``, so the cost
-dashboard reads both paths alike), every instrumented call inside it is booked as one
-of its rounds, and the block's exit records the run once: tokens, cost, the ceiling's
-stop and the resolution the agent set with ``t.resolve(...)``.
+Bare SDK calls do not say where one ticket ends and the next begins; the task block does.
+While the instrumentor is active, the outermost block opens a run's
+:class:`~otel_ctx.telemetry._run.Books` (the span and per-run metrics of ``otel_ctx.run()``,
+so the cost dashboard reads both paths alike), every instrumented call inside it is one of
+its rounds, and the block's exit records the run once.
 
-Kept apart from the task context itself so the context stays a small context variable:
-the instrumentor hands :func:`run_opener` of its observer to the task blocks when it
-instruments (through :mod:`otel_ctx.instrumentation._state`), so the task context never
-imports this module, nor this module the instrumentor. Observe-only like the rest of the
-instrumentor: a failure here is logged, never raised into the agent.
+The task context reaches this module only through the hook the instrumentor registers
+(:mod:`otel_ctx.instrumentation._state`), so neither imports the other. A failure here is
+logged, never raised into the agent.
 """
 
 from __future__ import annotations
@@ -73,12 +69,8 @@ def run_opener(observer: Observer) -> RunOpener:
 def open_run(
     observer: Observer, task_type: str | None, conversation_id: str | None, run_ceiling: int | None
 ) -> TaskRun | None:
-    """Open the block's run when the instrumentor is active and no run is open here yet.
-
-    None when it is not: a nested task block (the outer one's run goes on), a task block
-    inside ``otel_ctx.run()`` (that run keeps the books), or an observer uninstrumented
-    since.
-    """
+    """Open the block's run; None inside another run (an outer task block's, ``otel_ctx.run()``'s)
+    or when the observer was uninstrumented since."""
     if not observer.active or current_run() is not None:
         return None
     try:

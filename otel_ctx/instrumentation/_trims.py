@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otel_ctx import names
+from otel_ctx.instrumentation._core import int_or_0
 from otel_ctx.telemetry._trim import Trim
 
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ OVERFLOW_STOP = "model_context_window_exceeded"
 
 def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @dataclass(slots=True)
@@ -95,8 +92,9 @@ class AnthropicCuts:
             return
         self.edits = []  # a stream may repeat them; the last report is the whole list
         for edit in edits:
-            items = _int(_get(edit, "cleared_tool_uses")) or _int(_get(edit, "cleared_thinking_turns"))
-            self.edits.append((_int(_get(edit, "cleared_input_tokens")), items))
+            uses, turns = _get(edit, "cleared_tool_uses"), _get(edit, "cleared_thinking_turns")
+            items = int_or_0(uses) or int_or_0(turns)
+            self.edits.append((int_or_0(_get(edit, "cleared_input_tokens")), items))
 
     def _iterations(self, usage: Any) -> None:
         iterations = _get(usage, "iterations") if usage is not None else None
@@ -106,7 +104,7 @@ class AnthropicCuts:
             if _get(entry, "type") == "compaction":
                 self.compacted = True
             elif _get(entry, "type") == "message":
-                self.last_iteration_input = _int(_get(entry, "input_tokens"))
+                self.last_iteration_input = int_or_0(_get(entry, "input_tokens"))
 
     @property
     def any(self) -> bool:
@@ -119,9 +117,7 @@ class AnthropicCuts:
         a compaction goes from the request as sent to what the last iteration counted.
         """
         out: list[tuple[str, int, int, int]] = []
-        after = reported if reported is not None else None
-        cleared_total = sum(c for c, _ in self.edits)
-        before = (after + cleared_total) if after is not None else estimated
+        before = reported + sum(c for c, _ in self.edits) if reported is not None else estimated
         for cleared, items in self.edits:
             out.append(("edit", before, before - cleared, items))
             before -= cleared
@@ -129,6 +125,3 @@ class AnthropicCuts:
             left = self.last_iteration_input if self.last_iteration_input is not None else reported
             out.append(("compaction", estimated, left if left is not None else 0, 0))
         return out
-
-
-PERFORMER = names.PERFORMER_PROVIDER
