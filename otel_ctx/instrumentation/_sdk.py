@@ -281,7 +281,7 @@ def _body_read(watch: Watch, response: Any, route: Route, streamed: bool) -> Non
         log_failure("reading a provider response", exc)
 
 
-class RawProxy(wrapt.ObjectProxy[Any]):
+class _Raw(wrapt.ObjectProxy[Any]):
     """A raw response whose body the agent reads later: the round ends when it is read or closed.
 
     Garbage-collected unread, it ends the round too, with what it saw.
@@ -295,24 +295,42 @@ class RawProxy(wrapt.ObjectProxy[Any]):
         self._self_streamed = streamed
         weakref.finalize(self, watch.done)
 
-    def parse(self, *args: Any, **kwargs: Any) -> Any:
-        result = self.__wrapped__.parse(*args, **kwargs)
+    def _read(self) -> None:
+        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+
+    def _parsed(self, result: Any) -> Any:
         return _parsed(self._self_watch, result, self._self_route, self._self_sdk, self._self_streamed)
 
-    def read(self) -> Any:
-        data = self.__wrapped__.read()
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+
+def _reads(method: str) -> Callable[[_Raw], Any]:
+    """The body read by the agent itself (``read``, ``text``, ``json``), then the round ended."""
+
+    def read(self: _Raw) -> Any:
+        data = getattr(self.__wrapped__, method)()
+        self._read()
         return data
 
-    def text(self) -> Any:
-        data = self.__wrapped__.text()
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+    return read
+
+
+def _areads(method: str) -> Callable[[_Raw], Awaitable[Any]]:
+    """:func:`_reads` for an async raw response."""
+
+    async def read(self: _Raw) -> Any:
+        data = await getattr(self.__wrapped__, method)()
+        self._read()
         return data
 
-    def json(self) -> Any:
-        data = self.__wrapped__.json()
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
-        return data
+    return read
+
+
+class RawProxy(_Raw):
+    """The sync clients' ``LegacyAPIResponse`` or ``APIResponse``, watched."""
+
+    read, text, json = _reads("read"), _reads("text"), _reads("json")
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        return self._parsed(self.__wrapped__.parse(*args, **kwargs))
 
     def close(self) -> None:
         try:
@@ -321,35 +339,13 @@ class RawProxy(wrapt.ObjectProxy[Any]):
             self._self_watch.done()
 
 
-class AsyncRawProxy(wrapt.ObjectProxy[Any]):
-    """:class:`RawProxy` for the async clients' ``AsyncAPIResponse``."""
+class AsyncRawProxy(_Raw):
+    """The async clients' ``AsyncAPIResponse``, watched."""
 
-    def __init__(self, wrapped: Any, watch: Watch, route: Route, sdk: Sdk, streamed: bool) -> None:
-        super().__init__(wrapped)
-        self._self_watch = watch
-        self._self_route = route
-        self._self_sdk = sdk
-        self._self_streamed = streamed
-        weakref.finalize(self, watch.done)
+    read, text, json = _areads("read"), _areads("text"), _areads("json")
 
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
-        result = await self.__wrapped__.parse(*args, **kwargs)
-        return _parsed(self._self_watch, result, self._self_route, self._self_sdk, self._self_streamed)
-
-    async def read(self) -> Any:
-        data = await self.__wrapped__.read()
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
-        return data
-
-    async def text(self) -> Any:
-        data = await self.__wrapped__.text()
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
-        return data
-
-    async def json(self) -> Any:
-        data = await self.__wrapped__.json()
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
-        return data
+        return self._parsed(await self.__wrapped__.parse(*args, **kwargs))
 
     async def close(self) -> None:
         try:

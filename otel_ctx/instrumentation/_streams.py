@@ -47,14 +47,16 @@ class Watch:
         self.round.finish(self.usage, error)
 
 
-class StreamProxy(wrapt.ObjectProxy[Any]):
-    """A synchronous SDK stream (``openai.Stream``, ``anthropic.Stream``), watched."""
-
+class _Watched(wrapt.ObjectProxy[Any]):
     def __init__(self, wrapped: Any, watch: Watch) -> None:
         super().__init__(wrapped)
         self._self_watch = watch
         # Not the proxy itself (it would never be collected): the watch, which ends the round.
         weakref.finalize(self, watch.done)
+
+
+class StreamProxy(_Watched):
+    """A synchronous SDK stream (``openai.Stream``, ``anthropic.Stream``), watched."""
 
     def __iter__(self) -> StreamProxy:
         return self
@@ -90,14 +92,8 @@ class StreamProxy(wrapt.ObjectProxy[Any]):
             self._self_watch.done()
 
 
-class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
+class AsyncStreamProxy(_Watched):
     """An asynchronous SDK stream (``openai.AsyncStream``, ``anthropic.AsyncStream``), watched."""
-
-    def __init__(self, wrapped: Any, watch: Watch) -> None:
-        super().__init__(wrapped)
-        self._self_watch = watch
-        # Not the proxy itself (it would never be collected): the watch, which ends the round.
-        weakref.finalize(self, watch.done)
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
