@@ -20,6 +20,7 @@ Two rules shape the code:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -241,29 +242,19 @@ class _Totals:
             for component, total in zip(names.ROUND_COMPONENTS, row, strict=True)
         ]
 
-    def _observe_task_model(self, which: dict[tuple[str, str], int], kind: str) -> list[metrics.Observation]:
+    def observe_task_model(self, kind: str, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        """The ``dropped`` or ``capped`` totals, by task type and model."""
         with self.lock:
-            rows = list(which.items())
+            rows = list((self.dropped if kind == "dropped" else self.capped).items())
         labels = (names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
         return [metrics.Observation(total, self._attributes((kind, *key), labels)) for key, total in rows]
 
-    def _observe_trims(self, column: int) -> list[metrics.Observation]:
+    def observe_trims(self, column: int, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+        """Column 0 (trims) or 1 (tokens removed) of the trim totals, by task type and performer."""
         with self.lock:
             rows = [(k, v[column]) for k, v in self.trims.items()]
         labels = (names.TASK_TYPE, names.TRIM_PERFORMER)
         return [metrics.Observation(total, self._attributes(("trim", *key), labels)) for key, total in rows]
-
-    def observe_trims(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
-        return self._observe_trims(0)
-
-    def observe_trimmed_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
-        return self._observe_trims(1)
-
-    def observe_dropped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
-        return self._observe_task_model(self.dropped, "dropped")
-
-    def observe_capped(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
-        return self._observe_task_model(self.capped, "capped")
 
 
 # One _Totals per meter (weakly held: a provider shut down and dropped takes its totals along).
@@ -419,10 +410,10 @@ class Emitter:
             for metric, callback in (
                 (names.TOKENS, totals.observe_tokens),
                 (names.ROUND_TOKENS, totals.observe_round_tokens),
-                (names.DROPPED_TURNS_METRIC, totals.observe_dropped),
-                (names.CAPPED_TOOL_RESULTS_METRIC, totals.observe_capped),
-                (names.TRIMS, totals.observe_trims),
-                (names.TRIMMED_TOKENS, totals.observe_trimmed_tokens),
+                (names.DROPPED_TURNS_METRIC, functools.partial(totals.observe_task_model, "dropped")),
+                (names.CAPPED_TOOL_RESULTS_METRIC, functools.partial(totals.observe_task_model, "capped")),
+                (names.TRIMS, functools.partial(totals.observe_trims, 0)),
+                (names.TRIMMED_TOKENS, functools.partial(totals.observe_trims, 1)),
             ):
                 instruments.create(meter, metric, callbacks=[callback])
             with contextlib.suppress(TypeError):
