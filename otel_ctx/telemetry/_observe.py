@@ -249,24 +249,20 @@ class _Watcher:
                     "observed(): the callable returned messages but no policy was given and no run is active"
                 )
             task = self.task_type if self.task_type is not None else (active.task_type if active else None)
-            result = fitter.measure(
-                as_chat_messages(out),  # type: ignore[arg-type]
-                tools=self.tools,
-                system_prompt=self.system_prompt,
-                task_type=task,
-            )
-            mode = names.MODE_OBSERVE
+
+            fit_measure = fitter.measure
+
+            def measure(messages: Any) -> FitResult:
+                msgs = as_chat_messages(messages)
+                return fit_measure(msgs, tools=self.tools, system_prompt=self.system_prompt, task_type=task)
+
+            result, mode = measure(out), names.MODE_OBSERVE
             if given is not None and isinstance(out, Sequence):
                 try:
                     result, trim_extra = _with_trim_report(result, given, out)
                     if result.dropped_messages:
-                        whole = fitter.measure(
-                            as_chat_messages(given),
-                            tools=self.tools,
-                            system_prompt=self.system_prompt,
-                            task_type=task,
-                        )
-                        result = dataclasses.replace(result, tokens_before=whole.breakdown.estimated)
+                        whole = measure(given).breakdown.estimated
+                        result = dataclasses.replace(result, tokens_before=whole)
                 except Exception as exc:  # the round is still worth emitting without the comparison
                     log_failure("comparing a trimmer's input and output", exc)
         rec = recorder.start(
