@@ -1,18 +1,12 @@
 """Context the provider holds: Responses calls that continue a stored conversation.
 
-A Responses request with ``previous_response_id`` or ``conversation`` sends only its new
-items; the model sees them after everything the server stored for the chain. Measuring
-the request body alone would report a small fraction of the window (and teach the
-calibration a wrong factor), so each observed response leaves the breakdown lines of its
-chain here (token counts by role, never text), keyed by response id and conversation id,
-and the next call of the chain is measured as those lines plus its new items.
-
-What this process never saw (a chain begun in another process, items added through the
-Conversations API) is one line of its own, ``server_held``, filled from the provider's
-reported input tokens once the response arrives, never spread over the other lines.
-
-Instructions and tools are not carried over by the server (each request sends its own),
-so a chain carries transcript lines only.
+A Responses request with ``previous_response_id`` or ``conversation`` sends only its new items;
+the model sees them after everything the server stored. Measured alone, the body would report a
+fraction of the window (and teach the calibration a wrong factor), so each observed response
+leaves its chain's transcript lines here (token counts by role, never text), and the next call
+of the chain is measured as those lines plus its new items (instructions and tools are sent
+anew by every request). What this process never saw is the ``server_held`` line, filled from
+the provider's reported input tokens when the response arrives.
 """
 
 from __future__ import annotations

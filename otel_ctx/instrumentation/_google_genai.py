@@ -1,16 +1,10 @@
 """Google Gen AI (``google-genai``): every request ``models.generate_content`` and
 ``models.generate_content_stream`` send, sync and async (``client.aio.models``).
 
-One public call may send several requests: automatic function calling runs the Python
-tools and calls the model again, and automatic continuation follows a continuation
-token. So the wrappers sit on the per-request methods the public ones call
-(``Models._generate_content`` and ``_generate_content_stream`` and their ``AsyncModels``
-twins): each request the SDK sends is one round, measured as sent (the contents as
-they stand on that request), with the ``usage_metadata`` of its own response.
-
-Observe-only like the other wrappers: the arguments are passed on untouched, the
-response (or each chunk) comes back as the SDK made it, and its exceptions propagate
-as they are.
+One public call may send several requests (automatic function calling calls the model again),
+so the wrappers sit on the per-request methods the public ones call (``_generate_content``,
+``_generate_content_stream``, sync and async): each request is one round, measured as sent,
+with the ``usage_metadata`` of its own response. Observe-only, like the other wrappers.
 """
 
 from __future__ import annotations

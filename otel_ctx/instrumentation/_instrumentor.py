@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -40,16 +41,9 @@ from otel_ctx.telemetry._emitter import Emitter, default_emitter, log_failure
 #: The package's name: what users configure logging for.
 logger = logging.getLogger("otel_ctx.instrumentation")
 
-#: The keyword arguments of ``instrument()`` that configure otel-ctx (the rest are OpenTelemetry's).
-CONFIG_KEYS = (
-    "policies",
-    "default_task_type",
-    "reserved_output",
-    "context_window",
-    "max_conversations",
-    "models",
-    "langchain",
-)
+#: The keyword arguments of ``instrument()`` that configure otel-ctx, :meth:`Config.from_env`'s
+#: (the rest are OpenTelemetry's).
+CONFIG_KEYS = tuple(inspect.signature(Config.from_env).parameters)
 
 
 class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]

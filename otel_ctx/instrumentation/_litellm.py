@@ -1,21 +1,14 @@
 """LiteLLM: every ``litellm.completion`` / ``acompletion`` / ``responses`` / ``aresponses`` call.
 
-LiteLLM takes one dialect whatever the model behind it: Chat Completions for
-``completion`` and the Responses API for ``responses``. So the request is measured in
-that dialect, as LiteLLM received it, against the provider and model LiteLLM routes to
-(``anthropic/claude-sonnet-4-5`` is Anthropic's ``claude-sonnet-4-5``: its window, its
-calibration, its label). The usage comes from LiteLLM's own response (or the last chunk
-of its stream), in the OpenAI shape it normalises every provider to.
+LiteLLM takes one dialect whatever the model behind it (Chat Completions for ``completion``,
+Responses for ``responses``): the request is measured in it, as LiteLLM received it, against
+the provider and model it routes to (``anthropic/claude-sonnet-4-5``: Anthropic's window,
+calibration and label), with the usage of LiteLLM's own OpenAI-shaped response or last chunk.
 
-One observation per request: LiteLLM sends ``openai/…`` models through the openai SDK
-(whose own wrappers would see the call again) and serves ``responses`` for most
-providers through ``completion``; while a LiteLLM call is observed, those inner entry
-points stand down (``_core.OBSERVED_ABOVE``).
-
-The wrappers sit on the ``litellm`` module's functions, so code that calls
-``litellm.completion(...)`` is covered, and so is ``from litellm import completion``
-run after instrumenting (``opentelemetry-instrument`` instruments before the agent's
-imports). A name imported before ``instrument()`` keeps LiteLLM's own function.
+One observation per request: while a LiteLLM call is observed, the inner entry points it goes
+through (the openai SDK for ``openai/…`` models, ``completion`` serving ``responses``) stand
+down (``_core.OBSERVED_ABOVE``). The wrappers sit on the ``litellm`` module's functions: a name
+imported from it before ``instrument()`` keeps LiteLLM's own function.
 """
 
 from __future__ import annotations

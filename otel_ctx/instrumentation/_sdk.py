@@ -1,28 +1,19 @@
 """The wrapper around the provider SDKs' request layer, and where each dialect keeps its usage.
 
-Every method of the ``openai`` and ``anthropic`` SDKs that sends a model request
-(``create``, ``stream``, ``parse``, their ``beta.*`` twins, ``with_raw_response`` and
-``with_streaming_response``, sync and async) ends in the client's one ``request``
-method with the request's path and body. Wrapping that one method (per client class)
-observes all of them, once per request (the SDK's retries happen inside it), in the
-dialect the path names rather than one guessed from the body's shape. It also puts no
-otel-ctx frame between the agent and the SDK's public methods, so a warning those
-raise with a ``stacklevel`` still points at the agent's line.
+Every method of the ``openai`` and ``anthropic`` SDKs that sends a model request (``create``,
+``stream``, ``parse``, the ``beta.*`` twins, ``with_raw_response``, ``with_streaming_response``,
+sync and async) ends in the client's one ``request`` method with the request's path and body.
+Wrapping that method observes all of them, once per request (retries happen inside it), in the
+dialect the path names; and no otel-ctx frame sits between the agent and the SDK's public
+methods, so a warning they raise with a ``stacklevel`` still points at the agent's line.
 
-An SDK that traces itself (the ``anthropic`` SDK opens a ``CLIENT`` span per call, named
-after its method, ``anthropic.messages.create``) opens that span in ``request`` and runs the
-call (every retry) in ``_request`` inside it. There the wrapper sits on ``_request``: the
-SDK's own span is current when the round opens, so the round nests under it and annotates
-it, exactly as it does a GenAI instrumentation's span around the SDK's public method, and
-the trace context the SDK sends with the request stays its own span's.
+An SDK that traces itself (``anthropic.messages.create``) opens its span in ``request`` and
+runs every attempt in ``_request``: there the wrapper sits on ``_request``, so the round nests
+under the SDK's span and annotates it, as it does a GenAI instrumentation's span.
 
-The wrapper is observe-only: it reads the request options, calls the SDK's method with
-exactly its arguments, and returns what the method returned: the SDK's own object, or
-(for a stream, or a raw response whose body is not read yet) that object behind a
-transparent proxy that watches for the usage. The SDK's exceptions pass through untouched.
-
-``responses.compact`` is wrapped here too, at its public method: it sends no model request to
-measure, and its answer is a provider compaction to record on the current round.
+Observe-only: the SDK's method gets exactly its arguments, and the agent gets what it returned
+(a stream or an unread raw response behind a transparent proxy that watches for the usage);
+the SDK's exceptions pass through untouched. ``responses.compact`` is wrapped here too.
 """
 
 from __future__ import annotations

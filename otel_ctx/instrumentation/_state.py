@@ -1,11 +1,8 @@
 """What the instrumentation's modules share while ``instrument()`` is in force.
 
-The instrumentor sets it when it instruments and clears it when it uninstruments: the
-observer every wrapper books its rounds with, and the hook a ``task`` block calls to open
-its ticket-view run. The modules that need either read it here rather than from the
-instrumentor, so this module is a leaf (it imports nothing of the instrumentation at run
-time) and the dependencies run one way: from the instrumentor down to the wrappers, the
-task block and this state, never back up.
+The observer every wrapper books its rounds with, and the hook a ``task`` block calls to open
+its ticket-view run: set by the instrumentor, read here by the modules below it, so this leaf
+keeps the dependencies running one way, from the instrumentor down.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """Turn one FitResult into a span's attributes and the metric records of its round.
 
-Everything here goes through the OpenTelemetry *API* (a tracer and a meter handed in,
-or the global ones), so it works the same under :func:`otel_ctx.configure`, under an
-application's own SDK setup and under ``opentelemetry-instrument``.
+Everything here goes through the OpenTelemetry *API* (a tracer and a meter handed in, or the
+global ones), so it works the same under :func:`otel_ctx.configure`, an application's own SDK
+setup and ``opentelemetry-instrument``. A telemetry failure is logged on ``otel_ctx.telemetry``
+and never reaches the caller.
 
-Two rules shape the code:
-
-* a telemetry failure is logged on ``otel_ctx.telemetry`` and never reaches the
-  caller: :mod:`otel_ctx.telemetry._recorder` lets the fit's own exceptions through and
-  swallows (and logs) only its own;
-* a round must stay cheap: two measurements per round (the utilization histogram and the
-  fits counter, both carrying the round's span as an exemplar); the breakdown lines, the
-  turn counts and the trims are running totals the SDK reads when it collects; attribute dicts are built
-  once per label combination, and span attributes only when the span records. With native
-  histograms on (``distributions``), each line of the round is one more measurement, on
-  ``context_budget.line_tokens``, and the utilization one more, by round.
+A round stays cheap: two measurements (the utilization histogram and the fits counter, each
+with the round's span as exemplar); the breakdown lines, turn counts and trims are running
+totals the SDK reads when it collects; attribute dicts are built once per label combination.
+With native histograms on (``distributions``), each line and the utilization by round are
+one more measurement each.
 """
 
 from __future__ import annotations

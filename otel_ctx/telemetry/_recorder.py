@@ -1,12 +1,8 @@
 """One round's lifecycle: :func:`start` opens it, its handle records what it learned and ends it.
 
-Every path that records a round goes through here: a ``run()`` round (fit or observe),
-``observe()`` and ``observed()``, and each SDK call the instrumentor watches. So a round's
-span attributes, its metrics, its trims, its estimate's accuracy and its place in a run's
-books are written in one place, whichever path measured it.
-
-A handle never raises into the caller unless asked to (``strict``): a telemetry failure is
-logged on ``otel_ctx.telemetry`` and the round goes on.
+Every path that records a round goes through here (``run()``, ``observe()``, ``observed()``,
+the instrumentor), so a round's span, metrics, trims, accuracy and place in a run's books are
+written in one place. A handle never raises into the caller unless asked to (``strict``).
 """
 
 from __future__ import annotations
