@@ -290,28 +290,17 @@ class _ErrorLog:
         if not logger.isEnabledFor(level):
             return count
         calls = "1 call" if count == 1 else f"{count} calls"
-        if capture_content():
-            logger.log(
-                level,
-                "otel-ctx could not measure %s (reason %s); the call went on unmeasured, with an "
-                "observe span carrying the reason. %s unmeasured for reason %s so far",
-                where,
-                reason,
-                calls,
-                reason,
-                exc_info=exc,
-            )
-            return count
+        capture = capture_content()
         logger.log(
             level,
-            "otel-ctx could not measure %s (reason %s: %s raised at %s); the call went on unmeasured, "
-            "with an observe span carrying the reason. %s unmeasured for reason %s so far",
+            "otel-ctx could not measure %s (reason %s%s); the call went on unmeasured, with an "
+            "observe span carrying the reason. %s unmeasured for reason %s so far",
             where,
             reason,
-            exception_type(exc),
-            _raised_at(exc),
+            "" if capture else f": {_raised(exc)}",
             calls,
             reason,
+            exc_info=exc if capture else None,
         )
         return count
 
@@ -326,28 +315,24 @@ class _ErrorLog:
             first = key not in self._seen
             self._seen.add(key)
         level = logging.WARNING if first else logging.DEBUG
-        if capture_content():
-            logger.log(level, "otel-ctx telemetry failed in %s; the fit is unaffected", where, exc_info=exc)
-            return
-        # The exception's type and where it was raised, never its message or a traceback
-        # (which ends with the message): a framework's error can quote the request whole
-        # (LangChain's "Full content block: {...}"), and spans already keep only the type.
+        capture = capture_content()
+        where_text = where if capture else f"{where} ({_raised(exc)})"
         logger.log(
             level,
-            "otel-ctx telemetry failed in %s (%s raised at %s); the fit is unaffected",
-            where,
-            exception_type(exc),
-            _raised_at(exc),
+            "otel-ctx telemetry failed in %s; the fit is unaffected",
+            where_text,
+            exc_info=exc if capture else None,
         )
 
 
-def _raised_at(exc: BaseException) -> str:
-    """``file.py:line in function`` of the innermost frame: code locations, no values."""
+def _raised(exc: BaseException) -> str:
+    """``Type raised at file.py:line in function``: the exception's type and where it was
+    raised, never its message or a traceback (which ends with the message): a framework's error
+    can quote the request whole (LangChain's "Full content block: {...}")."""
     frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
-    if not frames:
-        return "an unknown place"
-    last = frames[-1]
-    return f"{os.path.basename(last.filename)}:{last.lineno} in {last.name}"
+    last = frames[-1] if frames else None
+    place = f"{os.path.basename(last.filename)}:{last.lineno} in {last.name}" if last else "an unknown place"
+    return f"{exception_type(exc)} raised at {place}"
 
 
 log_failure = _ErrorLog()
