@@ -133,6 +133,11 @@ def _assistant_turns(body: Mapping[str, Any], transcript: str, known: tuple[int,
     return turns
 
 
+def field_of(obj: Any, name: str) -> Any:
+    """A field of an SDK object or of the same thing as decoded JSON (a raw response's body)."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
 def int_or_0(value: Any) -> int:
     """A count as an SDK reported it: an int (never a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -33,20 +33,13 @@ from otel_ctx import names
 from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._chain import open_chain
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.instrumentation._core import Dialect, Observer, Round, int_or_0
+from otel_ctx.instrumentation._core import Dialect, Observer, Round, field_of, int_or_0
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
 from otel_ctx.instrumentation._trims import AnthropicCuts
 from otel_ctx.telemetry._emitter import log_failure
 from otel_ctx.telemetry._trim import Trim
 
 WrapperFn = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
-
-
-def _field(obj: Any, name: str) -> Any:
-    """A field of an SDK object or of the same thing as decoded JSON (a raw response's body)."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
 
 
 # --- usage, per dialect -------------------------------------------------------------------------
@@ -58,11 +51,11 @@ def _openai_usage(input_field: str, output_field: str, details_field: str) -> Ca
     def usage_of(usage: Any) -> Usage | None:
         if usage is None:
             return None
-        details = _field(usage, details_field)
+        details = field_of(usage, details_field)
         return Usage.reported(
-            input_tokens=int_or_0(_field(usage, input_field)),
-            output_tokens=int_or_0(_field(usage, output_field)),
-            cached_input_tokens=int_or_0(_field(details, "cached_tokens")),
+            input_tokens=int_or_0(field_of(usage, input_field)),
+            output_tokens=int_or_0(field_of(usage, output_field)),
+            cached_input_tokens=int_or_0(field_of(details, "cached_tokens")),
         )
 
     return usage_of
@@ -77,11 +70,11 @@ def anthropic_usage(usage: Any) -> Usage | None:
     """Messages: ``input_tokens`` counts only uncached tokens; cache reads and writes come beside it."""
     if usage is None:
         return None
-    read = int_or_0(_field(usage, "cache_read_input_tokens"))
-    write = int_or_0(_field(usage, "cache_creation_input_tokens"))
+    read = int_or_0(field_of(usage, "cache_read_input_tokens"))
+    write = int_or_0(field_of(usage, "cache_creation_input_tokens"))
     return Usage.reported(
-        input_tokens=int_or_0(_field(usage, "input_tokens")) + read + write,
-        output_tokens=int_or_0(_field(usage, "output_tokens")),
+        input_tokens=int_or_0(field_of(usage, "input_tokens")) + read + write,
+        output_tokens=int_or_0(field_of(usage, "output_tokens")),
         cached_input_tokens=read,
         cache_creation_input_tokens=write,
     )
@@ -89,7 +82,7 @@ def anthropic_usage(usage: Any) -> Usage | None:
 
 def watch_openai_chat(chunk: Any, seen: Usage | None) -> Usage | None:
     # Only when the agent asked for it with stream_options; otel-ctx never adds that option.
-    usage = _field(chunk, "usage")
+    usage = field_of(chunk, "usage")
     return openai_chat_usage(usage) if usage is not None else None
 
 
@@ -97,17 +90,17 @@ _RESPONSES_DONE = frozenset({"response.completed", "response.incomplete", "respo
 
 
 def watch_openai_responses(chunk: Any, seen: Usage | None) -> Usage | None:
-    if _field(chunk, "type") not in _RESPONSES_DONE:
+    if field_of(chunk, "type") not in _RESPONSES_DONE:
         return None
-    return openai_responses_usage(_field(_field(chunk, "response"), "usage"))
+    return openai_responses_usage(field_of(field_of(chunk, "response"), "usage"))
 
 
 def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
-    kind = _field(chunk, "type")
+    kind = field_of(chunk, "type")
     if kind == "message_start":
-        return anthropic_usage(_field(_field(chunk, "message"), "usage"))
+        return anthropic_usage(field_of(field_of(chunk, "message"), "usage"))
     if kind == "message_delta":
-        delta = _field(chunk, "usage")
+        delta = field_of(chunk, "usage")
         if delta is None:
             return None
         # The final delta's counts are cumulative; input counts appear there only in newer APIs.
@@ -116,7 +109,7 @@ def watch_anthropic(chunk: Any, seen: Usage | None) -> Usage | None:
             return late
         return Usage.reported(
             input_tokens=max(seen.input_tokens, late.input_tokens if late else 0),
-            output_tokens=int_or_0(_field(delta, "output_tokens")) or seen.output_tokens,
+            output_tokens=int_or_0(field_of(delta, "output_tokens")) or seen.output_tokens,
             cached_input_tokens=max(seen.cached_input_tokens, late.cached_input_tokens if late else 0),
             cache_creation_input_tokens=max(
                 seen.cache_creation_input_tokens, late.cache_creation_input_tokens if late else 0
@@ -238,7 +231,7 @@ def _respond(round_: Round, response: Any, route: Route, sdk: Sdk, streamed: boo
             proxy = AsyncRawProxy if isinstance(response, sdk.async_raw) else RawProxy
             return proxy(response, Watch(round_, route.watcher), route, sdk, streamed)
         round_.see(response)
-        round_.finish(route.usage_of(_field(response, "usage")))
+        round_.finish(route.usage_of(field_of(response, "usage")))
     except Exception as exc:
         log_failure("reading a provider response", exc)
         round_.finish(None)
@@ -254,7 +247,7 @@ def _parsed(watch: Watch, result: Any, route: Route, sdk: Sdk, streamed: bool) -
             return AsyncStreamProxy(result, watch)
         if not streamed:
             watch.round.see(result)
-            watch.usage = route.usage_of(_field(result, "usage"))
+            watch.usage = route.usage_of(field_of(result, "usage"))
             watch.done()
     except Exception as exc:
         log_failure("reading a provider response", exc)

@@ -12,22 +12,17 @@ calibration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otel_ctx import names
-from otel_ctx.instrumentation._core import int_or_0
+from otel_ctx.instrumentation._core import field_of, int_or_0
 from otel_ctx.telemetry._trim import Trim
 
 if TYPE_CHECKING:
     from otel_ctx.instrumentation._core import Round
 
 OVERFLOW_STOP = "model_context_window_exceeded"
-
-
-def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
 
 @dataclass(slots=True)
@@ -62,49 +57,49 @@ class AnthropicCuts:
             round_.record.provider_overflow(task)
 
     def see(self, obj: Any) -> None:
-        kind = _get(obj, "type")
+        kind = field_of(obj, "type")
         if kind == "message_start":
-            obj, kind = _get(obj, "message"), "message"
+            obj, kind = field_of(obj, "message"), "message"
         if kind == "message":
             self._message(obj)
         elif kind == "content_block_start":
-            block = _get(obj, "content_block")
-            if _get(block, "type") == "compaction":
+            block = field_of(obj, "content_block")
+            if field_of(block, "type") == "compaction":
                 self.compacted = True
         elif kind == "message_delta":
-            if _get(_get(obj, "delta"), "stop_reason") == OVERFLOW_STOP:
+            if field_of(field_of(obj, "delta"), "stop_reason") == OVERFLOW_STOP:
                 self.overflow = True
-            self._managed(_get(obj, "context_management"))
-            self._iterations(_get(obj, "usage"))
+            self._managed(field_of(obj, "context_management"))
+            self._iterations(field_of(obj, "usage"))
 
     def _message(self, message: Any) -> None:
-        if _get(message, "stop_reason") == OVERFLOW_STOP:
+        if field_of(message, "stop_reason") == OVERFLOW_STOP:
             self.overflow = True
-        for block in _get(message, "content") or ():
-            if _get(block, "type") == "compaction":
+        for block in field_of(message, "content") or ():
+            if field_of(block, "type") == "compaction":
                 self.compacted = True
-        self._managed(_get(message, "context_management"))
-        self._iterations(_get(message, "usage"))
+        self._managed(field_of(message, "context_management"))
+        self._iterations(field_of(message, "usage"))
 
     def _managed(self, managed: Any) -> None:
-        edits = _get(managed, "applied_edits") if managed is not None else None
+        edits = field_of(managed, "applied_edits") if managed is not None else None
         if not edits:
             return
         self.edits = []  # a stream may repeat them; the last report is the whole list
         for edit in edits:
-            uses, turns = _get(edit, "cleared_tool_uses"), _get(edit, "cleared_thinking_turns")
+            uses, turns = field_of(edit, "cleared_tool_uses"), field_of(edit, "cleared_thinking_turns")
             items = int_or_0(uses) or int_or_0(turns)
-            self.edits.append((int_or_0(_get(edit, "cleared_input_tokens")), items))
+            self.edits.append((int_or_0(field_of(edit, "cleared_input_tokens")), items))
 
     def _iterations(self, usage: Any) -> None:
-        iterations = _get(usage, "iterations") if usage is not None else None
+        iterations = field_of(usage, "iterations") if usage is not None else None
         if not iterations:
             return
         for entry in iterations:
-            if _get(entry, "type") == "compaction":
+            if field_of(entry, "type") == "compaction":
                 self.compacted = True
-            elif _get(entry, "type") == "message":
-                self.last_iteration_input = int_or_0(_get(entry, "input_tokens"))
+            elif field_of(entry, "type") == "message":
+                self.last_iteration_input = int_or_0(field_of(entry, "input_tokens"))
 
     @property
     def any(self) -> bool:
