@@ -8,6 +8,7 @@ round number would turn one histogram into thousands of series.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterable
 
@@ -31,6 +32,14 @@ DEFAULT_MAX_TASK_TYPES = 20
 DEFAULT_MAX_MODELS = 8
 
 _other_model_warned = False
+
+#: Labels whose values are a fixed set of the registry's.
+_FIXED: dict[str, tuple[str, ...]] = {
+    names.OUTCOME: names.OUTCOMES,
+    names.STOP: names.STOPS,
+    names.TRIM_PERFORMER: names.PERFORMERS,
+    names.UNOBSERVED_REASON: names.UNOBSERVED_REASONS,
+}
 
 
 class LabelPolicy:
@@ -140,16 +149,10 @@ class LabelPolicy:
             return len(self._round_labels) + 1
         if attribute == names.RESOLUTION:
             return len(BUILTIN_RESOLUTIONS) + MAX_EXTRA_RESOLUTIONS + 1
-        if attribute == names.OUTCOME:
-            return len(names.OUTCOMES)
-        if attribute == names.STOP:
-            return len(names.STOPS)
-        if attribute == names.TRIM_PERFORMER:
-            return len(names.PERFORMERS)
-        if attribute == names.UNOBSERVED_REASON:
-            return len(names.UNOBSERVED_REASONS)
         if attribute == names.COMPONENT:
             return len(names.ROUND_COMPONENTS if metric is names.ROUND_TOKENS else names.COMPONENTS)
+        if attribute in _FIXED:
+            return len(_FIXED[attribute])
         raise ValueError(f"{metric.name}: no bound known for the label {attribute!r}")
 
     def worst_case(self, metric: names.Metric) -> int:
@@ -158,10 +161,7 @@ class LabelPolicy:
         The views set each instrument's SDK cardinality limit to this, so otel-ctx's own labels
         never reach the SDK's overflow series.
         """
-        total = 1
-        for attribute in metric.attributes:
-            total *= self.values(attribute, metric)
-        return total
+        return math.prod(self.values(attribute, metric) for attribute in metric.attributes)
 
     def series(self, metric: names.Metric, points: int) -> int:
         """Prometheus series that ``points`` label sets of ``metric`` become (buckets, +Inf, sum, count)."""
