@@ -280,27 +280,35 @@ def _decorate_generator(block: task, fn: Callable[..., Generator[Any, Any, Any]]
         inner = context.run(fn, *args, **kwargs)
         context.run(entered.__enter__)
         try:
-            # ``yield from`` with every step of ``inner`` in ``context``.
-            value = context.run(next, inner)
-            while True:
-                try:
-                    sent = yield value
-                except GeneratorExit:
-                    context.run(inner.close)
-                    raise
-                except BaseException as exc:
-                    value = context.run(inner.throw, exc)
-                else:
-                    value = context.run(inner.send, sent)
-        except StopIteration as done:
-            context.run(entered.__exit__, None, None, None)
-            return done.value
+            value = yield from _stepped(context, inner)
         except BaseException as exc:
             ended = _ended_by(exc)
             context.run(entered.__exit__, type(ended) if ended else None, ended, None)
             raise
+        context.run(entered.__exit__, None, None, None)
+        return value
 
     return gen_wrapper
+
+
+def _stepped(context: contextvars.Context, steps: Generator[Any, Any, T]) -> Generator[Any, Any, T]:
+    """``yield from steps``, with every step of ``steps`` (send, throw, close) run in ``context``."""
+    run = context.run
+    try:
+        signal = run(steps.send, None)
+        while True:
+            try:
+                message = yield signal
+            except GeneratorExit:
+                run(steps.close)
+                raise
+            except BaseException as exc:
+                signal = run(steps.throw, exc)
+            else:
+                signal = run(steps.send, message)
+    except StopIteration as done:
+        result: T = done.value
+        return result
 
 
 class _InContext(Awaitable[T]):
@@ -315,23 +323,7 @@ class _InContext(Awaitable[T]):
         self._awaitable = awaitable
 
     def __await__(self) -> Generator[Any, Any, T]:
-        run = self._context.run
-        steps = self._awaitable.__await__()
-        try:
-            signal = run(steps.send, None)
-            while True:
-                try:
-                    message = yield signal
-                except GeneratorExit:
-                    run(steps.close)
-                    raise
-                except BaseException as exc:
-                    signal = run(steps.throw, exc)
-                else:
-                    signal = run(steps.send, message)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+        return (yield from _stepped(self._context, self._awaitable.__await__()))
 
 
 def _decorate_async_generator(block: task, fn: Callable[..., AsyncGenerator[Any, Any]]) -> Callable[..., Any]:
