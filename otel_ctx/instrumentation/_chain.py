@@ -238,15 +238,11 @@ def _output_lines(fitter: ContextFitter, model: str, output: list[Any]) -> dict[
 
 
 def _compaction(chain: ChainRound, result: FitResult, reported_input: int | None, kept: int) -> None:
-    """The server compacted during this response (its output carries the compaction item).
-
-    OpenAI compacts when the rendered input crosses ``compact_threshold`` and emits the item
-    in that response's output, so the cut is this call's: before is what the call held (the
-    estimate, or the bill if it is higher). After is the bill when it is well below the
-    estimate (the model then ran on what the compaction left, and was billed for that);
-    a bill near the estimate counted the context before the cut, so after is what the
-    stored context is known to hold past it, the output items kept beside the opaque
-    compaction item (whose own size the next round's usage tells, as its server-held line).
+    """The server compacted during this response (its output carries the compaction item), so
+    the cut is this call's: before is what the call held (the estimate, or the bill if higher).
+    After is the bill when it is well below the estimate (the model ran on what the compaction
+    left); a bill near the estimate counted the context before the cut, so after is the output
+    items kept beside the opaque compaction item (whose size the next round's usage tells).
     """
     estimated = result.breakdown.estimated
     before = max(estimated, reported_input or 0)

@@ -192,13 +192,12 @@ def views(labels: LabelPolicy | None = None, *, native: bool = False) -> list[Vi
     """One View per otel-ctx instrument: its buckets and an explicit cardinality limit.
 
     Each limit is the instrument's worst case under ``labels`` (the product of its labels'
-    bounds; default: the default bounds), so the labels otel-ctx bounds itself never reach
-    the SDK's ``otel.metric.overflow`` series, and an instrument cannot grow past it either.
-    Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the bucket
-    advisory the instruments carry; pass the :class:`LabelPolicy` you configured. ``native``
-    (``views(native=True)``) makes every otel-ctx histogram exponential, one native-histogram series
-    per label set in Prometheus instead of one per bucket; use it only where metrics are pushed
-    over OTLP. Its finest scale is :func:`exponential_max_scale`.
+    bounds), so otel-ctx's own labels never reach the SDK's ``otel.metric.overflow`` series.
+    Add these to your own ``MeterProvider(views=...)`` if your SDK ignores the instruments'
+    bucket advisory, with the :class:`LabelPolicy` you configured. ``native=True`` makes every
+    otel-ctx histogram exponential (one native-histogram series per label set instead of one
+    per bucket): only where metrics are pushed over OTLP. Its finest scale is
+    :func:`exponential_max_scale`.
     """
     from opentelemetry.sdk.metrics.view import (
         ExplicitBucketHistogramAggregation,
