@@ -34,7 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_ctx.adapters._base import (
+    ANTHROPIC_BLOCKS,
     ARRAY,
+    OPENAI_PARTS,
+    SUMMARY_PREFIX,
     Adapter,
     Fitted,
     Prefix,
@@ -42,8 +45,10 @@ from otel_ctx.adapters._base import (
     ReadContext,
     Reading,
     as_mapping,
+    as_plain,
     cut_key,
     kept_items,
+    rule,
     to_json,
 )
 from otel_ctx.adapters._media import (
@@ -88,8 +93,6 @@ OUTPUT_SCHEMA_PROMPT = 102
 #: ``output_config.task_budget``: the API tells the model what is left of its budget in a short
 #: fixed notice (an estimate: its figures change the count by a token or two).
 TASK_BUDGET_TOKENS = 40
-SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
-#: Block types that carry a server tool's result inside the assistant's own message.
 _ROLES = ("user", "assistant")
 
 
@@ -184,22 +187,15 @@ def family(model: str) -> Family:
     return FAMILIES["claude-5"]
 
 
-def _spaced_json(value: Any, where: str) -> str:
+def _dumps(value: Any, where: str, error: type[InvalidRequestError], indent: int | None = None) -> str:
     """``value`` as the API renders JSON into a prompt: keys in the caller's order, ``", "``
-    and ``": "`` between items (SDK objects dumped)."""
+    and ``": "`` between items (SDK objects dumped); typed errors for what JSON cannot say."""
     try:
-        return json.dumps(value, ensure_ascii=False, default=_plain_object)
+        return json.dumps(value, indent=indent, ensure_ascii=False, default=as_plain)
     except RecursionError:
         raise TooDeeplyNestedError(where, "is nested too deeply to be a request") from None
     except (TypeError, ValueError) as exc:
-        raise InvalidToolSchemaError(where, f"is not JSON-serialisable: {exc}") from exc
-
-
-def _plain_object(value: Any) -> Any:
-    block = as_mapping(value)
-    if block is None:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-    return dict(block)
+        raise error(where, f"is not JSON-serialisable: {exc}") from exc
 
 
 def _without_cache_control(block: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -388,7 +384,7 @@ class _Reader:
                 index=i,
             )
         if not content:
-            self.ctx.problem(TranscriptRuleError(f"{where}.content", "is an empty list", index=i))
+            rule(self.ctx, f"{where}.content", "is an empty list", i)
         new_content: list[Any] | None = None
         for k, raw_block in enumerate(content):
             here = f"{where}.content[{k}]"
@@ -398,9 +394,7 @@ class _Reader:
                 part, capped = self.tool_result(block, raw_block, here, i)
                 results.append(str(part.call_id))
                 if line_role != "user":
-                    self.ctx.problem(
-                        TranscriptRuleError(here, "a tool_result belongs in a user message", index=i)
-                    )
+                    rule(self.ctx, here, "a tool_result belongs in a user message", i)
                 if capped is not None:
                     if new_content is None:
                         new_content = list(content)
@@ -411,9 +405,7 @@ class _Reader:
                     assert part.call_id is not None
                     uses.append(part.call_id)
                     if line_role != "assistant":
-                        self.ctx.problem(
-                            TranscriptRuleError(here, "only assistant messages make tool_use", index=i)
-                        )
+                        rule(self.ctx, here, "only assistant messages make tool_use", i)
                     first = self.seen_ids.setdefault(part.call_id, i)
                     if first != i or uses.count(part.call_id) > 1:
                         # The API bills a reused id as sent: recorded, not refused.
@@ -486,16 +478,9 @@ class AnthropicAdapter(Adapter):
                 for raw_block in content:
                     b = as_mapping(raw_block)
                     kind = b.get("type") if b is not None else None
-                    if kind in (
-                        "tool_use",
-                        "tool_result",
-                        "thinking",
-                        "redacted_thinking",
-                        "image",
-                        "document",
-                    ):
+                    if kind in ANTHROPIC_BLOCKS:
                         return True
-                    if kind in ("image_url", "input_audio", "file", "refusal"):
+                    if kind in OPENAI_PARTS:
                         return False
         model = body.get("model")
         if isinstance(model, str) and model.startswith("claude"):
@@ -515,7 +500,7 @@ class AnthropicAdapter(Adapter):
         reader = _Reader(counter, ctx, state, fam.text_ratio)
         text = reader.text
         if not messages:
-            ctx.problem(TranscriptRuleError("messages", "needs at least one message"))
+            rule(ctx, "messages", "needs at least one message")
         # Read every message, then group runs into exchanges and check the pairing rules
         # on the combined turns (consecutive same-role messages are one turn to the API).
         read = _read_messages(reader, messages, ctx)
@@ -659,7 +644,9 @@ def render_tools(tools: Sequence[Any]) -> tuple[str, list[tuple[int, str]]]:
         shown_def: dict[str, Any] = {"description": desc} if desc else {}
         shown_def["name"] = tool["name"]
         shown_def["parameters"] = schema
-        lines.append(f"<function>{_spaced_json(shown_def, f'{where}.input_schema')}</function>")
+        lines.append(
+            f"<function>{_dumps(shown_def, f'{where}.input_schema', InvalidToolSchemaError)}</function>"
+        )
     return "\n".join(lines), kinds
 
 
@@ -737,13 +724,12 @@ def _exchanges(read: list[Read], ctx: ReadContext, seen: Mapping[str, int]) -> t
         missing = [u for u in uses if u not in answers]
         if missing:
             ids = ", ".join(repr(u) for u in missing)
-            ctx.problem(
-                TranscriptRuleError(
-                    f"messages[{start}].content",
-                    f"tool_use {ids} never answered: every tool_use needs a tool_result in the "
-                    "next (user) message",
-                    index=start,
-                )
+            rule(
+                ctx,
+                f"messages[{start}].content",
+                f"tool_use {ids} never answered: every tool_use needs a tool_result in the "
+                "next (user) message",
+                start,
             )
         role = "user" if read[start][0] == "user" else "assistant"
         turns.append(
@@ -777,29 +763,23 @@ def _check_results(
         if r not in uses:
             ctx.problem(_orphan(i, r, seen))
         elif r in answers:
-            ctx.problem(
-                TranscriptRuleError(
-                    f"messages[{i}].content", f"tool_use {shown(r)} is answered twice", index=i
-                )
-            )
+            rule(ctx, f"messages[{i}].content", f"tool_use {shown(r)} is answered twice", i)
         else:
             answers.append(r)
     if first:
         if kinds[: len(results)] != ["tool_result"] * len(results):
-            ctx.problem(
-                TranscriptRuleError(
-                    f"messages[{i}].content",
-                    "tool_result blocks must come first in the message, before any text",
-                    index=i,
-                )
+            rule(
+                ctx,
+                f"messages[{i}].content",
+                "tool_result blocks must come first in the message, before any text",
+                i,
             )
     else:
-        ctx.problem(
-            TranscriptRuleError(
-                f"messages[{i}].content",
-                "tool results must be in the first user message after the tool_use",
-                index=i,
-            )
+        rule(
+            ctx,
+            f"messages[{i}].content",
+            "tool results must be in the first user message after the tool_use",
+            i,
         )
 
 
@@ -870,13 +850,7 @@ def _output_config_tokens(body: Mapping[str, Any], count: Callable[[str], int]) 
         where = "output_format"
     spec = as_mapping(fmt) if fmt is not None else None
     if spec is not None and spec.get("type") == "json_schema":
-        try:
-            text = json.dumps(spec.get("schema"), indent=2, ensure_ascii=False, default=_plain_object)
-        except RecursionError:
-            raise TooDeeplyNestedError(f"{where}.schema", "is nested too deeply to be a request") from None
-        except (TypeError, ValueError) as exc:
-            raise InvalidRequestError(f"{where}.schema", f"is not JSON-serialisable: {exc}") from exc
-        schema = count(text)
+        schema = count(_dumps(spec.get("schema"), f"{where}.schema", InvalidRequestError, indent=2))
         n += OUTPUT_SCHEMA_PROMPT + schema
         estimated += schema
     return n, estimated

@@ -24,13 +24,15 @@ from typing import Any, Generic, TypeVar
 from otel_ctx.adapters._media import AUDIO_BYTES_PER_TOKEN, pdf_pages
 from otel_ctx.engine._cache import BoundedCache, Held
 from otel_ctx.engine._dialect import Adapter, CapText, Fitted, ReadContext, Reading
-from otel_ctx.engine._errors import InvalidRequestError
+from otel_ctx.engine._errors import InvalidRequestError, TranscriptRuleError
 from otel_ctx.engine._tokens import TokenCounter
 from otel_ctx.engine._tokens import to_json as _engine_json
 
 __all__ = [
+    "ANTHROPIC_BLOCKS",
     "ARRAY",
     "AUDIO_BYTES_PER_TOKEN",
+    "OPENAI_PARTS",
     "SUMMARY_PREFIX",
     "Adapter",
     "CapText",
@@ -40,18 +42,27 @@ __all__ = [
     "ReadContext",
     "Reading",
     "as_mapping",
+    "as_plain",
+    "cap_text",
     "common",
     "cut_key",
     "kept_items",
     "pdf_pages",
     "private_copy",
+    "rule",
     "sized_private_copy",
+    "text_parts",
     "to_json",
 ]
 
 #: What a JSON array may arrive as: a caller builds messages, content parts and tools as lists or
 #: tuples alike, and the SDKs send both as arrays, so both are read (and billed) the same.
 ARRAY = (list, tuple)
+
+#: Content part types only Chat Completions sends, and block types only the Messages API sends:
+#: either one in a message tells the two dialects apart.
+OPENAI_PARTS = ("image_url", "input_audio", "file", "refusal")
+ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document")
 
 #: The text a string summary is sent with, in every dialect (the model reads it as context).
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
@@ -71,7 +82,8 @@ def as_mapping(raw: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _plain(value: Any) -> Any:
+def as_plain(value: Any) -> Any:
+    """``json.dumps``'s ``default``: an SDK object inside a value as its dict; else a TypeError."""
     block = as_mapping(value)
     if block is None:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
@@ -80,7 +92,32 @@ def _plain(value: Any) -> Any:
 
 def to_json(value: Any, where: str, index: int | None, error: type[InvalidRequestError]) -> str:
     """``value`` as the compact JSON that is counted, SDK objects inside it dumped; typed errors."""
-    return _engine_json(value, where, index, error, default=_plain)
+    return _engine_json(value, where, index, error, default=as_plain)
+
+
+def rule(ctx: ReadContext, where: str, problem: str, index: int | None = None) -> None:
+    """Say that the transcript breaks a rule the API states: raised when strict, else recorded."""
+    ctx.problem(TranscriptRuleError(where, problem, index=index))
+
+
+def text_parts(content: Any, kind: str) -> bool:
+    """``content`` is a list of ``kind`` parts, each with its ``text`` string."""
+    return all(
+        isinstance(p, Mapping) and p.get("type") == kind and isinstance(p.get("text"), str) for p in content
+    )
+
+
+def cap_text(content: Any, cap: CapText, kind: str) -> str | None:
+    """A tool result's text cut to the cap (a string, or ``kind`` text parts joined), or ``None``
+    when it is within the cap or is not all text (images and unknown parts are counted, not cut)."""
+    if isinstance(content, str):
+        new = cap(content)
+        return None if new is content else new
+    if isinstance(content, ARRAY) and content and text_parts(content, kind):
+        joined = "".join(p["text"] for p in content)
+        new = cap(joined)
+        return None if new is joined else new
+    return None
 
 
 def kept_items(reading: Reading, fitted: Fitted, replaced: Mapping[int, Any]) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from otel_ctx.adapters._base import rule
 from otel_ctx.engine._dialect import ReadContext
 from otel_ctx.engine._errors import TranscriptRuleError, shown
 from otel_ctx.engine._model import Turn
@@ -63,12 +64,11 @@ class ChatCalls:
         for k, call_id in enumerate(ids):
             if call_id in declared or call_id in ids[:k]:
                 first = declared.get(call_id, i)
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{here}.tool_calls[{k}].id",
-                        f"call id {shown(call_id)} is already used by messages[{first}]",
-                        index=i,
-                    )
+                rule(
+                    ctx,
+                    f"{here}.tool_calls[{k}].id",
+                    f"call id {shown(call_id)} is already used by messages[{first}]",
+                    i,
                 )
             else:
                 declared[call_id] = i
@@ -95,13 +95,12 @@ class ChatCalls:
         self.pending = {}
         if missing:
             ids = ", ".join(repr(c) for c in missing)
-            ctx.problem(
-                TranscriptRuleError(
-                    f"messages[{self.at}].tool_calls",
-                    f"tool call(s) {ids} never answered: every call needs a tool message "
-                    f"right after the assistant message (before messages[{before}])",
-                    index=self.at,
-                )
+            rule(
+                ctx,
+                f"messages[{self.at}].tool_calls",
+                f"tool call(s) {ids} never answered: every call needs a tool message "
+                f"right after the assistant message (before messages[{before}])",
+                self.at,
             )
 
 

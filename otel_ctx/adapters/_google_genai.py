@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.adapters._base import (
+    SUMMARY_PREFIX,
     Adapter,
     Fitted,
     ReadContext,
@@ -39,13 +40,13 @@ from otel_ctx.adapters._base import (
     as_mapping,
     kept_items,
     pdf_pages,
+    rule,
     to_json,
 )
 from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
     InvalidToolSchemaError,
-    TranscriptRuleError,
     shown,
 )
 from otel_ctx.engine._model import Block, Component, Part, RequestModel, Turn
@@ -64,7 +65,6 @@ UNKNOWN_MEDIA_TOKENS = IMAGE_TOKENS
 TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
 #: The framing of one function declaration.
 TOKENS_PER_TOOL = 8
-SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 #: Keys a function response's result conventionally sits under (the SDK's automatic
 #: function calling answers ``{"result": ...}``; the API docs use ``output``/``error``).
 _RESULT_KEYS = ("output", "result")
@@ -289,7 +289,7 @@ class _Reader:
                 f"{where}.parts", f"must be a list of parts, got {type(raw_parts).__name__}", index=i
             )
         if not raw_parts:
-            self.ctx.problem(TranscriptRuleError(f"{where}.parts", "is empty", index=i))
+            rule(self.ctx, f"{where}.parts", "is empty", i)
         calls: list[str] = []
         answers: list[str] = []
         new_parts: list[Any] | None = None
@@ -298,16 +298,12 @@ class _Reader:
             part, kind, capped = self.part(raw_part, line, here, i)
             if kind == "function_call":
                 if line != "model":
-                    self.ctx.problem(
-                        TranscriptRuleError(here, "only the model makes function calls", index=i)
-                    )
+                    rule(self.ctx, here, "only the model makes function calls", i)
                 assert part.call_id is not None
                 calls.append(part.call_id)
             elif kind == "function_response":
                 if line != "user":
-                    self.ctx.problem(
-                        TranscriptRuleError(here, "a function response belongs in a user content", index=i)
-                    )
+                    rule(self.ctx, here, "a function response belongs in a user content", i)
                 assert part.call_id is not None
                 answers.append(part.call_id)
             if capped is not None:
@@ -365,7 +361,7 @@ class GoogleGenAIAdapter(Adapter):
         state = _State(single)
         reader = _Reader(ctx, state)
         if not items:
-            ctx.problem(TranscriptRuleError("contents", "needs at least one content"))
+            rule(ctx, "contents", "needs at least one content")
         read = [reader.content(raw, i) for i, raw in enumerate(items)]
         turns, starts = _exchanges(read, ctx)
         instruction, where = _setting(body, "system_instruction", "systemInstruction")
@@ -499,7 +495,7 @@ def _exchanges(
     turns: list[Turn] = []
     starts: list[int] = []
     if read and read[0][0] != "user":
-        ctx.problem(TranscriptRuleError("contents[0].role", "the first content must be the user's", index=0))
+        rule(ctx, "contents[0].role", "the first content must be the user's", 0)
     i, n = 0, len(read)
     while i < n:
         start = i
@@ -516,13 +512,12 @@ def _exchanges(
             parts.extend(uparts)
             for key in answered:
                 if key not in calls:
-                    ctx.problem(
-                        TranscriptRuleError(
-                            f"contents[{i}].parts",
-                            f"function response {shown(key)} answers no call of the model content "
-                            "right before it",
-                            index=i,
-                        )
+                    rule(
+                        ctx,
+                        f"contents[{i}].parts",
+                        f"function response {shown(key)} answers no call of the model content "
+                        "right before it",
+                        i,
                     )
                 else:
                     answers.append(key)
@@ -531,13 +526,12 @@ def _exchanges(
             i += 1
         missing = [c for c in calls if c not in answers]
         if missing:
-            ctx.problem(
-                TranscriptRuleError(
-                    f"contents[{start}].parts",
-                    f"function call {', '.join(repr(c) for c in missing)} never answered: each needs a "
-                    "function response in the next (user) content",
-                    index=start,
-                )
+            rule(
+                ctx,
+                f"contents[{start}].parts",
+                f"function call {', '.join(repr(c) for c in missing)} never answered: each needs a "
+                "function response in the next (user) content",
+                start,
             )
         role = "user" if read[start][0] == "user" else "assistant"
         turns.append(

@@ -20,7 +20,9 @@ from operator import attrgetter
 from typing import Any
 
 from otel_ctx.adapters._base import (
+    ANTHROPIC_BLOCKS,
     ARRAY,
+    OPENAI_PARTS,
     SUMMARY_PREFIX,
     Adapter,
     Fitted,
@@ -29,8 +31,11 @@ from otel_ctx.adapters._base import (
     ReadContext,
     Reading,
     as_mapping,
+    cap_text,
     cut_key,
     kept_items,
+    rule,
+    text_parts,
     to_json,
 )
 from otel_ctx.adapters._chat_calls import LEGACY, ChatCalls
@@ -56,7 +61,6 @@ from otel_ctx.engine._cache import BoundedCache
 from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
-    TranscriptRuleError,
     shown,
 )
 from otel_ctx.engine._model import (
@@ -363,20 +367,18 @@ class ChatReader:
                 f"{here}.tool_call_id", "a tool result needs a 'tool_call_id' string", index=i
             )
         if m.get("tool_calls") is not None:
-            ctx.problem(
-                TranscriptRuleError(f"{here}.tool_calls", "a tool message cannot make tool calls", index=i)
-            )
+            rule(ctx, f"{here}.tool_calls", "a tool message cannot make tool calls", i)
         answers = (call_id,) if calls.answer(call_id, here, i, ctx) else ()
         content = m.get("content")
         replaced: Any = None
         if ctx.cap is not None:
-            new = _cap_content(content, ctx.cap)
+            new = cap_text(content, ctx.cap, "text")
             if new is not None:
                 replaced = dict(m)
                 replaced["content"] = new
                 content = new
         text = self.counter.text
-        if isinstance(content, ARRAY) and _all_text(content):
+        if isinstance(content, ARRAY) and text_parts(content, "text"):
             parts = [Part("tool_result", text("".join(p["text"] for p in content)), call_id)]
         elif isinstance(content, str):
             parts = [Part("tool_result", text(content), call_id, capped=replaced is not None)]
@@ -405,18 +407,10 @@ class ChatReader:
         tool_calls = m.get("tool_calls")
         if tool_calls is not None:
             if line != "assistant":
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{here}.tool_calls", "only assistant messages may make tool calls", index=i
-                    )
-                )
+                rule(ctx, f"{here}.tool_calls", "only assistant messages may make tool calls", i)
             call_parts = self.tool_calls(tool_calls, here, i)
             if not call_parts:
-                ctx.problem(
-                    TranscriptRuleError(
-                        f"{here}.tool_calls", "is an empty list (leave the field out instead)", index=i
-                    )
-                )
+                rule(ctx, f"{here}.tool_calls", "is an empty list (leave the field out instead)", i)
             ids = [str(p.call_id) for p in call_parts]
             calls.declare(ids, here, i, ctx)
             parts.extend(call_parts)
@@ -458,9 +452,9 @@ class ChatReader:
             m = as_mapping(messages[j])
             content = m.get("content") if m is not None else None
             if cap is not None:
-                new = _cap_content(content, cap)
+                new = cap_text(content, cap, "text")
                 content = new if new is not None else content
-            if isinstance(content, ARRAY) and _all_text(content):
+            if isinstance(content, ARRAY) and text_parts(content, "text"):
                 content = "".join(p["text"] for p in content)
             if not isinstance(content, str):
                 return last  # not all text: read as written
@@ -586,24 +580,6 @@ class _ChatPrefix(Prefix):
         split_units(self.reads, self.units)
 
 
-def _all_text(content: Sequence[Any]) -> bool:
-    return all(
-        isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
-    )
-
-
-def _cap_content(content: Any, cap: Any) -> str | None:
-    """The capped text of a tool result, or ``None`` when it is within the cap (or not text)."""
-    if isinstance(content, str):
-        new = cap(content)
-        return None if new is content else new
-    if isinstance(content, ARRAY) and content and _all_text(content):
-        joined = "".join(p["text"] for p in content)
-        new = cap(joined)
-        return None if new is joined else new
-    return None  # images or unknown parts: counted, not cut
-
-
 class OpenAIChatAdapter(Adapter):
     """Chat Completions request bodies and bare ``messages`` lists."""
 
@@ -646,16 +622,9 @@ class OpenAIChatAdapter(Adapter):
             if isinstance(content, ARRAY):
                 for part in content:
                     kind = part.get("type") if isinstance(part, Mapping) else None
-                    if kind in ("image_url", "input_audio", "file", "refusal"):
+                    if kind in OPENAI_PARTS:
                         return True
-                    if kind in (
-                        "tool_use",
-                        "tool_result",
-                        "thinking",
-                        "redacted_thinking",
-                        "image",
-                        "document",
-                    ):
+                    if kind in ANTHROPIC_BLOCKS:
                         return False
         model = body.get("model")
         if isinstance(model, str) and model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt")):

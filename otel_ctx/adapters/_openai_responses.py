@@ -28,8 +28,10 @@ from otel_ctx.adapters._base import (
     ReadContext,
     Reading,
     as_mapping,
+    cap_text,
     cut_key,
     kept_items,
+    rule,
     to_json,
 )
 from otel_ctx.adapters._media import (
@@ -51,7 +53,6 @@ from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
     InvalidToolSchemaError,
-    TranscriptRuleError,
     shown,
 )
 from otel_ctx.engine._model import Block, Component, Line, Part, RequestModel, Turn
@@ -210,12 +211,11 @@ class _Reader:
                 where, "a function_call needs 'call_id', 'name' and 'arguments' strings", index=i
             )
         if call_id in self.declared:
-            ctx.problem(
-                TranscriptRuleError(
-                    f"{where}.call_id",
-                    f"call id {shown(call_id)} is already used by input[{self.declared[call_id]}]",
-                    index=i,
-                )
+            rule(
+                ctx,
+                f"{where}.call_id",
+                f"call id {shown(call_id)} is already used by input[{self.declared[call_id]}]",
+                i,
             )
             opened: list[str] = []
         else:
@@ -232,16 +232,10 @@ class _Reader:
     def _reasoning(self, item: Mapping[str, Any]) -> ItemRead:
         """A reasoning item: the text of its summary and content, a floor."""
         text = self.counter.text
-        summary = item.get("summary") or []
         n = 0
-        if isinstance(summary, ARRAY):
-            for s in summary:
-                t = s.get("text") if isinstance(s, Mapping) else None
-                n += text(t) if isinstance(t, str) else 0
-        content = item.get("content")
-        if isinstance(content, ARRAY):
-            for c in content:
-                t = c.get("text") if isinstance(c, Mapping) else None
+        for entries in (item.get("summary") or [], item.get("content")):
+            for entry in entries if isinstance(entries, ARRAY) else ():
+                t = entry.get("text") if isinstance(entry, Mapping) else None
                 n += text(t) if isinstance(t, str) else 0
         # What a reasoning item costs when replayed is the server's to say (its encrypted
         # content is opaque): the summary's text is a floor, and the bill a bound.
@@ -264,25 +258,20 @@ class _Reader:
             raise InvalidMessageError(f"{where}.call_id", f"a {kind} needs a 'call_id' string", index=i)
         answers: list[str] = []
         if call_id in self.answered:
-            ctx.problem(
-                TranscriptRuleError(
-                    f"{where}.call_id",
-                    f"call {shown(call_id)} is already answered by input[{self.answered[call_id]}]",
-                    index=i,
-                )
+            rule(
+                ctx,
+                f"{where}.call_id",
+                f"call {shown(call_id)} is already answered by input[{self.answered[call_id]}]",
+                i,
             )
         elif call_id not in self.declared:
-            ctx.problem(
-                TranscriptRuleError(
-                    f"{where}.call_id", f"no earlier item declared call {shown(call_id)}", index=i
-                )
-            )
+            rule(ctx, f"{where}.call_id", f"no earlier item declared call {shown(call_id)}", i)
         else:
             answers = [call_id]
         self.answered.setdefault(call_id, i)
         output = item.get("output")
         if kind == "function_call_output" and self.ctx.cap is not None:
-            new = _cap_output(output, self.ctx.cap)
+            new = cap_text(output, self.ctx.cap, "input_text")
             if new is not None:
                 replaced = dict(item)
                 replaced["output"] = new
@@ -319,24 +308,6 @@ class _Reader:
             opened,
             [],
         )
-
-
-def _cap_output(output: Any, cap: Any) -> Any:
-    if isinstance(output, str):
-        new = cap(output)
-        return None if new is output else new
-    if (
-        isinstance(output, ARRAY)
-        and output
-        and all(
-            isinstance(p, Mapping) and p.get("type") == "input_text" and isinstance(p.get("text"), str)
-            for p in output
-        )
-    ):
-        joined = "".join(p["text"] for p in output)
-        new = cap(joined)
-        return None if new is joined else new
-    return None
 
 
 class OpenAIResponsesAdapter(Adapter):
@@ -456,13 +427,12 @@ class OpenAIResponsesAdapter(Adapter):
     @staticmethod
     def _unanswered(pending: dict[str, int], before: int, ctx: ReadContext) -> None:
         for call_id, at in pending.items():
-            ctx.problem(
-                TranscriptRuleError(
-                    f"input[{at}].call_id",
-                    f"function call {shown(call_id)} is never answered by a function_call_output "
-                    f"(before input[{before}])",
-                    index=at,
-                )
+            rule(
+                ctx,
+                f"input[{at}].call_id",
+                f"function call {shown(call_id)} is never answered by a function_call_output "
+                f"(before input[{before}])",
+                at,
             )
 
     @staticmethod
