@@ -44,16 +44,18 @@ from otel_ctx.adapters._base import (
     PrefixRound,
     ReadContext,
     Reading,
+    State,
     as_mapping,
+    as_object,
     as_plain,
     cut_key,
+    json_object,
     kept_items,
     rule,
     to_json,
 )
 from otel_ctx.adapters._media import (
     ANTHROPIC_DOCUMENT_FRAMING,
-    ANTHROPIC_IMAGE_BOUND,
     anthropic_document_bound,
     anthropic_image_tokens,
     anthropic_pdf_tokens,
@@ -72,10 +74,6 @@ from otel_ctx.engine._tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PE
 
 Message = dict[str, Any]
 
-#: Images cost one token per 28px patch of the image as the model's tier resizes it, and a
-#: PDF each page's text plus an image of the page (the rules are in
-#: :mod:`otel_ctx.adapters._media`); an image the body only names costs the tier's bound.
-IMAGE_TOKENS = ANTHROPIC_IMAGE_BOUND
 #: The wrapper of a tool result (its id and markers), like a tool call's.
 TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
 #: Documents inside documents (``source: {"type": "content"}``) deeper than this are refused.
@@ -202,19 +200,10 @@ def _without_cache_control(block: Mapping[str, Any]) -> Mapping[str, Any]:
     return {k: v for k, v in block.items() if k != "cache_control"} if "cache_control" in block else block
 
 
-class _State:
-    """The caller's messages the fit rewrote (capped tool results), by index."""
-
-    __slots__ = ("replaced",)
-
-    def __init__(self) -> None:
-        self.replaced: dict[int, Any] = {}
-
-
 class _Reader:
     """Reads one request's messages: blocks counted, rules checked, results capped."""
 
-    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: _State, ratio: float = 1.0) -> None:
+    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: State, ratio: float = 1.0) -> None:
         self.counter = counter
         #: The family's text ratio (see :attr:`Family.text_ratio`): part of what a memo of this
         #: reader's counts is keyed on.
@@ -292,9 +281,7 @@ class _Reader:
         return out
 
     def block(self, raw: Any, role: str, where: str, index: int, *, nested: bool = False) -> Part:
-        block = as_mapping(raw)
-        if block is None:
-            raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=index)
+        block = as_object(raw, where, index)
         kind = block.get("type")
         text = self.text
         if kind == "text":
@@ -358,9 +345,7 @@ class _Reader:
     def message(self, raw: Any, i: int) -> tuple[str, list[Part], list[str], list[str], list[str]]:
         """``(role, parts, tool_use ids, tool_result ids, kinds in order)`` of one message."""
         where = f"messages[{i}]"
-        m = as_mapping(raw)
-        if m is None:
-            raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=i)
+        m = as_object(raw, where, i)
         role = m.get("role")
         # A ``system`` message among the messages is the API's mid-conversation system message:
         # read as a message of the user's side (it sits between the user's turns).
@@ -488,13 +473,12 @@ class AnthropicAdapter(Adapter):
         return None
 
     def to_model(self, body: Any, ctx: ReadContext) -> Reading:
-        if not isinstance(body, Mapping):
-            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        body = json_object(body)
         messages = body.get("messages")
         if not isinstance(messages, ARRAY):
             raise InvalidRequestError("messages", "a Messages API request needs a 'messages' list")
         counter = ctx.counter
-        state = _State()
+        state = State()
         model_name = body.get("model")
         fam = family(model_name) if isinstance(model_name, str) else CURRENT
         reader = _Reader(counter, ctx, state, fam.text_ratio)
@@ -564,7 +548,7 @@ class AnthropicAdapter(Adapter):
         return prompt + rendered, rendered
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
-        state: _State = reading.state
+        state: State = reading.state
         out = kept_items(reading, fitted, state.replaced)
         body = dict(reading.body)
         body["messages"] = out

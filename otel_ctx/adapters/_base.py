@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from sys import getsizeof
 from typing import Any, Generic, TypeVar
 
 # The contract lives with the engine (which must not import an adapter); adapters import it from here.
-from otel_ctx.adapters._media import AUDIO_BYTES_PER_TOKEN, pdf_pages
 from otel_ctx.engine._cache import BoundedCache, Held
 from otel_ctx.engine._dialect import Adapter, CapText, Fitted, ReadContext, Reading
-from otel_ctx.engine._errors import InvalidRequestError, TranscriptRuleError
+from otel_ctx.engine._errors import InvalidMessageError, InvalidRequestError, TranscriptRuleError
 from otel_ctx.engine._tokens import TokenCounter
 from otel_ctx.engine._tokens import to_json as _engine_json
 
 __all__ = [
     "ANTHROPIC_BLOCKS",
     "ARRAY",
-    "AUDIO_BYTES_PER_TOKEN",
     "OPENAI_PARTS",
     "SUMMARY_PREFIX",
     "Adapter",
@@ -41,16 +40,16 @@ __all__ = [
     "PrefixRound",
     "ReadContext",
     "Reading",
+    "State",
     "as_mapping",
+    "as_object",
     "as_plain",
     "cap_text",
-    "common",
     "cut_key",
+    "json_object",
     "kept_items",
-    "pdf_pages",
     "private_copy",
     "rule",
-    "sized_private_copy",
     "text_parts",
     "to_json",
 ]
@@ -68,6 +67,14 @@ ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", 
 SUMMARY_PREFIX = "Summary of earlier conversation (compacted by otel-ctx):\n"
 
 
+@dataclass(slots=True)
+class State:
+    """What a read keeps for writing the fit back: the caller's items it rewrote (capped tool
+    results, in their new form), by index. A dialect that keeps more extends it."""
+
+    replaced: dict[int, Any] = field(default_factory=dict)
+
+
 def as_mapping(raw: Any) -> Mapping[str, Any] | None:
     """A message or block as a mapping: dicts and TypedDicts as they are, SDK pydantic objects dumped."""
     if raw.__class__ is dict or isinstance(raw, Mapping):
@@ -80,6 +87,21 @@ def as_mapping(raw: Any) -> Mapping[str, Any] | None:
             return None
         return out if isinstance(out, Mapping) else None
     return None
+
+
+def as_object(raw: Any, where: str, index: int | None, what: str = "an object") -> Mapping[str, Any]:
+    """``raw`` as a mapping (see :func:`as_mapping`); an :class:`InvalidMessageError` if it is none."""
+    found = as_mapping(raw)
+    if found is None:
+        raise InvalidMessageError(where, f"must be {what}, got {type(raw).__name__}", index=index)
+    return found
+
+
+def json_object(body: Any) -> Mapping[str, Any]:
+    """A request body, which must be a JSON object."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+    return body
 
 
 def as_plain(value: Any) -> Any:

@@ -29,6 +29,7 @@ given to the fitter instead.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from otel_ctx.adapters._base import (
@@ -37,12 +38,15 @@ from otel_ctx.adapters._base import (
     Fitted,
     ReadContext,
     Reading,
+    State,
     as_mapping,
+    as_object,
+    json_object,
     kept_items,
-    pdf_pages,
     rule,
     to_json,
 )
+from otel_ctx.adapters._media import pdf_pages
 from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -65,25 +69,20 @@ UNKNOWN_MEDIA_TOKENS = IMAGE_TOKENS
 TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
 #: The framing of one function declaration.
 TOKENS_PER_TOOL = 8
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
 #: Keys a function response's result conventionally sits under (the SDK's automatic
 #: function calling answers ``{"result": ...}``; the API docs use ``output``/``error``).
 _RESULT_KEYS = ("output", "result")
 #: A part's kind: the snake_case key (the SDK's) and the camelCase one (REST).
-_PART_KEYS = {
-    "text": "text",
-    "function_call": "function_call",
-    "functionCall": "function_call",
-    "function_response": "function_response",
-    "functionResponse": "function_response",
-    "inline_data": "inline_data",
-    "inlineData": "inline_data",
-    "file_data": "file_data",
-    "fileData": "file_data",
-    "executable_code": "executable_code",
-    "executableCode": "executable_code",
-    "code_execution_result": "code_execution_result",
-    "codeExecutionResult": "code_execution_result",
-}
+_KINDS = ("text", "function_call", "function_response", "inline_data", "file_data", "executable_code")
+_PART_KEYS = {key: kind for kind in (*_KINDS, "code_execution_result") for key in (kind, _camel(kind))}
+#: Part fields that are not billed content.
 _METADATA = frozenset(
     {
         "thought",
@@ -143,15 +142,10 @@ def requested_output(body: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-class _State:
-    """The caller's contents the fit rewrote (capped function responses), and the shape it sent."""
-
-    __slots__ = ("replaced", "single")
-
-    def __init__(self, single: bool) -> None:
-        self.replaced: dict[int, Any] = {}
-        #: ``contents`` was one string or content, not a list: written back as it came when kept.
-        self.single = single
+@dataclass(slots=True)
+class _State(State):
+    #: ``contents`` was one string or content, not a list: written back as it came when kept.
+    single: bool = False
 
 
 def _is_content(m: Mapping[str, Any]) -> bool:
@@ -191,9 +185,7 @@ class _Reader:
         """``(part, kind, capped part or None)`` of one part."""
         if isinstance(raw, str):
             return Part("user" if role == "user" else "assistant", self.text(raw)), "text", None
-        p = as_mapping(raw)
-        if p is None:
-            raise InvalidMessageError(where, f"must be a part object, got {type(raw).__name__}", index=index)
+        p = as_object(raw, where, index, "a part object")
         kind = next((_PART_KEYS[k] for k in p if k in _PART_KEYS and p[k] is not None), None)
         if kind == "text":
             value = p["text"]
@@ -268,9 +260,7 @@ class _Reader:
         where = f"contents[{i}]"
         if isinstance(raw, str):
             return "user", [Part("user", self.framing["user"]), Part("user", self.text(raw))], [], []
-        m = as_mapping(raw)
-        if m is None:
-            raise InvalidMessageError(where, f"must be a content object, got {type(raw).__name__}", index=i)
+        m = as_object(raw, where, i, "a content object")
         if not _is_content(m):  # a bare part: the SDK sends it as (part of) a user content
             part, _, _ = self.part(raw, "user", where, i)
             return "user", [Part("user", self.framing["user"]), part], [], []
@@ -316,11 +306,6 @@ class _Reader:
         return line, parts, calls, answers
 
 
-def _camel(snake: str) -> str:
-    head, *rest = snake.split("_")
-    return head + "".join(w.title() for w in rest)
-
-
 def _instruction_text(raw: Any, where: str) -> str:
     """The system instruction's text: a string, a content of text parts, or a list of them."""
     if isinstance(raw, str):
@@ -351,14 +336,13 @@ class GoogleGenAIAdapter(Adapter):
         return "contents" in body
 
     def to_model(self, body: Any, ctx: ReadContext) -> Reading:
-        if not isinstance(body, Mapping):
-            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        body = json_object(body)
         contents = body.get("contents")
         if contents is None:
             raise InvalidRequestError("contents", "a generate_content request needs 'contents'")
         single = not isinstance(contents, (list, tuple))
         items: Sequence[Any] = [contents] if single else contents
-        state = _State(single)
+        state = _State(single=single)
         reader = _Reader(ctx, state)
         if not items:
             rule(ctx, "contents", "needs at least one content")

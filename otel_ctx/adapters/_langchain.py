@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.adapters._base import Adapter, Fitted, ReadContext, Reading, kept_items
+from otel_ctx.adapters._base import Adapter, Fitted, ReadContext, Reading, State, kept_items
 from otel_ctx.adapters._langchain_tools import tool_dicts
 from otel_ctx.engine._errors import InvalidMessageError, InvalidRequestError, TooDeeplyNestedError
 from otel_ctx.engine._model import Block, Turn
@@ -113,15 +113,6 @@ def _converted(m: Any, index: int) -> list[dict[str, Any]]:
     return [dict(d) if isinstance(d, Mapping) else d for d in out]
 
 
-class _State:
-    """The caller's messages the fit rewrote (capped tool results), by index."""
-
-    __slots__ = ("replaced",)
-
-    def __init__(self) -> None:
-        self.replaced: dict[int, Any] = {}
-
-
 class LangChainAdapter(Adapter):
     """LangChain message lists (``fit(messages)``, ``run.fit``).
 
@@ -158,7 +149,7 @@ class LangChainAdapter(Adapter):
         flat = [d for g in groups for d in g]
         reading = self._chat.read_items(flat, tool_dicts(tools), ctx)
         model = reading.model
-        state = _State()
+        state = State()
         if len(flat) != len(messages):
             # A message LangChain sends as several: its dicts are one turn's worth of items.
             owner = [i for i, g in enumerate(groups) for _ in g]
@@ -176,7 +167,7 @@ class LangChainAdapter(Adapter):
         return Reading(model=model, body=None, items=messages, state=state)
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
-        state: _State = reading.state
+        state: State = reading.state
         out = kept_items(reading, fitted, state.replaced)
         if fitted.summary is not None:
             out.insert(fitted.summary_at, fitted.summary)

@@ -32,28 +32,6 @@ from otel_ctx.engine._model import Component, Part
 
 log = logging.getLogger("otel_ctx")
 
-__all__ = [
-    "ANTHROPIC_DOCUMENT_FRAMING",
-    "ANTHROPIC_IMAGE_BOUND",
-    "AUDIO_BYTES_PER_TOKEN",
-    "AUDIO_PART_FRAMING",
-    "Cost",
-    "PdfDocument",
-    "anthropic_document_bound",
-    "anthropic_image_tokens",
-    "anthropic_pdf_tokens",
-    "audio_tokens",
-    "claude_resized",
-    "data_url_payload",
-    "image_size",
-    "openai_file_bound",
-    "openai_file_tokens",
-    "openai_image_bound",
-    "openai_image_tokens",
-    "pdf_document",
-    "pdf_pages",
-]
-
 Size = tuple[int, int]
 #: Tokens of a text, as the fitter counts them.
 Count = Callable[[str], int]
@@ -409,11 +387,6 @@ def openai_image_tokens(model: str, size: Size | None, detail: Any) -> Cost:
     return Cost(-(-_patches(*size, limit) * rule.multiplier // 100))
 
 
-def openai_image_bound(model: str, detail: Any) -> Cost:
-    """:func:`openai_image_tokens` for an image the body does not hold (a URL or a file id)."""
-    return openai_image_tokens(model, None, detail)
-
-
 # -- Anthropic images ----------------------------------------------------------------------
 
 _CLAUDE_PATCH = 28
@@ -424,8 +397,6 @@ _CLAUDE_HIGH_RES = (2576, 4784)
 _CLAUDE_VERSION = re.compile(r"claude-(?:([a-z]+)-)?(\d{1,2})(?:[-.](\d{1,2}))?(?![0-9])")
 #: The framing an image block adds besides its visual tokens (measured: 2-5 tokens per image).
 ANTHROPIC_IMAGE_FRAMING = 3
-#: An image the body does not hold (a URL, a file id): the tier's most visual tokens.
-ANTHROPIC_IMAGE_BOUND = _CLAUDE_STANDARD[1] + ANTHROPIC_IMAGE_FRAMING
 
 
 def _claude_tier(model: str) -> tuple[int, int]:

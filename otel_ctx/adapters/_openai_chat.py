@@ -16,6 +16,7 @@ the messages are read, by :class:`~otel_ctx.adapters._chat_calls.ChatCalls`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
@@ -30,9 +31,12 @@ from otel_ctx.adapters._base import (
     PrefixRound,
     ReadContext,
     Reading,
+    State,
     as_mapping,
+    as_object,
     cap_text,
     cut_key,
+    json_object,
     kept_items,
     rule,
     text_parts,
@@ -111,19 +115,14 @@ FIRST_REASONING_FRAMING = "the framing o1-mini and o1-preview add (not measured)
 _MAX_DEPTH = 64
 
 
-class _State:
-    """Where the transcript sits in the body, and the items the fit rewrote."""
+@dataclass(slots=True)
+class _State(State):
+    """The items the fit rewrote, and what the memo's leading run gives the fit to go on from
+    (see RequestModel): its turns' units, their raw tokens added up, the model's answers in it."""
 
-    __slots__ = ("known_answers", "known_sums", "known_units", "replaced")
-
-    def __init__(self) -> None:
-        self.replaced: dict[int, Any] = {}
-        #: The units of the turns' leading run the reader split already (see RequestModel).
-        self.known_units: list[tuple[int, int]] = []
-        #: The raw tokens of the turns' leading run, added up already (see RequestModel).
-        self.known_sums: tuple[int, Sums] = (0, NO_SUMS)
-        #: The model's answers among the leading run's messages (see RequestModel).
-        self.known_answers: tuple[int, int] = (0, 0)
+    known_units: list[tuple[int, int]] = field(default_factory=list)
+    known_sums: tuple[int, Sums] = (0, NO_SUMS)
+    known_answers: tuple[int, int] = (0, 0)
 
 
 class ChatReader:
@@ -132,25 +131,21 @@ class ChatReader:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.role_cost = {role: TOKENS_PER_MESSAGE + counter.text(role) for role in ROLE_LINES}
+
         # A plain {"role", "content": str} message costs the same every round: its turn is
         # kept by content, one cache per role, so an already-seen message costs one lookup.
-        self.simple: dict[str, BoundedCache[Turn]] = {
-            role: BoundedCache(
+        def cache() -> BoundedCache[Turn]:
+            return BoundedCache(
                 max_entries=8_192, max_chars=counter.cache.max_chars, group=counter.cache.group
             )
-            for role in ROLE_LINES
-        }
+
+        self.simple = {role: cache() for role in ROLE_LINES}
         # The shapes of a tool-calling transcript, kept by content like the plain messages: an
         # assistant message that only makes tool calls (keyed by its content and every call's id,
         # name and arguments) and a tool result (keyed by its text; the turn names its call id).
         # A message that changed has another key, so it is read again, never served stale.
-        group = counter.cache.group
-        self.call_turns: BoundedCache[Turn] = BoundedCache(
-            max_entries=8_192, max_chars=counter.cache.max_chars, group=group
-        )
-        self.tool_turns: BoundedCache[Turn] = BoundedCache(
-            max_entries=8_192, max_chars=counter.cache.max_chars, group=group
-        )
+        self.call_turns = cache()
+        self.tool_turns = cache()
 
     # -- content -------------------------------------------------------------------------
 
@@ -176,9 +171,7 @@ class ChatReader:
     def part(
         self, raw: Any, text_component: Component, where: str, index: int, ctx: ReadContext | None = None
     ) -> Part:
-        part = as_mapping(raw)
-        if part is None:
-            raise InvalidMessageError(where, f"must be an object, got {type(raw).__name__}", index=index)
+        part = as_object(raw, where, index)
         kind = part.get("type")
         text = self.counter.text
         if kind == "text" or kind == "refusal":
@@ -321,9 +314,7 @@ class ChatReader:
         self, raw: Any, here: str, i: int, ctx: ReadContext, calls: ChatCalls, state: _State
     ) -> Turn:
         """A message read field by field (every shape the fast paths do not take)."""
-        m = as_mapping(raw)
-        if m is None:
-            raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=i)
+        m = as_object(raw, here, i)
         role = m.get("role")
         line = ROLE_LINES.get(role) if isinstance(role, str) else None
         if line is None:
@@ -635,8 +626,7 @@ class OpenAIChatAdapter(Adapter):
         return True
 
     def to_model(self, body: Any, ctx: ReadContext) -> Reading:
-        if not isinstance(body, Mapping):
-            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        body = json_object(body)
         messages = body.get("messages")
         if not isinstance(messages, ARRAY):
             raise InvalidRequestError("messages", "a Chat Completions request needs a 'messages' list")

@@ -15,6 +15,7 @@ the Chat Completions accounting, which the Responses API shares for text.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -27,9 +28,12 @@ from otel_ctx.adapters._base import (
     PrefixRound,
     ReadContext,
     Reading,
+    State,
     as_mapping,
+    as_object,
     cap_text,
     cut_key,
+    json_object,
     kept_items,
     rule,
     to_json,
@@ -94,12 +98,9 @@ def _side(item: Mapping[str, Any]) -> str:
     return _OWN
 
 
-class _State:
-    __slots__ = ("input_was_string", "replaced")
-
-    def __init__(self, input_was_string: bool) -> None:
-        self.input_was_string = input_was_string
-        self.replaced: dict[int, Any] = {}
+@dataclass(slots=True)
+class _State(State):
+    input_was_string: bool = False
 
 
 class _Reader:
@@ -139,9 +140,7 @@ class _Reader:
         out = []
         for k, raw in enumerate(content):
             here = f"{where}.content[{k}]"
-            part = as_mapping(raw)
-            if part is None:
-                raise InvalidMessageError(here, f"must be an object, got {type(raw).__name__}", index=index)
+            part = as_object(raw, here, index)
             kind = part.get("type")
             if kind in ("input_text", "output_text", "text", "refusal"):
                 key = "refusal" if kind == "refusal" else "text"
@@ -322,8 +321,7 @@ class OpenAIResponsesAdapter(Adapter):
         return "input" in body or "instructions" in body
 
     def to_model(self, body: Any, ctx: ReadContext) -> Reading:
-        if not isinstance(body, Mapping):
-            raise InvalidRequestError("request", f"must be a JSON object, got {type(body).__name__}")
+        body = json_object(body)
         if "messages" in body and "input" not in body:
             raise InvalidRequestError(
                 "input",
@@ -390,11 +388,7 @@ class OpenAIResponsesAdapter(Adapter):
             if i < memo.start:
                 side, read = reads[i]
             else:
-                found = as_mapping(raw)
-                if found is None:
-                    raise InvalidMessageError(
-                        f"input[{i}]", f"must be an object, got {type(raw).__name__}", index=i
-                    )
+                found = as_object(raw, f"input[{i}]", i)
                 item = found
                 side = _side(item)
             if side != group_side or side == _OWN:
@@ -511,7 +505,7 @@ class OpenAIResponsesAdapter(Adapter):
             item = dict(m)
         role = str(item["role"])
         line = _ROLE_LINES[role]
-        parts = _Reader(counter, ReadContext(counter), _State(False)).content(
+        parts = _Reader(counter, ReadContext(counter), _State()).content(
             item.get("content"), line, "summary", -1
         )
         return item, Turn(line, parts, TOKENS_PER_MESSAGE + counter.text(role))
@@ -538,7 +532,7 @@ STORED_CALL_EXTRA = 3
 
 def _input_items(raw_input: Any) -> tuple[Sequence[Any], _State]:
     """``input`` as a list of items (a string is one user message), and the read's state."""
-    state = _State(isinstance(raw_input, str))
+    state = _State(input_was_string=isinstance(raw_input, str))
     if raw_input is None:
         return [], state
     if isinstance(raw_input, str):

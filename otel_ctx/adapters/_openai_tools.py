@@ -42,25 +42,6 @@ from otel_ctx.engine._errors import InvalidToolSchemaError, TooDeeplyNestedError
 from otel_ctx.engine._model import RequestModel
 from otel_ctx.engine._tokens import TokenCounter, to_json
 
-__all__ = [
-    "Section",
-    "add_forced_function",
-    "add_output_schema",
-    "bare_first",
-    "call_overhead",
-    "chat_call_tokens",
-    "commented",
-    "count_functions",
-    "is_reasoning_model",
-    "output_format",
-    "output_schema",
-    "parallel_results",
-    "plain_after_first",
-    "render_functions",
-    "render_output_format",
-    "section_framing",
-]
-
 #: Schema keywords whose rendering the recorded bills confirm; anything else makes the block
 #: an estimate. ``additionalProperties``, ``strict`` and ``title`` of the whole schema are not
 #: shown to the model at all.
@@ -668,9 +649,3 @@ def output_format(format_: Any) -> tuple[Any, Any, Mapping[str, Any]] | None:
     if not _is_mapping(schema):
         return None
     return spec.get("name"), spec.get("description"), schema
-
-
-def output_schema(format_: Any) -> Any:
-    """The JSON schema of a ``json_schema`` response format (Chat's nests it, Responses' does not)."""
-    found = output_format(format_)
-    return None if found is None else found[2]
