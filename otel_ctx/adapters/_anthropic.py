@@ -52,6 +52,7 @@ from otel_ctx.adapters._base import (
     json_object,
     kept_items,
     rule,
+    string_field,
     to_json,
 )
 from otel_ctx.adapters._media import (
@@ -69,7 +70,7 @@ from otel_ctx.engine._errors import (
     TranscriptRuleError,
     shown,
 )
-from otel_ctx.engine._model import Block, Component, Part, RequestModel, Turn
+from otel_ctx.engine._model import Block, Component, Line, Part, RequestModel, Turn
 from otel_ctx.engine._tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL, TokenCounter
 
 Message = dict[str, Any]
@@ -92,6 +93,8 @@ OUTPUT_SCHEMA_PROMPT = 102
 #: fixed notice (an estimate: its figures change the count by a token or two).
 TASK_BUDGET_TOKENS = 40
 _ROLES = ("user", "assistant")
+#: A thinking block's text field, and a redacted one's (its opaque data, billed as sent).
+_THINKING = {"thinking": "thinking", "redacted_thinking": "data"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,9 +242,7 @@ class _Reader:
         if source is None:
             raise InvalidMessageError(f"{where}.source", "a document needs a 'source' object", index=index)
         if stype == "text":
-            data = source.get("data")
-            if not isinstance(data, str):
-                raise InvalidMessageError(f"{where}.source.data", "must be a string", index=index)
+            data = string_field(source, "data", f"{where}.source", index)
             return extra + self.text(data)
         if stype == "content":
             # A document's content may hold documents; no real request nests them deeply,
@@ -257,9 +258,7 @@ class _Reader:
                 p.tokens for p in self.blocks(content, "user", f"{where}.source.content", index)
             )
         if stype == "base64":
-            data = source.get("data")
-            if not isinstance(data, str):
-                raise InvalidMessageError(f"{where}.source.data", "must be a base64 string", index=index)
+            data = string_field(source, "data", f"{where}.source", index, "a base64 string")
             return extra - ANTHROPIC_DOCUMENT_FRAMING + anthropic_pdf_tokens(model, data, self.text).tokens
         # A document by URL or file id: its pages are not in the body.
         self.ctx.unknown("document by URL" if stype == "url" else "file by id")
@@ -285,9 +284,7 @@ class _Reader:
         kind = block.get("type")
         text = self.text
         if kind == "text":
-            value = block.get("text")
-            if not isinstance(value, str):
-                raise InvalidMessageError(f"{where}.text", "must be a string", index=index)
+            value = string_field(block, "text", where, index)
             component: Component = "tool_result" if nested else ("user" if role == "user" else "assistant")
             return Part(component, text(value))
         if kind in ("image", "document"):
@@ -300,16 +297,8 @@ class _Reader:
             args = to_json(block.get("input", {}), f"{where}.input", index, InvalidMessageError)
             # The call's id is in the prompt too (the bills grow with it), as is its result's.
             return Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args) + text(call_id), call_id)
-        if kind == "thinking":
-            value = block.get("thinking")
-            if not isinstance(value, str):
-                raise InvalidMessageError(f"{where}.thinking", "must be a string", index=index)
-            return Part("reasoning", text(value))
-        if kind == "redacted_thinking":
-            value = block.get("data")
-            if not isinstance(value, str):
-                raise InvalidMessageError(f"{where}.data", "must be a string", index=index)
-            return Part("reasoning", text(value))
+        if kind in _THINKING:
+            return Part("reasoning", text(string_field(block, _THINKING[kind], where, index)))
         if not isinstance(kind, str):
             raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
         # A server tool's result, a search result, or a block type this version does not
@@ -394,14 +383,8 @@ class _Reader:
                     first = self.seen_ids.setdefault(part.call_id, i)
                     if first != i or uses.count(part.call_id) > 1:
                         # The API bills a reused id as sent: recorded, not refused.
-                        _note(
-                            self.ctx,
-                            TranscriptRuleError(
-                                f"{here}.id",
-                                f"tool_use id {shown(part.call_id)} is already used by messages[{first}]",
-                                index=i,
-                            ),
-                        )
+                        problem = f"tool_use id {shown(part.call_id)} is already used by messages[{first}]"
+                        _note(self.ctx, TranscriptRuleError(f"{here}.id", problem, index=i))
                 elif kind == "server_tool_use":
                     part = Part(part.component, part.tokens)  # answered inside this message
             kinds.append(str(kind))
@@ -715,16 +698,9 @@ def _exchanges(read: list[Read], ctx: ReadContext, seen: Mapping[str, int]) -> t
                 "next (user) message",
                 start,
             )
-        role = "user" if read[start][0] == "user" else "assistant"
+        role: Line = "user" if read[start][0] == "user" else "assistant"
         turns.append(
-            Turn(
-                role,  # type: ignore[arg-type]
-                parts,
-                0,
-                calls=tuple(uses),
-                answers=tuple(answers),
-                has_user_text=has_user_text,
-            )
+            Turn(role, parts, 0, calls=tuple(uses), answers=tuple(answers), has_user_text=has_user_text)
         )
         starts.append(start)
     return turns, starts

@@ -50,6 +50,7 @@ __all__ = [
     "kept_items",
     "private_copy",
     "rule",
+    "string_field",
     "text_parts",
     "to_json",
 ]
@@ -95,6 +96,16 @@ def as_object(raw: Any, where: str, index: int | None, what: str = "an object") 
     if found is None:
         raise InvalidMessageError(where, f"must be {what}, got {type(raw).__name__}", index=index)
     return found
+
+
+def string_field(
+    m: Mapping[str, Any], key: str, where: str, index: int | None, what: str = "a string"
+) -> str:
+    """``m[key]``, which must be a string: an :class:`InvalidMessageError` at ``where.key`` if not."""
+    value = m.get(key)
+    if not isinstance(value, str):
+        raise InvalidMessageError(f"{where}.{key}", f"must be {what}", index=index)
+    return value
 
 
 def json_object(body: Any) -> Mapping[str, Any]:

@@ -44,6 +44,7 @@ from otel_ctx.adapters._base import (
     json_object,
     kept_items,
     rule,
+    string_field,
     to_json,
 )
 from otel_ctx.adapters._media import pdf_pages
@@ -53,7 +54,7 @@ from otel_ctx.engine._errors import (
     InvalidToolSchemaError,
     shown,
 )
-from otel_ctx.engine._model import Block, Component, Part, RequestModel, Turn
+from otel_ctx.engine._model import Block, Component, Line, Part, RequestModel, Turn
 from otel_ctx.engine._tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL, TokenCounter
 
 #: An image at the high media resolution, the default for images on current Gemini models
@@ -188,9 +189,7 @@ class _Reader:
         p = as_object(raw, where, index, "a part object")
         kind = next((_PART_KEYS[k] for k in p if k in _PART_KEYS and p[k] is not None), None)
         if kind == "text":
-            value = p["text"]
-            if not isinstance(value, str):
-                raise InvalidMessageError(f"{where}.text", "must be a string", index=index)
+            value = string_field(p, "text", where, index)
             if p.get("thought"):
                 return Part("reasoning", self.text(value)), kind, None
             return Part("user" if role == "user" else "assistant", self.text(value)), kind, None
@@ -517,19 +516,13 @@ def _exchanges(
                 "function response in the next (user) content",
                 start,
             )
-        role = "user" if read[start][0] == "user" else "assistant"
+        role: Line = "user" if read[start][0] == "user" else "assistant"
+        # Calls are matched within their exchange, by id or (usually) by name: the exchange's
+        # position makes them unique, so two exchanges calling one function stay two units.
+        calls = [f"{start}:{c}" for c in calls]
+        answers = [f"{start}:{a}" for a in answers]
         turns.append(
-            Turn(
-                role,  # type: ignore[arg-type]
-                parts,
-                0,
-                # Calls are matched within their exchange, by id or (usually) by name: the
-                # exchange's position makes them unique, so two exchanges calling the same
-                # function stay two units the fit may drop apart.
-                calls=tuple(f"{start}:{c}" for c in calls),
-                answers=tuple(f"{start}:{a}" for a in answers),
-                has_user_text=has_user_text,
-            )
+            Turn(role, parts, 0, calls=tuple(calls), answers=tuple(answers), has_user_text=has_user_text)
         )
         starts.append(start)
     return turns, starts

@@ -39,6 +39,7 @@ from otel_ctx.adapters._base import (
     json_object,
     kept_items,
     rule,
+    string_field,
     text_parts,
     to_json,
 )
@@ -175,9 +176,7 @@ class ChatReader:
         kind = part.get("type")
         text = self.counter.text
         if kind == "text" or kind == "refusal":
-            value = part.get(kind)
-            if not isinstance(value, str):
-                raise InvalidMessageError(f"{where}.{kind}", "must be a string", index=index)
+            value = string_field(part, kind, where, index)
             return Part(text_component if kind == "text" else "assistant", text(value))
         if kind == "image_url":
             # Billed by pixel size and detail, by the model family's rule; a URL's size is unknown.

@@ -36,6 +36,7 @@ from otel_ctx.adapters._base import (
     json_object,
     kept_items,
     rule,
+    string_field,
     to_json,
 )
 from otel_ctx.adapters._media import (
@@ -144,9 +145,7 @@ class _Reader:
             kind = part.get("type")
             if kind in ("input_text", "output_text", "text", "refusal"):
                 key = "refusal" if kind == "refusal" else "text"
-                value = part.get(key)
-                if not isinstance(value, str):
-                    raise InvalidMessageError(f"{here}.{key}", "must be a string", index=index)
+                value = string_field(part, key, here, index)
                 out.append(Part(component if kind != "refusal" else "assistant", text(value)))
             elif kind == "input_image":
                 # Billed by pixel size and detail, by the model family's rule; a URL's or a
