@@ -149,10 +149,6 @@ class _State(State):
     single: bool = False
 
 
-def _is_content(m: Mapping[str, Any]) -> bool:
-    return "parts" in m or "role" in m
-
-
 class _Reader:
     """Reads one request's contents: parts counted, pairing rules checked, results capped."""
 
@@ -260,7 +256,7 @@ class _Reader:
         if isinstance(raw, str):
             return "user", [Part("user", self.framing["user"]), Part("user", self.text(raw))], [], []
         m = as_object(raw, where, i, "a content object")
-        if not _is_content(m):  # a bare part: the SDK sends it as (part of) a user content
+        if "parts" not in m and "role" not in m:  # a bare part: the SDK sends it as (part of) a user content
             part, _, _ = self.part(raw, "user", where, i)
             return "user", [Part("user", self.framing["user"]), part], [], []
         role = m.get("role") or "user"

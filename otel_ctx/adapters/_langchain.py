@@ -150,6 +150,7 @@ class LangChainAdapter(Adapter):
         reading = self._chat.read_items(flat, tool_dicts(tools), ctx)
         model = reading.model
         state = State()
+        owner: list[int] = []
         if len(flat) != len(messages):
             # A message LangChain sends as several: its dicts are one turn's worth of items.
             owner = [i for i, g in enumerate(groups) for _ in g]
@@ -158,7 +159,7 @@ class LangChainAdapter(Adapter):
         model.items = len(messages)
         chat_state = reading.state
         for k, new in chat_state.replaced.items():  # capped tool results: copies of the ToolMessage
-            i = k if len(flat) == len(messages) else _owner_of(groups, k)
+            i = owner[k] if owner else k
             original = messages[i]
             if is_langchain_message(original):
                 state.replaced[i] = original.model_copy(update={"content": new["content"]})
@@ -195,15 +196,6 @@ class LangChainAdapter(Adapter):
             raise InvalidMessageError(
                 "summarizer", f"returned a dict LangChain cannot make a message of ({type(exc).__name__})"
             ) from None
-
-
-def _owner_of(groups: list[list[dict[str, Any]]], flat_index: int) -> int:
-    k = 0
-    for i, g in enumerate(groups):
-        k += len(g)
-        if flat_index < k:
-            return i
-    raise IndexError(flat_index)
 
 
 def _regroup(starts: Sequence[int], owner: list[int]) -> list[int]:

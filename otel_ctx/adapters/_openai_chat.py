@@ -112,8 +112,6 @@ TOKENS_PER_FUNCTION_CALL = 3
 #: their count is a bound.
 FIRST_REASONING_MODELS = ("o1-mini", "o1-preview")
 FIRST_REASONING_FRAMING = "the framing o1-mini and o1-preview add (not measured)"
-#: A ``messages`` list deeper than this is not a chat transcript (JSON nesting guard).
-_MAX_DEPTH = 64
 
 
 @dataclass(slots=True)

@@ -221,7 +221,7 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: b
     kind = schema.get("type")
     if isinstance(kind, list):
         return " | ".join("number" if k == "integer" else str(k) for k in kind)
-    if kind == "object" or (kind is None and "properties" in schema):
+    if _is_object(schema):
         return _titled(schema) + _object(schema, known, refs, lone)
     enum = schema.get("enum")
     if isinstance(enum, Sequence) and not isinstance(enum, str) and enum:
