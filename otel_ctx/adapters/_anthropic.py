@@ -16,12 +16,9 @@ follow them (the tool results answering its calls, then anything the user added)
 Dropping whole exchanges keeps the roles alternating and never separates a call from
 its result; the first user messages (the ticket) are a turn of their own.
 
-Counting is an estimate: Anthropic publishes no offline tokenizer, so text is counted
-with the fitter's encoding, images and PDF pages by the documented rules (estimates too), and
-the result says ``exact=False``. Calibration from the reported usage
-(``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``) corrects
-the estimate as the conversation goes; an exact counter (the token-counting endpoint)
-can be given to the fitter instead.
+Counting is an estimate (``exact=False``): Anthropic publishes no offline tokenizer, so text
+is counted with the fitter's encoding and images and PDF pages by the documented rules; the
+reported usage (``input_tokens`` plus both cache counts) calibrates it as the conversation goes.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""What a dialect adapter is: a provider's request read into the engine's model, and back.
+"""What every dialect shares: the engine's adapter contract, the field checks, the prefix memo.
 
 An adapter reads a request body (or a bare transcript) into a
-:class:`~otel_ctx.engine._model.RequestModel`, counting every billed field with the
-provider's accounting, and writes the fitted request back in the caller's dialect:
-the kept items are the caller's own objects, every field the fit did not touch is
-left as it was, and the caller's body is never mutated.
-
-The contract itself (:class:`Adapter`, :class:`ReadContext`, :class:`Reading`,
-:class:`Fitted`) is the engine's, in :mod:`otel_ctx.engine._dialect`; this module
-re-exports it with the helpers every dialect shares. A module that provides a dialect
-defines a module-level ``ADAPTER`` instance and imports no other dialect; the
-registry in :mod:`otel_ctx._dialects` finds it by provider name.
+:class:`~otel_ctx.engine._model.RequestModel`, counting every billed field with the provider's
+accounting, and writes the fit back in the caller's dialect: the kept items are the caller's
+own objects and the caller's body is never mutated. The contract (:class:`Adapter`,
+:class:`ReadContext`, :class:`Reading`, :class:`Fitted`) is the engine's, which must not import
+an adapter; dialects import it from here.
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ from dataclasses import dataclass, field
 from sys import getsizeof
 from typing import Any, Generic, TypeVar
 
-# The contract lives with the engine (which must not import an adapter); adapters import it from here.
 from otel_ctx.engine._cache import BoundedCache, Held
 from otel_ctx.engine._dialect import Adapter, CapText, Fitted, ReadContext, Reading
 from otel_ctx.engine._errors import InvalidMessageError, InvalidRequestError, TranscriptRuleError

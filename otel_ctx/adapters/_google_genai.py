@@ -1,29 +1,19 @@
 """Google Gen AI (Gemini): a ``generate_content`` request read into the engine's model, and back.
 
-What ``client.models.generate_content(model=..., contents=..., config=...)`` takes:
-``contents``, a list of contents whose ``role`` is ``user`` or ``model`` and whose
-``parts`` hold ``text`` (``thought`` marks the model's reasoning), ``function_call``,
-``function_response``, ``inline_data`` (bytes with a MIME type), ``file_data`` (a URI),
-``executable_code`` or ``code_execution_result``; a bare string (or list of strings and
-parts) is one user content, as the SDK turns it into. The ``config`` (a dict or the
-SDK's ``GenerateContentConfig``) carries the ``system_instruction``, the ``tools``
-(``function_declarations`` with a JSON schema, or built-in tools such as
-``google_search``) and ``max_output_tokens``. The REST shape (``systemInstruction``,
-``tools`` and ``generationConfig`` at the top level, camelCase keys) is read too.
-Contents and parts may be dicts or the SDK's pydantic objects (``response.candidates[0].content``
-appended as is).
+``contents`` is a list of contents whose ``role`` is ``user`` or ``model`` and whose ``parts``
+hold ``text`` (``thought`` marks reasoning), ``function_call``, ``function_response``,
+``inline_data``, ``file_data``, ``executable_code`` or ``code_execution_result``; a bare string
+or part is one user content, as the SDK makes it. ``config`` (a dict or the SDK's
+``GenerateContentConfig``) carries ``system_instruction``, ``tools`` and ``max_output_tokens``;
+the REST shape (those at the top level, camelCase keys) is read too. Contents and parts may be
+the SDK's pydantic objects (``response.candidates[0].content`` appended as is).
 
-Turns follow the API's rule that a model content's function calls are answered by
-function responses in the next user content: a turn is an *exchange*, the model's
-contents together with the user contents after them, so dropping one never separates a
-call from its answer; the first user contents (the ticket) are a turn of their own.
+A turn is an *exchange*, the model's contents with the user contents after them, since a call
+is answered in the next user content: dropping one never separates a call from its answer.
 
-Counting is an estimate: Google publishes no offline Gemini tokenizer, so text is
-counted with the fitter's encoding, images and document pages at the documented
-per-item figures, and the result says ``exact=False``. Calibration from the reported
-``usage_metadata.prompt_token_count`` (which includes the cached tokens) corrects the
-estimate as the conversation goes; an exact counter (``models.count_tokens``) can be
-given to the fitter instead.
+Counting is an estimate (``exact=False``): Google publishes no offline Gemini tokenizer, so text
+is counted with the fitter's encoding and media at the documented per-item figures; the reported
+``usage_metadata.prompt_token_count`` calibrates it as the conversation goes.
 """
 
 from __future__ import annotations

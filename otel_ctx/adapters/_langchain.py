@@ -1,16 +1,11 @@
 """LangChain: ``BaseMessage`` lists in and out, tools as LangChain tools.
 
-A LangChain transcript reaches a provider through a chat model, which turns it into
-that provider's messages. Counting follows the Chat Completions accounting, so the
-same conversation costs the same as OpenAI dicts or as LangChain messages: each
-message is read as the dict LangChain's own ``convert_to_openai_messages`` makes of
-it (a direct mapping for plain messages, which is what that helper produces, and the
-helper itself for anything richer). The fitted transcript comes back as the
-caller's message objects; a capped tool result is a copy of its ``ToolMessage``.
-
-Tools may be dicts, ``BaseTool`` objects (``@tool`` functions), pydantic models or
-plain functions: LangChain's ``convert_to_openai_tool`` turns them into the
-definition the chat model sends.
+Counting follows the Chat Completions accounting, so a conversation costs the same as OpenAI
+dicts or as LangChain messages: each message is read as the dict LangChain's own
+``convert_to_openai_messages`` makes of it (mapped directly for plain messages, through that
+helper for anything richer). The fit comes back as the caller's message objects; a capped tool
+result is a copy of its ``ToolMessage``. Tools (dicts, ``@tool`` functions, pydantic models,
+plain functions) go through LangChain's ``convert_to_openai_tool``.
 
 ``langchain-core`` stays optional: this module imports it only when LangChain objects
 arrive, and a plain dict fit never loads it.
