@@ -231,11 +231,10 @@ class _Reader:
             if cost.unknown is not None:
                 self.ctx.unknown("file by id" if stype == "file" else "image by URL")
             return cost.tokens
-        extra = ANTHROPIC_DOCUMENT_FRAMING
-        for key in ("title", "context"):
-            value = block.get(key)
-            if isinstance(value, str):
-                extra += self.text(value)
+        # A document's title and context are billed with it; a text document is framed, a PDF's
+        # framing is in its own rule.
+        about = sum(self.text(v) for v in (block.get("title"), block.get("context")) if isinstance(v, str))
+        extra = ANTHROPIC_DOCUMENT_FRAMING + about
         if source is None:
             raise InvalidMessageError(f"{where}.source", "a document needs a 'source' object", index=index)
         if stype == "text":
@@ -248,18 +247,14 @@ class _Reader:
                 raise TooDeeplyNestedError(
                     f"{where}.source.content", "documents are nested too deeply to be a request", index=index
                 )
-            content = source.get("content")
-            if isinstance(content, str):
-                return extra + self.text(content)
-            return extra + sum(
-                p.tokens for p in self.blocks(content, "user", f"{where}.source.content", index)
-            )
+            nested = self.blocks(source.get("content"), "user", f"{where}.source.content", index)
+            return extra + sum(p.tokens for p in nested)
         if stype == "base64":
             data = string_field(source, "data", f"{where}.source", index, "a base64 string")
-            return extra - ANTHROPIC_DOCUMENT_FRAMING + anthropic_pdf_tokens(model, data, self.text).tokens
+            return about + anthropic_pdf_tokens(model, data, self.text).tokens
         # A document by URL or file id: its pages are not in the body.
         self.ctx.unknown("document by URL" if stype == "url" else "file by id")
-        return extra - ANTHROPIC_DOCUMENT_FRAMING + anthropic_document_bound(model).tokens
+        return about + anthropic_document_bound(model).tokens
 
     def blocks(self, content: Any, role: str, where: str, index: int) -> list[Part]:
         """Parts of nested content (a tool result's or a document's): text, images, documents."""
@@ -304,7 +299,7 @@ class _Reader:
         body = to_json(_without_cache_control(block), where, index, InvalidMessageError)
         return Part(component, text(body))
 
-    def tool_result(self, block: Mapping[str, Any], raw: Any, where: str, index: int) -> tuple[Part, Any]:
+    def tool_result(self, block: Mapping[str, Any], where: str, index: int) -> tuple[Part, Any]:
         """A tool result's part, and the capped block when the cap cut it (else ``None``)."""
         call_id = block.get("tool_use_id")
         if not isinstance(call_id, str):
@@ -320,10 +315,7 @@ class _Reader:
                 new_block = {**block, "content": new_content}
                 content = new_content
         tokens = TOKENS_PER_TOOL_RESULT + self.text(call_id)
-        if isinstance(content, str):
-            tokens += self.text(content)
-        else:
-            tokens += sum(p.tokens for p in self.blocks(content, "user", f"{where}.content", index))
+        tokens += sum(p.tokens for p in self.blocks(content, "user", f"{where}.content", index))
         return Part("tool_result", tokens, call_id, capped=new_block is not None), new_block
 
     # -- messages ------------------------------------------------------------------------
@@ -346,7 +338,7 @@ class _Reader:
         results: list[str] = []
         kinds: list[str] = []
         if isinstance(content, str):
-            parts.append(Part("user" if line_role == "user" else "assistant", self.text(str(content))))
+            parts.append(Part("user" if line_role == "user" else "assistant", self.text(content)))
             return line_role, parts, uses, results, ["text"]
         if not isinstance(content, ARRAY):
             raise InvalidMessageError(
@@ -362,7 +354,7 @@ class _Reader:
             block = as_mapping(raw_block)
             kind = block.get("type") if block is not None else None
             if block is not None and kind == "tool_result":
-                part, capped = self.tool_result(block, raw_block, here, i)
+                part, capped = self.tool_result(block, here, i)
                 results.append(str(part.call_id))
                 if line_role != "user":
                     rule(self.ctx, here, "a tool_result belongs in a user message", i)
@@ -477,7 +469,7 @@ class AnthropicAdapter(Adapter):
             system_text = _system_text(system)
             blocks = (Block("system_prompt", system_text, text(system_text)),)
         tools = body.get("tools")
-        tool_schema, schema_inexact = self.tools_tokens(tools, body.get("tool_choice"), counter, fam, ctx)
+        tool_schema, schema_inexact = self.tools_tokens(tools, body.get("tool_choice"), fam, ctx)
         if tool_schema and blocks:
             tool_schema += SYSTEM_WITH_TOOLS
         output, output_inexact = _output_config_tokens(body, text)
@@ -499,13 +491,7 @@ class AnthropicAdapter(Adapter):
         return Reading(model=model, body=body, items=messages, state=state)
 
     @staticmethod
-    def tools_tokens(
-        tools: Any,
-        tool_choice: Any,
-        counter: TokenCounter,
-        fam: Family = CURRENT,
-        ctx: ReadContext | None = None,
-    ) -> tuple[int, int]:
+    def tools_tokens(tools: Any, tool_choice: Any, fam: Family, ctx: ReadContext) -> tuple[int, int]:
         """``(tokens, estimated)``: what the tool definitions add, and the part of it estimated.
 
         The API renders each definition the model can see into a hidden tool-use system prompt
@@ -518,10 +504,9 @@ class AnthropicAdapter(Adapter):
             raise InvalidToolSchemaError(
                 "tools", f"must be a list of tool objects, got {type(tools).__name__}"
             )
-        rendered, unknown = _rendered_tools(tools, counter, fam.text_ratio)
-        if ctx is not None:
-            for kind in unknown:
-                ctx.unknown(f"server tool {kind}")
+        rendered, unknown = _rendered_tools(tools, ctx.counter, fam.text_ratio)
+        for kind in unknown:
+            ctx.unknown(f"server tool {kind}")
         choice = as_mapping(tool_choice) if tool_choice is not None else None
         forced = choice is not None and choice.get("type") in ("any", "tool")
         prompt = fam.tool_prompt_forced if forced else fam.tool_prompt
