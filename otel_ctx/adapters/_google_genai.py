@@ -170,15 +170,14 @@ class _Reader:
 
     def part(self, raw: Any, role: str, where: str, index: int) -> tuple[Part, str, Any]:
         """``(part, kind, capped part or None)`` of one part."""
+        said: Component = "user" if role == "user" else "assistant"
         if isinstance(raw, str):
-            return Part("user" if role == "user" else "assistant", self.text(raw)), "text", None
+            return Part(said, self.text(raw)), "text", None
         p = as_object(raw, where, index, "a part object")
         kind = next((_PART_KEYS[k] for k in p if k in _PART_KEYS and p[k] is not None), None)
         if kind == "text":
             value = string_field(p, "text", where, index)
-            if p.get("thought"):
-                return Part("reasoning", self.text(value)), kind, None
-            return Part("user" if role == "user" else "assistant", self.text(value)), kind, None
+            return Part("reasoning" if p.get("thought") else said, self.text(value)), kind, None
         if kind == "function_call":
             call = as_mapping(_get(p, "function_call", "functionCall"))
             name = call.get("name") if call is not None else None
@@ -195,7 +194,7 @@ class _Reader:
         if kind == "function_response":
             return self.function_response(p, where, index)
         if kind in ("inline_data", "file_data"):
-            data = as_mapping(p.get(kind) if p.get(kind) is not None else _get(p, kind, _camel(kind)))
+            data = as_mapping(_get(p, kind, _camel(kind)))
             if data is None:
                 raise InvalidMessageError(f"{where}.{kind}", "must be an object", index=index)
             if kind == "file_data":

@@ -183,13 +183,8 @@ def section_framing(
     responses: bool = False,
     legacy: bool = False,
 ) -> int:
-    """Tokens the tool section adds besides its rendered text (measured).
-
-    ``responses``: the Responses API, whose framing is its own; ``legacy``: the definitions came
-    as Chat Completions' ``functions``. The reasoning models' functions shift the framing alike in
-    both APIs, with or without a system message; the chat models' joined section (into a system
-    message, or in the Responses API) and their section of its own follow two other rules.
-    """
+    """Tokens the tool section adds besides its rendered text, by the measured rules above
+    (``responses``: in the Responses API; ``legacy``: sent as Chat Completions' ``functions``)."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if is_reasoning_model(model):
         return (RESPONSES_REASONING if responses else REASONING_PREAMBLE) + further + section.commented
@@ -358,8 +353,7 @@ def commented(functions: Sequence[Mapping[str, Any]], reasoning: bool = False) -
 
 
 def bare_first(functions: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the first function has parameters but no description: joined into the request's
-    system or developer message, such a section bills one token less than its text (measured)."""
+    """Whether :data:`BARE_FIRST` applies: the first function has parameters but no description."""
     if not functions:
         return False
     first = functions[0]
@@ -456,8 +450,7 @@ def _properties(fn: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def plain_after_first(functions: Sequence[Mapping[str, Any]]) -> int:
-    """How many functions after the first have parameters whose first property has no comment
-    (no title, no description): see :data:`PLAIN_AFTER_FIRST`."""
+    """How many functions :data:`PLAIN_AFTER_FIRST` applies to."""
     n = 0
     for fn in functions[1:]:
         props = _properties(fn)
@@ -604,15 +597,11 @@ def add_forced_function(
 def add_output_schema(
     model: RequestModel, format_: Any, counter: TokenCounter, *, responses: bool = False
 ) -> None:
-    """A structured-output format (``response_format`` / ``text.format`` of type ``json_schema``):
-    the API writes it into the prompt as a response-format section (see
-    :func:`render_output_format`), booked with the tool definitions (the marginal cost of what
-    shapes the answer). ``json_object`` and ``text`` add nothing (measured).
-
-    Chat Completions frames the section by where it joins the prompt (call this after the tools
-    are booked); the Responses API alike whatever the request holds. The reasoning models' framing
-    is not measured in Chat Completions and on one bill only in Responses: their section is an
-    estimate."""
+    """A ``json_schema`` structured-output format (``response_format`` / ``text.format``), as the
+    response-format section the API writes into the prompt (:func:`render_output_format`), booked
+    with the tool definitions; ``json_object`` and ``text`` add nothing (measured). Chat
+    Completions frames it by where it joins the prompt (so call this after the tools are booked).
+    The reasoning models' framing is barely measured: their section is an estimate."""
     found = output_format(format_)
     if found is None:
         return
