@@ -289,10 +289,10 @@ class _Reader:
             args = to_json(block.get("input", {}), f"{where}.input", index, InvalidMessageError)
             # The call's id is in the prompt too (the bills grow with it), as is its result's.
             return Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args) + text(call_id), call_id)
-        if kind in _THINKING:
-            return Part("reasoning", text(string_field(block, _THINKING[kind], where, index)))
         if not isinstance(kind, str):
             raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
+        if kind in _THINKING:
+            return Part("reasoning", text(string_field(block, _THINKING[kind], where, index)))
         # A server tool's result, a search result, or a block type this version does not
         # know: charge its JSON text (errs high), never its cache_control.
         component = "tool_result" if kind.endswith("_tool_result") or nested else "other"

@@ -219,13 +219,7 @@ class _Reader:
         else:
             self.declared[call_id] = i
             opened = [call_id]
-        return (
-            "assistant",
-            [Part("tool_call", self.call_tokens(item, name, args), call_id)],
-            0,
-            opened,
-            [],
-        )
+        return "assistant", [Part("tool_call", self.call_tokens(item, name, args), call_id)], 0, opened, []
 
     def _reasoning(self, item: Mapping[str, Any]) -> ItemRead:
         """A reasoning item: the text of its summary and content, a floor."""
@@ -271,9 +265,7 @@ class _Reader:
         if kind == "function_call_output" and self.ctx.cap is not None:
             new = cap_text(output, self.ctx.cap, "input_text")
             if new is not None:
-                replaced = dict(item)
-                replaced["output"] = new
-                self.state.replaced[i] = replaced
+                self.state.replaced[i] = {**item, "output": new}
                 output = new
         if isinstance(output, str):
             parts = [Part("tool_result", text(output), call_id, capped=i in self.state.replaced)]
@@ -298,14 +290,10 @@ class _Reader:
             # A server tool's item (a web search call, a compaction, an item reference...): billed
             # by what the server holds, not by the body.
             self.ctx.unknown(f"item {kind}")
-        tokens = text(to_json(item, where, i, InvalidMessageError))
-        return (
-            own_line,
-            [Part(comp, tokens, call_id if opened else None, exact=False)],
-            0,
-            opened,
-            [],
+        part = Part(
+            comp, text(to_json(item, where, i, InvalidMessageError)), call_id if opened else None, exact=False
         )
+        return own_line, [part], 0, opened, []
 
 
 class OpenAIResponsesAdapter(Adapter):
