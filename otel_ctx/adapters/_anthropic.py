@@ -667,8 +667,7 @@ def _exchanges(read: list[Read], ctx: ReadContext, seen: Mapping[str, int]) -> t
             parts.extend(uparts)
             if results:
                 _check_results(i, results, kinds, i == first_user, uses, answers, ctx, seen)
-            if any(k != "tool_result" for k in kinds):
-                has_user_text = True
+            has_user_text = has_user_text or any(k != "tool_result" for k in kinds)
             i += 1
         missing = [u for u in uses if u not in answers]
         if missing:

@@ -186,11 +186,8 @@ class _Reader:
             args = to_json(call.get("args") or {}, f"{where}.function_call.args", index, InvalidMessageError)
             call_id = call.get("id")
             key = call_id if isinstance(call_id, str) and call_id else name
-            return (
-                Part("tool_call", TOKENS_PER_TOOL_CALL + self.text(name) + self.text(args), key),
-                kind,
-                None,
-            )
+            tokens = TOKENS_PER_TOOL_CALL + self.text(name) + self.text(args)
+            return Part("tool_call", tokens, key), kind, None
         if kind == "function_response":
             return self.function_response(p, where, index)
         if kind in ("inline_data", "file_data"):
@@ -489,8 +486,7 @@ def _exchanges(
                     )
                 else:
                     answers.append(key)
-            if any(p.component not in ("tool_result",) for p in uparts[1:]):
-                has_user_text = True
+            has_user_text = has_user_text or any(p.component != "tool_result" for p in uparts[1:])
             i += 1
         missing = [c for c in calls if c not in answers]
         if missing:

@@ -576,11 +576,8 @@ ANTHROPIC_DOCUMENT_FRAMING = 35
 
 
 def _is_pdf(media: str | None, filename: Any, raw_head: bytes) -> bool:
-    if raw_head.startswith(b"%PDF"):
-        return True
-    if media == "application/pdf":
-        return True
-    return isinstance(filename, str) and filename.lower().endswith(".pdf") and media is None
+    named = media is None and isinstance(filename, str) and filename.lower().endswith(".pdf")
+    return raw_head.startswith(b"%PDF") or media == "application/pdf" or named
 
 
 def openai_file_tokens(data: Any, filename: Any, count: Count, *, page_images: bool) -> Cost:

@@ -362,9 +362,7 @@ class ChatReader:
         if ctx.cap is not None:
             new = cap_text(content, ctx.cap, "text")
             if new is not None:
-                replaced = dict(m)
-                replaced["content"] = new
-                content = new
+                replaced, content = {**m, "content": new}, new
         text = self.counter.text
         if isinstance(content, ARRAY) and text_parts(content, "text"):
             parts = [Part("tool_result", text("".join(p["text"] for p in content)), call_id)]

@@ -248,8 +248,8 @@ def _default(prop: Mapping[str, Any]) -> str:
     """A default as the trailing comment shows it: a string quoted as JSON, but an enum's value
     bare (as the open-weight models' renderer writes it)."""
     default = prop["default"]
-    if isinstance(default, str):
-        return default if prop.get("enum") else json.dumps(default, ensure_ascii=False)
+    if isinstance(default, str) and prop.get("enum"):
+        return default
     return json.dumps(default, ensure_ascii=False)
 
 
