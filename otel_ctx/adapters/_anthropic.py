@@ -522,14 +522,8 @@ class AnthropicAdapter(Adapter):
             extra.append(fitted.summary)
         if extra:
             # Added after the caller's own system blocks, so a cached prefix stays a prefix.
-            system = body.get("system")
-            own: list[Any] = (
-                []
-                if system is None
-                else [{"type": "text", "text": system}]
-                if isinstance(system, str)
-                else list(system)
-            )
+            system = body.get("system")  # read as a string or a list of blocks, or absent
+            own = [{"type": "text", "text": system}] if isinstance(system, str) else list(system or ())
             body["system"] = [*own, *extra]
         return body, out
 

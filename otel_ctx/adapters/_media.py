@@ -487,7 +487,8 @@ def _decode(data: str | bytes | bytearray | memoryview) -> bytes:
     try:
         return base64.b64decode(text, validate=False)
     except (binascii.Error, ValueError):
-        return base64.b64decode(_NOT_B64.sub("", text)[: len(_NOT_B64.sub("", text)) // 4 * 4] or b"")
+        clean = _NOT_B64.sub("", text)
+        return base64.b64decode(clean[: len(clean) // 4 * 4])
 
 
 def _remember(key: int, data: object, digest: bytes, doc: PdfDocument) -> None:

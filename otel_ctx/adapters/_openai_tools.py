@@ -395,9 +395,8 @@ def render_functions(functions: Sequence[Mapping[str, Any]], *, responses: bool 
             text += f"type {fn['name']} = () => any;"
         out.append(text)
     body = "\n\n".join(out)
-    return f"# Tools\n\n## functions\n\nnamespace functions {{\n\n{body}\n\n}} // namespace functions", known[
-        0
-    ]
+    section = f"# Tools\n\n## functions\n\nnamespace functions {{\n\n{body}\n\n}} // namespace functions"
+    return section, known[0]
 
 
 def _function(tool: Any, where: str) -> Mapping[str, Any]:
