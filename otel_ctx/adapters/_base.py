@@ -411,18 +411,25 @@ class PrefixRound(Generic[P]):
             else:
                 self.copies.append(found)
 
-    def keep(self, counter: TokenCounter, ids: tuple[dict[str, int], ...]) -> P:
+    def keep(
+        self,
+        counter: TokenCounter,
+        ids: tuple[dict[str, int], ...],
+        then: Callable[[P], None] | None = None,
+    ) -> None:
         """Grow the memo by what this round read cleanly and put it back for the next round.
 
         The memo takes ``ids`` over and drops what it does not cover: a reader that still needs
-        them after this passes copies."""
+        them after this passes copies. ``then`` reads the grown memo before it goes back: once
+        it is in the cache, another thread's round may take it and cut it back."""
         memo = self.memo
         end = len(self.reads) if self.boundary < 0 else self.boundary
         memo.ids = ids
         memo.grow(self.reads, self.start, end, self.copies)
+        if then is not None:
+            then(memo)
         slot = self.slot
         if slot is not None and end and memo.sizes[-1] <= counter.cache.max_chars:
             memo.held_bytes = memo.sizes[-1] + getsizeof(memo.snapshot) + getsizeof(memo.reads)
             slot[1] = str(next(_memo_keys))
             slot[0].put(slot[1], memo)
-        return memo

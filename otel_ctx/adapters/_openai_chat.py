@@ -271,13 +271,18 @@ class ChatReader:
             if memo.boundary < 0:
                 # A message that said a problem is read again next round, and says it again.
                 memo.add(i, raw, fast and len(ctx.problems) == problems)
-        kept = memo.keep(self.counter, (declared,))
         if memo.slot is not None:
-            # Units and sums the fit goes on from (copies: the memo changes them next round).
-            end = len(kept.reads)
-            state.known_units = kept.units[:] if end == len(turns) else kept.units[:-1]
-            state.known_sums = (end, kept.sums[end])
-            state.known_answers = (end, kept.answers[end])
+
+            def known(kept: _ChatPrefix) -> None:
+                # Units and sums the fit goes on from (copies: the memo changes them next round).
+                end = len(kept.reads)
+                state.known_units = kept.units[:] if end == len(turns) else kept.units[:-1]
+                state.known_sums = (end, kept.sums[end])
+                state.known_answers = (end, kept.answers[end])
+
+            memo.keep(self.counter, (declared,), known)
+        else:
+            memo.keep(self.counter, (declared,))
         if calls.pending:
             calls.close(len(messages), ctx)
         return turns, range(len(turns))

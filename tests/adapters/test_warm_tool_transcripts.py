@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import threading
 from types import MappingProxyType
 from typing import Any
@@ -263,10 +264,17 @@ def test_threads_sharing_a_fitter_each_read_their_own_transcript() -> None:
                 wrong.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # Threads switch every microsecond instead of every 5 ms, so a round that reads the shared
+    # memo after another thread could take it is caught on every run, not one in three.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert wrong == []
 
 
