@@ -330,8 +330,15 @@ def _by_labels(samples: list[dict[str, Any]], *labels: str) -> dict[tuple[str, .
     return out
 
 
-def _le(text: str) -> float:
-    return math.inf if text == "+Inf" else float(text)
+def _le(text: str, series: str) -> float:
+    """A bucket's upper bound from its ``le`` label; an answer whose label is no number (a proxy
+    or an impostor in Prometheus's place) is refused as unreadable, never a crash."""
+    try:
+        return math.inf if text == "+Inf" else float(text)
+    except ValueError:
+        raise PrometheusError(
+            "response", f"a {series} bucket's le label is not a number: {text[:40]!r}"
+        ) from None
 
 
 def _quantile(q: float, buckets: Mapping[float, float]) -> float | None:
@@ -471,14 +478,14 @@ def gather(
     util: dict[str, dict[str, dict[float, float]]] = {}
     all_outcomes: dict[str, dict[float, float]] = {}
     for (task, outcome, le), v in totals(names.UTILIZATION.series("_bucket"), TASK, OUTCOME, LE).items():
-        bound = _le(le)
+        bound = _le(le, names.UTILIZATION.series("_bucket"))
         util.setdefault(task, {}).setdefault(outcome, {})[bound] = v
         all_outcomes.setdefault(task, {})[bound] = all_outcomes.get(task, {}).get(bound, 0.0) + v
     cost_sum = totals(names.RUN_COST.series("_sum"), TASK)
     cost_count = totals(names.RUN_COST.series("_count"), TASK)
     cost_buckets: dict[str, dict[float, float]] = {}
     for (task, le), v in totals(names.RUN_COST.series("_bucket"), TASK, LE).items():
-        cost_buckets.setdefault(task, {})[_le(le)] = v
+        cost_buckets.setdefault(task, {})[_le(le, names.RUN_COST.series("_bucket"))] = v
 
     tasks = sorted({t for t, _ in fits} | set(budget))
     out = []

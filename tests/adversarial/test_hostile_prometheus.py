@@ -84,6 +84,17 @@ def test_a_trickling_server_meets_one_deadline_for_the_whole_exchange(prom: Host
     assert prom.sent_bytes < len(EMPTY) + 40
 
 
+def test_a_bucket_whose_le_is_no_number_is_an_unreadable_answer(prom: HostileServer) -> None:
+    """Every query answers one histogram bucket with an empty ``le``: refused as a response
+    otel-ctx cannot read, not a ValueError from deep in the quantile code."""
+    sample = {"metric": {"task_type": "t", "outcome": "fit", "le": ""}, "value": [1.0, "3"]}
+    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [sample]}})
+    prom.respond = lambda seen: Reply(200, body.encode(), headers={"Content-Type": "application/json"})
+    with pytest.raises(PrometheusError) as caught:
+        gather(Prometheus(prom.url, timeout=10), window="1d", service=".*")
+    assert caught.value.kind == "response" and "le label is not a number" in str(caught.value)
+
+
 def _needs_basic(seen: Seen) -> Reply:
     wanted = "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
     if seen.headers.get("authorization") != wanted:
