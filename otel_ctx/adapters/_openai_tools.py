@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from operator import is_
 from typing import Any, NamedTuple, TypeGuard
 
+from otel_ctx.adapters._base import private_copy
 from otel_ctx.engine._errors import InvalidToolSchemaError, TooDeeplyNestedError, shown
 from otel_ctx.engine._model import RequestModel
 from otel_ctx.engine._tokens import TokenCounter, to_json
@@ -468,8 +469,10 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
     """The rendered section of Chat-shaped ``tools`` (see :class:`Section`; ``responses``: as the
     Responses API renders them, see :func:`render_functions`).
 
-    Tool lists are static in practice: the count is kept for the list (and its tool objects)
-    last seen and for its JSON, so an unchanged list is not rendered again every round.
+    Tool lists are static in practice, but an SDK builds its request anew every call: the count
+    is kept with a private copy of the list last seen (and its JSON), so an unchanged list is
+    found by one C-level comparison, whatever object holds it, and a tool changed in place
+    differs. A list holding what cannot be copied (SDK objects) is found by identity instead.
     """
     if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
         raise InvalidToolSchemaError("tools", f"must be a list of tool objects, got {type(tools).__name__}")
@@ -477,13 +480,16 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
     state = counter.dialect_state
     slot = "openai-tools-responses" if responses else "openai-tools"
     last = state.get(slot)
-    # The same list holding the same tool objects: the section as counted (compared in C).
-    if last is not None and last[0] is tools and last[1] == items and all(map(is_, last[1], items)):
-        return last[3]  # type: ignore[no-any-return]
+    if last is not None:
+        copy, held = last[0], last[1]
+        if copy is not None and copy == list(items):  # the copy on the left: its fields are compared
+            return last[3]  # type: ignore[no-any-return]
+        if copy is None and len(held) == len(items) and all(map(is_, held, items)):
+            return last[3]  # type: ignore[no-any-return]
     fns = [_function(tool, f"tools[{i}]") for i, tool in enumerate(items)]
     key = to_json(fns, "tools", None, InvalidToolSchemaError)  # a typed error for what JSON cannot say
     if last is not None and key == last[2]:
-        state[slot] = (tools, items, key, last[3])
+        state[slot] = (private_copy(list(items)), items, key, last[3])
         return last[3]  # type: ignore[no-any-return]
     try:
         text, known = render_functions(fns, responses=responses)
@@ -497,7 +503,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
         bare_first(fns),
         plain_after_first(fns),
     )
-    state[slot] = (tools, items, key, found)
+    state[slot] = (private_copy(list(items)), items, key, found)
     return found
 
 

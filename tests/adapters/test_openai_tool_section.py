@@ -149,3 +149,50 @@ def test_a_union_property_without_a_comment_stays_on_one_line() -> None:
     names = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     text, _ = openai_tools.render_functions([_fn("ask", "Ask.", repo=names)["function"]])
     assert "repo: string | string[],\n" in text
+
+
+def _tool_fitter() -> ContextFitter:
+    return ContextFitter(BudgetPolicy(context_length=128_000, reserved_output=1_000), model="gpt-4o")
+
+
+def test_a_tool_list_changed_in_place_is_counted_anew() -> None:
+    """The same list object, one description edited in place: counted as a fresh fitter counts it."""
+    tools: list[dict[str, Any]] = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "description": "Look an order up.",
+                "parameters": {"type": "object", "properties": {"k": {"type": "integer"}}},
+            },
+        }
+    ]
+    messages = [{"role": "user", "content": "Where is my order?"}]
+    f = _tool_fitter()
+    before = f.measure(messages, tools=tools).breakdown.estimated
+    tools[0]["function"]["description"] = "Look an order up, with every detail of its shipping and returns."
+    after = f.measure(messages, tools=tools).breakdown.estimated
+    assert after == _tool_fitter().measure(messages, tools=tools).breakdown.estimated
+    assert after > before
+
+
+def test_an_equal_tool_list_built_anew_each_call_is_found_without_rendering(monkeypatch: Any) -> None:
+    """An SDK builds its request anew every call: an equal list in new objects is not rendered again."""
+    import copy
+
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": f"t{i}", "description": f"Tool {i}.", "parameters": {"type": "object"}},
+        }
+        for i in range(3)
+    ]
+    messages = [{"role": "user", "content": "hi"}]
+    f = _tool_fitter()
+    first = f.measure(messages, tools=copy.deepcopy(tools)).breakdown.estimated
+    rendered: list[int] = []
+    real = openai_tools.render_functions
+    monkeypatch.setattr(openai_tools, "render_functions", lambda *a, **k: rendered.append(1) or real(*a, **k))
+    monkeypatch.setattr(openai_tools, "_function", lambda *a, **k: rendered.append(1) or None)
+    assert f.measure(messages, tools=copy.deepcopy(tools)).breakdown.estimated == first
+    assert rendered == []
