@@ -331,7 +331,8 @@ def tool_rule_figures(*, trials: int, warm_trials: int) -> list[Figure]:
             f"≤ {TOOL_WARM_TARGET}×",
             warm <= TOOL_WARM_TARGET,
             f"with {fmt_seconds(w['with'].median)}, without {fmt_seconds(w['without'].median)}: an unchanged "
-            "list is recognised by identity and not rendered again",
+            "list is found by one comparison with a private copy of the last one (so an equal list built "
+            "anew, or one changed in place, is told apart) and not rendered again",
         ),
     ]
 
