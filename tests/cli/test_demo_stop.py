@@ -14,14 +14,16 @@ from otel_ctx.cli._demo_command import _Stop, _stop_signals
 
 def test_a_signal_ends_the_wait_for_the_next_ticket_within_a_tick() -> None:
     stop = _Stop()
+    before = signal.getsignal(signal.SIGTERM)
     with _stop_signals(stop):
+        assert signal.getsignal(signal.SIGTERM) is not before  # the demo's handler is in place
         threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
         started = time.monotonic()
         stop.wait(30)
         waited = time.monotonic() - started
     assert stop.asked
     assert waited < 10  # the 30 s wait ended at the signal, not at its end
-    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+    assert signal.getsignal(signal.SIGTERM) is before  # the previous handler is back
 
 
 def test_a_second_ctrl_c_aborts() -> None:
