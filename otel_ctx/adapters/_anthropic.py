@@ -459,7 +459,7 @@ class AnthropicAdapter(Adapter):
             rule(ctx, "messages", "needs at least one message")
         # Read every message, then group runs into exchanges and check the pairing rules
         # on the combined turns (consecutive same-role messages are one turn to the API).
-        read = _read_messages(reader, messages, ctx)
+        read, replies = _read_messages(reader, messages, ctx)
         if not fam.keeps_thinking:
             read = _without_earlier_thinking(read)
         turns, starts = _exchanges(read, ctx, reader.seen_ids)
@@ -480,6 +480,7 @@ class AnthropicAdapter(Adapter):
             turns=turns,
             starts=starts,
             items=len(messages),
+            replies=replies,
             tool_schema=tool_schema + output,
             priming=priming + _thinking_tokens(body.get("thinking"), fam),
             blocks=blocks,
@@ -825,8 +826,9 @@ ADAPTER = AnthropicAdapter()
 Read = tuple[str, list[Part], list[str], list[str], list[str]]
 
 
-def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -> list[Read]:
-    """Every message read; the leading run read last round (compared in one go) is not read again.
+def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -> tuple[list[Read], int]:
+    """Every message read, and the model's answers in them; the leading run read last round
+    (compared in one go) is not read again.
 
     A message is taken from the memo only when the whole run up to it equals the private copy
     kept of it, so a message changed in place, or anything before it, is read again. A message
@@ -847,4 +849,4 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
             clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
             memo.add(i, raw, clean and i not in replaced)
     memo.keep(reader.counter, (dict(reader.seen_ids),))  # the pairing rules name the ids' messages
-    return read
+    return read, memo.replies

@@ -39,6 +39,7 @@ __all__ = [
     "as_object",
     "as_plain",
     "cap_text",
+    "count_replies",
     "cut_key",
     "json_object",
     "kept_items",
@@ -263,6 +264,41 @@ def sized_private_copy(value: Any) -> tuple[Any, int] | None:
         return None
 
 
+#: The model's own items: an ``assistant`` message (Gemini: ``model``), a call, its reasoning.
+_REPLY_ROLES = frozenset({"assistant", "model"})
+_REPLY_ITEMS = frozenset({"function_call", "reasoning"})
+
+
+def _is_reply(item: Any) -> bool:
+    if item.__class__ is dict or isinstance(item, Mapping):
+        return item.get("role") in _REPLY_ROLES or item.get("type") in _REPLY_ITEMS
+    return getattr(item, "role", None) in _REPLY_ROLES or getattr(item, "type", None) in _REPLY_ITEMS
+
+
+def running_replies(items: Sequence[Any], start: int = 0, found: int = 0) -> list[int]:
+    """The model's answers in ``items[:k + 1]`` for each ``k`` from ``start``, given ``found`` in
+    ``items[:start]``. An answer is a run of the model's items: a reply that calls three tools
+    and says why is one answer, and the transcript is the model's turn ``replies + 1``."""
+    out: list[int] = []
+    previous = 0 < start <= len(items) and _is_reply(items[start - 1])
+    for i in range(start, len(items)):
+        answer = _is_reply(items[i])
+        if answer and not previous:
+            found += 1
+        out.append(found)
+        previous = answer
+    return out
+
+
+def count_replies(items: Any) -> int:
+    """The model's replies in a transcript (see :func:`running_replies`); 0 for one that is not a
+    list of items (a string prompt)."""
+    if not isinstance(items, ARRAY):
+        return 0
+    counts = running_replies(items)
+    return counts[-1] if counts else 0
+
+
 class Prefix(Held):
     """The leading items of a request read in an earlier round: a private copy of each, what
     each read to, and the call ids the dialect's rules remember (id -> the item that made it).
@@ -273,7 +309,7 @@ class Prefix(Held):
     :meth:`cut` and :meth:`grow`.
     """
 
-    __slots__ = ("ids", "key", "reads", "sizes", "snapshot")
+    __slots__ = ("ids", "key", "reads", "replies", "sizes", "snapshot")
 
     def __init__(self, ids: int) -> None:
         super().__init__(0)
@@ -285,12 +321,15 @@ class Prefix(Held):
         self.sizes: list[int] = []
         #: Call id -> the item that made (or answered) it first, in that order, one map per rule.
         self.ids: tuple[dict[str, int], ...] = tuple({} for _ in range(ids))
+        #: ``replies[k]``: the model's replies in the first ``k`` items (see :func:`running_replies`).
+        self.replies: list[int] = [0]
 
     def cut(self, n: int) -> None:
         """Keep the first ``n`` items only (those the next round shares)."""
         del self.snapshot[n:]
         del self.reads[n:]
         del self.sizes[n:]
+        del self.replies[n + 1 :]
         for found in self.ids:
             _forget(found, n)
 
@@ -360,12 +399,15 @@ class PrefixRound(Generic[P]):
     list read under a known cut (``key`` not ``None``): anything else is read in full every round.
     """
 
-    __slots__ = ("boundary", "copies", "memo", "reads", "slot", "start")
+    __slots__ = ("boundary", "copies", "items", "memo", "reads", "replies", "slot", "start")
 
     def __init__(
         self, counter: TokenCounter, name: str, items: Sequence[Any], key: Any, new: Callable[[], P]
     ) -> None:
         self.start = 0
+        self.items = items
+        #: The model's replies in ``items``, known once the round is kept (see :meth:`keep`).
+        self.replies = 0
         self.copies: list[tuple[Any, int]] = []
         #: The first item the memo cannot cover; -1 while every one can.
         self.boundary = -1
@@ -421,11 +463,17 @@ class PrefixRound(Generic[P]):
 
         The memo takes ``ids`` over and drops what it does not cover: a reader that still needs
         them after this passes copies. ``then`` reads the grown memo before it goes back: once
-        it is in the cache, another thread's round may take it and cut it back."""
+        it is in the cache, another thread's round may take it and cut it back. The round's
+        :attr:`replies` are counted here, for the new items only."""
         memo = self.memo
         end = len(self.reads) if self.boundary < 0 else self.boundary
         memo.ids = ids
         memo.grow(self.reads, self.start, end, self.copies)
+        # The replies among the items the memo shares were counted in an earlier round.
+        found = memo.replies[self.start]
+        counts = running_replies(self.items, self.start, found)
+        memo.replies += counts[: end - self.start]
+        self.replies = counts[-1] if counts else found
         if then is not None:
             then(memo)
         slot = self.slot

@@ -16,7 +16,7 @@ the messages are read, by :class:`~otel_ctx.adapters._chat_calls.ChatCalls`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -70,8 +70,10 @@ from otel_ctx.engine._errors import (
 )
 from otel_ctx.engine._model import (
     NO_SUMS,
+    NOTHING_KNOWN,
     Block,
     Component,
+    Known,
     Line,
     Part,
     RequestModel,
@@ -116,12 +118,11 @@ FIRST_REASONING_FRAMING = "the framing o1-mini and o1-preview add (not measured)
 
 @dataclass(slots=True)
 class _State(State):
-    """The items the fit rewrote, and what the memo's leading run gives the fit to go on from
-    (see RequestModel): its turns' units, their raw tokens added up, the model's answers in it."""
+    """The items the fit rewrote, what the memo's leading run gives the fit to go on from, and
+    the model's replies in the transcript."""
 
-    known_units: list[tuple[int, int]] = field(default_factory=list)
-    known_sums: tuple[int, Sums] = (0, NO_SUMS)
-    known_answers: tuple[int, int] = (0, 0)
+    known: Known = NOTHING_KNOWN
+    replies: int = 0
 
 
 class ChatReader:
@@ -276,13 +277,13 @@ class ChatReader:
             def known(kept: _ChatPrefix) -> None:
                 # Units and sums the fit goes on from (copies: the memo changes them next round).
                 end = len(kept.reads)
-                state.known_units = kept.units[:] if end == len(turns) else kept.units[:-1]
-                state.known_sums = (end, kept.sums[end])
-                state.known_answers = (end, kept.answers[end])
+                units = kept.units[:] if end == len(turns) else kept.units[:-1]
+                state.known = Known(end, units, kept.sums[end])
 
             memo.keep(self.counter, (declared,), known)
         else:
             memo.keep(self.counter, (declared,))
+        state.replies = memo.replies
         if calls.pending:
             calls.close(len(messages), ctx)
         return turns, range(len(turns))
@@ -532,9 +533,9 @@ _ABSENT: Any = object()
 
 class _ChatPrefix(Prefix):
     """The memo of a transcript read with the fast paths only (its reads are the turns), and what
-    the fit goes on from: the turns' units, running sums and answers."""
+    the fit goes on from: the turns' units and running sums."""
 
-    __slots__ = ("answers", "sums", "units")
+    __slots__ = ("sums", "units")
 
     def __init__(self) -> None:
         super().__init__(1)  # the calls made, by message
@@ -542,15 +543,10 @@ class _ChatPrefix(Prefix):
         self.units: list[tuple[int, int]] = []
         #: ``sums[k]``: the raw tokens of ``turns[:k]`` added up.
         self.sums: list[Sums] = [NO_SUMS]
-        #: ``answers[k]``: the model's answers (runs of assistant messages) in ``turns[:k]``. Every
-        #: message here was read by a fast path (no ``type`` key, a known role), so an answer is
-        #: exactly an assistant turn.
-        self.answers: list[int] = [0]
 
     def cut(self, n: int) -> None:
         super().cut(n)
         del self.sums[n + 1 :]
-        del self.answers[n + 1 :]
         # A unit ending at the cut may go on in the next round: it is split again.
         units = self.units
         while units and units[-1][1] >= n:
@@ -558,16 +554,11 @@ class _ChatPrefix(Prefix):
 
     def grow(self, reads: list[Any], start: int, end: int, copies: list[tuple[Any, int]]) -> None:
         super().grow(reads, start, end, copies)
-        sums, answers = self.sums, self.answers
-        acc, count = sums[-1], answers[-1]
-        before = self.reads[start - 1].role if start else None
+        sums = self.sums
+        acc = sums[-1]
         for t in reads[start:end]:
             acc = add_sums(acc, t)
             sums.append(acc)
-            if t.role == "assistant" and before != "assistant":
-                count += 1  # a run of assistant messages is one answer
-            answers.append(count)
-            before = t.role
         split_units(self.reads, self.units)
 
 
@@ -659,9 +650,8 @@ class OpenAIChatAdapter(Adapter):
             priming=REPLY_PRIMING - 1 if is_reasoning_model(counter.model) else REPLY_PRIMING,
             system_in_turns=bool(turns) and turns[0].role == "system",
             capped=len(state.replaced),
-            known_units=state.known_units,
-            known_sums=state.known_sums,
-            known_answers=state.known_answers,
+            known=state.known,
+            replies=state.replies,
             unknowns=tuple(ctx.unknowns),  # images and files the body only names
         )
         if tool_list:

@@ -317,12 +317,13 @@ class OpenAIResponsesAdapter(Adapter):
             )
         counter = ctx.counter
         items, state = _input_items(body.get("input"))
-        turns, starts = self._turns(items, _Reader(counter, ctx, state), ctx)
+        turns, starts, replies = self._turns(items, _Reader(counter, ctx, state), ctx)
 
         model = RequestModel(
             turns=turns,
             starts=starts,
             items=len(items),
+            replies=replies,
             # The reasoning models prime the reply with one token less (measured on their bills).
             priming=REPLY_PRIMING - 1 if is_reasoning_model(counter.model) else REPLY_PRIMING,
             system_in_turns=bool(turns) and turns[0].role == "system",
@@ -356,10 +357,13 @@ class OpenAIResponsesAdapter(Adapter):
         model.unknowns = tuple(ctx.unknowns)  # images and files the body only names
         return Reading(model=model, body=body, items=items, state=state)
 
-    def _turns(self, items: Sequence[Any], reader: _Reader, ctx: ReadContext) -> tuple[list[Turn], list[int]]:
-        """The turns of ``items`` and where each starts: an assistant's consecutive items are one
-        turn, the outputs answering them the next; every call must be answered before the next
-        item of another side. The leading run read last round is served by the memo."""
+    def _turns(
+        self, items: Sequence[Any], reader: _Reader, ctx: ReadContext
+    ) -> tuple[list[Turn], list[int], int]:
+        """The turns of ``items``, where each starts, and the model's answers in them: an
+        assistant's consecutive items are one turn, the outputs answering them the next; every
+        call must be answered before the next item of another side. The leading run read last
+        round is served by the memo."""
         turns: list[Turn] = []
         starts: list[int] = []
         group: list[ItemRead] = []
@@ -403,7 +407,7 @@ class OpenAIResponsesAdapter(Adapter):
             turns.append(_group_turn(group, group_side))
         memo.keep(reader.counter, (reader.declared, reader.answered))
         self._unanswered(pending, len(items), ctx)
-        return turns, starts
+        return turns, starts, memo.replies
 
     @staticmethod
     def _unanswered(pending: dict[str, int], before: int, ctx: ReadContext) -> None:

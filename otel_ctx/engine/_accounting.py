@@ -41,9 +41,9 @@ class Tally:
         whole_schema: bool,
     ) -> None:
         turns = model.turns
-        known, (_, sums) = model.known_sums
+        known = model.known.turns
         if known and len(kept) == len(turns):  # nothing dropped: the history's lines were added up
-            lines: dict[Line, int] = dict(zip(LINES, sums, strict=True))
+            lines: dict[Line, int] = dict(zip(LINES, model.known.sums[1], strict=True))
         else:
             known = 0
             lines = dict.fromkeys(LINES, 0)

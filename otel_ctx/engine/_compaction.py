@@ -101,7 +101,7 @@ def unit_cost(model: RequestModel, span: tuple[int, int]) -> int:
 
 def compact(model: RequestModel, ceiling: int, pinned_turns: Iterable[int], strategy: Strategy) -> Plan:
     """Drop whole units, in ``strategy`` order, until the raw total is within ``ceiling``."""
-    spans = units(model.turns, model.known_units)
+    spans = units(model.turns, model.known.units)
     total = model.total
     if total <= ceiling:
         return Plan(spans, [], [], total, OUTCOME_FIT)

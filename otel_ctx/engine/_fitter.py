@@ -187,7 +187,7 @@ class Fitter:
         if request.observe:
             total = model.total
             verdict: Outcome = OUTCOME_FIT if total <= ceiling else OUTCOME_OVERFLOW
-            plan = Plan(units(model.turns, model.known_units), [], [], total, verdict)
+            plan = Plan(units(model.turns, model.known.units), [], [], total, verdict)
         else:
             plan = compact(model, ceiling, _pinned_turns(request.pinned, reading.items, model), self.strategy)
         summary: Any = None
@@ -372,7 +372,7 @@ class Fitter:
             problems=problems,
             # What the request would have cost whole: a compaction's "before", for telemetry.
             tokens_before=model.total + (b.estimated - t.total) if plan.dropped else 0,
-            known_answers=model.known_answers if not plan.dropped and not d.added else (0, 0),
+            replies=model.replies,
             inexact_tokens=t.inexact,
             inexact_media_tokens=t.media,
             estimated_lines=t.estimated_lines() if t.inexact else (),

@@ -121,6 +121,27 @@ class Block:
     tokens: int
 
 
+#: Raw tokens of a run of turns: their costs added up, and the same per line (in ``LINES`` order).
+Sums = tuple[int, tuple[int, int, int, int]]
+NO_SUMS: Sums = (0, (0, 0, 0, 0))
+LINE_INDEX: dict[str, int] = {line: k for k, line in enumerate(LINES)}
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What a reader kept of a transcript from an earlier round, for the fit to go on from: its
+    first ``turns`` turns' raw tokens added up (``sums``, see :func:`add_sums`) and the first
+    ``units`` those turns split into (the last may go on past them). A long history then costs
+    the fit nothing per turn; a reader that keeps nothing gives :data:`NOTHING_KNOWN`."""
+
+    turns: int = 0
+    units: Sequence[tuple[int, int]] = ()
+    sums: Sums = NO_SUMS
+
+
+NOTHING_KNOWN = Known()
+
+
 @dataclass(slots=True)
 class RequestModel:
     """A whole request in the engine's terms.
@@ -140,15 +161,11 @@ class RequestModel:
     blocks: tuple[Block, ...] = ()
     system_in_turns: bool = False
     capped: int = 0
-    #: The units of a leading run of ``turns`` already split (by the reader, from an earlier
-    #: round): :func:`units` goes on from the last one instead of walking the whole transcript.
-    known_units: Sequence[tuple[int, int]] = ()
-    #: ``(k, sums)``: the raw tokens of ``turns[:k]`` added up before (see :func:`add_sums`).
-    known_sums: tuple[int, Sums] = (0, (0, (0, 0, 0, 0)))
-    #: ``(k, n)``: the caller's first ``k`` items hold ``n`` answers of the model (runs of its
-    #: messages), as counted by a reader that keeps the count from round to round; ``(0, 0)``
-    #: when it kept none.
-    known_answers: tuple[int, int] = (0, 0)
+    #: What the reader already knew of the transcript's leading turns from an earlier round.
+    known: Known = NOTHING_KNOWN
+    #: The model's answers in the transcript as read (runs of its messages, calls and reasoning):
+    #: the request is the model's turn number ``replies + 1`` of its conversation.
+    replies: int = 0
     #: The tokens of ``tool_schema`` counted by an estimate rather than the provider's rule (a tool
     #: type whose rendering is not known; in a dialect whose text is estimated, the definitions).
     schema_inexact: int = 0
@@ -187,14 +204,8 @@ class RequestModel:
     @property
     def total(self) -> int:
         """Raw (uncalibrated) tokens of the request as read."""
-        k, (cost, _) = self.known_sums
-        return cost + sum(t.cost for t in self.turns[k:]) + self.priming + self.fixed
-
-
-#: Raw tokens of a run of turns: their costs added up, and the same per line (in ``LINES`` order).
-Sums = tuple[int, tuple[int, int, int, int]]
-NO_SUMS: Sums = (0, (0, 0, 0, 0))
-LINE_INDEX: dict[str, int] = {line: k for k, line in enumerate(LINES)}
+        known = self.known
+        return known.sums[0] + sum(t.cost for t in self.turns[known.turns :]) + self.priming + self.fixed
 
 
 def add_sums(acc: Sums, turn: Turn) -> Sums:

@@ -73,10 +73,10 @@ class FitResult(_WeaklyReferable):
     #: Estimated tokens of the request before history was dropped (0 when nothing was):
     #: with ``breakdown.estimated``, what a compaction removed.
     tokens_before: int = 0
-    #: ``(k, n)``: the first ``k`` items of the request as sent hold ``n`` answers of the model
-    #: (runs of its messages), kept by a reader from round to round (Chat Completions), so an
-    #: observer numbering rounds reads only the items after ``k``; ``(0, 0)`` when none did.
-    known_answers: tuple[int, int] = (0, 0)
+    #: The model's answers in the transcript as given, before any history was dropped (runs of
+    #: its messages, calls and reasoning): the request is turn ``replies + 1`` of its
+    #: conversation, which is how an observer numbers a round it has no conversation id for.
+    replies: int = 0
     #: Raw tokens of the request counted by an estimate or a bound rather than the provider's
     #: rule (all of them where the provider publishes no tokenizer); the calibration factor
     #: scales these only.

@@ -27,6 +27,7 @@ import otel_ctx.instrumentation._chain as _chain
 import otel_ctx.instrumentation._ticket as _ticket
 from otel_ctx import names
 from otel_ctx._pricing import Usage
+from otel_ctx.adapters._base import count_replies
 from otel_ctx.engine import BudgetPolicy
 from otel_ctx.engine._errors import (
     InvalidPolicyError,
@@ -103,34 +104,10 @@ class Conversations:
         return len(self._rounds)
 
 
-_ANSWER_ITEMS = frozenset({"function_call", "reasoning"})
-#: The model's own turns: ``assistant``, and ``model`` in Gemini's contents.
-_ANSWER_ROLES = frozenset({"assistant", "model"})
-
-
-def _is_answer(item: Any) -> bool:
-    """True for the model's own item: an assistant (Gemini: model) message, a call or reasoning."""
-    if item.__class__ is dict or isinstance(item, Mapping):
-        return item.get("role") in _ANSWER_ROLES or item.get("type") in _ANSWER_ITEMS
-    return getattr(item, "role", None) in _ANSWER_ROLES or getattr(item, "type", None) in _ANSWER_ITEMS
-
-
-def _assistant_turns(body: Mapping[str, Any], transcript: str, known: tuple[int, int] = (0, 0)) -> int:
-    """Answers already in the body's ``transcript`` field. ``known`` is ``(k, n)``: the first ``k``
-    items hold ``n`` answers (``FitResult.known_answers``), so only the items after ``k`` are read."""
-    items = body.get(transcript)
-    if not isinstance(items, (list, tuple)):
-        return 0
-    start, turns = known
-    if not 0 < start <= len(items):
-        start, turns = 0, 0
-    previous_was_answer = start > 0 and _is_answer(items[start - 1])
-    for i in range(start, len(items)):
-        answer = _is_answer(items[i])
-        if answer and not previous_was_answer:
-            turns += 1
-        previous_was_answer = answer
-    return turns
+def _assistant_turns(body: Mapping[str, Any], transcript: str) -> int:
+    """The model's replies in the body's ``transcript`` field, for a call that could not be
+    measured (a measured call's reader counts them as it reads: ``FitResult.replies``)."""
+    return count_replies(body.get(transcript))
 
 
 def field_of(obj: Any, name: str) -> Any:
@@ -202,7 +179,7 @@ Opener = Callable[["Observer", Mapping[str, Any], "FitResult"], tuple[Reader, "F
 class Dialect:
     """What one provider's calls need beyond the generic measure; kept with its SDK's targets."""
 
-    #: The request body's field that holds the transcript (its answers number the rounds).
+    #: The request body's field that holds the transcript (its replies number the rounds).
     transcript: str = "messages"
     reader: Opener | None = None
 
@@ -316,7 +293,7 @@ class Observer:
         if opener is not None:
             reader, result = opener(self, view, result)
         conversation_id = info.conversation_id
-        round_number = self.round_number(view, provider, conversation_id, reader, result.known_answers)
+        round_number = self.round_number(view, provider, conversation_id, reader, result.replies)
         progress.round_number = round_number
         if conversation_id is None and reader is not None and reader.continues:
             conversation_id = reader.conversation_id
@@ -344,15 +321,19 @@ class Observer:
         provider: str,
         conversation_id: str | None,
         reader: Reader | None = None,
-        known_answers: tuple[int, int] = (0, 0),
+        replies: int | None = None,
     ) -> int:
         """The call's round: the Nth call of a task's conversation is round N, as is round N of a
-        stored Responses chain with no task around it; otherwise the transcript's answers plus one."""
+        stored Responses chain with no task around it; otherwise the model's replies in the
+        transcript plus one (``replies`` as the measure counted them; counted here for a call it
+        could not measure)."""
         if conversation_id is not None:
             return self.conversations.next_round(conversation_id)
         if reader is not None and reader.continues:
             return reader.round_number
-        return _assistant_turns(body, self.dialects.get(provider, _PLAIN).transcript, known_answers) + 1
+        if replies is None:
+            replies = _assistant_turns(body, self.dialects.get(provider, _PLAIN).transcript)
+        return replies + 1
 
     def _unmeasured(
         self,

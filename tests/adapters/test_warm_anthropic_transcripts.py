@@ -58,7 +58,7 @@ def outcome(f: ContextFitter, messages: list[dict[str, Any]], strict: bool) -> t
             r = f.measure_request(body(messages), provider="anthropic")
     except OtelCtxError as exc:
         return ("error", type(exc).__name__, str(exc))
-    return ("ok", r.breakdown, r.outcome, r.problems, r.messages)
+    return ("ok", r.breakdown, r.outcome, r.problems, r.messages, r.replies)
 
 
 def first_read(messages: list[dict[str, Any]], strict: bool = True) -> tuple[Any, ...]:

@@ -50,7 +50,7 @@ def outcome(f: ContextFitter, items: list[dict[str, Any]], strict: bool) -> tupl
             r = f.measure_request(body(items), provider="openai-responses")
     except OtelCtxError as exc:
         return ("error", type(exc).__name__, str(exc))
-    return ("ok", r.breakdown, r.outcome, r.problems, r.messages)
+    return ("ok", r.breakdown, r.outcome, r.problems, r.messages, r.replies)
 
 
 def first_read(items: list[dict[str, Any]], strict: bool = True) -> tuple[Any, ...]:

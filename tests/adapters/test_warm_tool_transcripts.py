@@ -44,7 +44,7 @@ def outcome(f: ContextFitter, messages: list[Any], strict: bool) -> tuple[Any, .
         r = f.fit(messages) if strict else f.measure(messages)
     except OtelCtxError as exc:
         return ("error", type(exc).__name__, str(exc))
-    return ("ok", r.breakdown, r.outcome, r.problems, [dict(m) for m in r.messages])
+    return ("ok", r.breakdown, r.outcome, r.problems, [dict(m) for m in r.messages], r.replies)
 
 
 _ids = st.sampled_from(["call_a", "call_b", "call_c"])
@@ -318,18 +318,14 @@ def test_rounds_of_a_changing_transcript_say_what_a_fresh_read_says(
         assert outcome(warm, messages, strict) == outcome(fitter(), full_read(messages), strict)
 
 
-def _answers(messages: list[Any]) -> int:
-    """The model's answers in a transcript counted from scratch: runs of assistant messages."""
-    from otel_ctx.instrumentation._core import _assistant_turns
-
-    return _assistant_turns({"messages": messages}, "messages")
-
-
-def _answers_from(result: Any, messages: list[Any]) -> int:
-    """The same count going on from what the reader kept (what the instrumentor numbers rounds by)."""
-    from otel_ctx.instrumentation._core import _assistant_turns
-
-    return _assistant_turns({"messages": messages}, "messages", result.known_answers)
+def _replies(messages: list[Any]) -> int:
+    """The model's replies in a transcript counted from scratch: runs of assistant messages."""
+    runs, before = 0, False
+    for m in messages:
+        answer = m.get("role") == "assistant"
+        runs += answer and not before
+        before = answer
+    return runs
 
 
 @settings(max_examples=200, deadline=None)
@@ -340,7 +336,7 @@ def _answers_from(result: Any, messages: list[Any]) -> int:
         max_size=6,
     )
 )
-def test_the_answers_kept_from_earlier_rounds_are_the_answers_counted_afresh(
+def test_the_replies_kept_from_earlier_rounds_are_the_replies_counted_afresh(
     rounds: list[tuple[list[dict[str, Any]], int, bool]],
 ) -> None:
     """Each round cuts the transcript back (a retry), grows it, or turns an answer into a user
@@ -355,34 +351,44 @@ def test_the_answers_kept_from_earlier_rounds_are_the_answers_counted_afresh(
                 if m.get("role") == "assistant" and "tool_calls" not in m:
                     m["role"] = "user"  # in place: the memo's copy still says assistant
                     break
-        result = f.measure(messages)
-        k, n = result.known_answers
-        assert 0 <= k <= len(messages)
-        assert n == _answers(messages[:k])
-        assert _answers_from(result, messages) == _answers(messages)
+        assert f.measure(messages).replies == _replies(messages)
 
 
-def test_a_long_tool_calling_runs_answers_are_counted_from_the_new_messages() -> None:
-    """Round after round the kept count covers the history: only the new messages are counted."""
+def test_a_long_tool_calling_runs_replies_are_counted_from_the_new_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Round after round the memo's count covers the history: only the new messages are looked at."""
+    import otel_ctx.adapters._base as base
+
+    looked = [0]
+    is_answer = base._is_reply
+
+    def counting(item: Any) -> bool:
+        looked[0] += 1
+        return is_answer(item)
+
+    monkeypatch.setattr(base, "_is_reply", counting)
     f = fitter()
     history = _history(150)
     f.measure(history)
     for k in range(200, 205):
         grown = [*history, *_pair(k)]
+        looked[0] = 0
         result = f.measure(grown)
-        assert result.known_answers[0] >= len(history)  # the history's answers were counted before
-        assert _answers_from(result, grown) == _answers(grown) == 151 + k - 200
+        assert result.replies == _replies(grown) == 151 + k - 200
+        assert looked[0] <= 3  # the two new messages, and the one before them
         history = grown
 
 
-def test_a_fit_that_drops_or_adds_messages_keeps_no_count() -> None:
-    """Indexes into the caller's transcript say nothing of a request with messages dropped or added."""
+def test_a_fit_that_drops_or_adds_messages_counts_the_replies_it_was_given() -> None:
+    """The replies are the transcript's as given: a fit that drops history or adds a system prompt
+    is the same turn of the conversation."""
     f = ContextFitter(BudgetPolicy(context_length=1_000, reserved_output=100), model="gpt-4o")
     history = _history(60)  # some 2,000 tokens
     f.fit(history)
     dropped = f.fit(history)
-    assert dropped.dropped_messages and dropped.known_answers == (0, 0)
+    assert dropped.dropped_messages and dropped.replies == _replies(history) == 60
     small = _history(2)
     f.fit(small)
-    assert f.fit(small, system_prompt="You are a support agent.").known_answers == (0, 0)
-    assert f.fit(small).known_answers[0] > 0
+    assert f.fit(small, system_prompt="You are a support agent.").replies == _replies(small) == 2
+    assert f.fit(small).replies == 2
