@@ -322,12 +322,11 @@ def _min_fits(s: AlertSettings) -> str:
 
 def _quantile(quantile: float, metric: names.Metric, window: str) -> str:
     """From the recorded bucket rates, or the recorded native histogram's where it is native."""
-    if not q.native():
-        buckets = q.summed(names.recorded(metric, "_bucket", window), (*PER_TASK, *q.bucket_labels()))
-        return f"histogram_quantile({q.number(quantile)},\n  {buckets}\n)"
-    bucket = q.summed(names.recorded(metric, "_bucket", window), (*PER_TASK, q.LE))
-    native = q.summed(names.recorded(metric, "", window), PER_TASK)
-    return f"histogram_quantile({q.number(quantile)},\n  {bucket}\n  or\n  {native}\n)"
+    return q.quantile(
+        q.number(quantile),
+        lambda le: q.summed(names.recorded(metric, "_bucket", window), (*PER_TASK, *le)),
+        q.summed(names.recorded(metric, "", window), PER_TASK),
+    )
 
 
 def utilization_signal(s: AlertSettings) -> str:
@@ -344,11 +343,10 @@ def drift_signal(s: AlertSettings) -> str:
 
 def _either(metric: names.Metric, suffix: str, group: tuple[str, ...], window: str) -> str:
     """A histogram's recorded ``_sum``/``_count`` rate, or its recorded native histogram's."""
-    classic = q.summed(names.recorded(metric, suffix, window), group)
-    if not q.native():
-        return classic
-    native = q.summed(f"histogram{suffix}({names.recorded(metric, '', window)})", group)
-    return f"(\n  {classic}\n  or\n  {native}\n)"
+    return q.or_native(
+        q.summed(names.recorded(metric, suffix, window), group),
+        q.summed(f"histogram{suffix}({names.recorded(metric, '', window)})", group),
+    )
 
 
 def absent_expr(s: AlertSettings) -> str:

@@ -50,15 +50,10 @@ def resolution_rate(window: str = q.RATE) -> str:
     return q.share_or_zero(resolved, _runs_rate([q.TASK_TYPE], window))
 
 
-def _timeseries(title: str, description: str, unit: str, *queries: prom_b.Dataquery) -> timeseries.Panel:
-    built: timeseries.Panel = (
-        p.panel(timeseries.Panel, title, description, *queries, size=(12, 9))
-        .unit(unit)
-        .min(0)
-        .tooltip(p.tooltip_all())
-        .legend(p.legend_table("mean", "max"))
-    )
-    return built
+def _timeseries(
+    title: str, description: str, unit: str, *queries: prom_b.Dataquery, stack: int | None = None
+) -> timeseries.Panel:
+    return p.series(title, description, *queries, size=(12, 9), unit=unit, stack=stack, tooltip=True)
 
 
 def _quantiles(metric: names.Metric) -> tuple[prom_b.Dataquery, prom_b.Dataquery]:
@@ -125,17 +120,14 @@ def _cost_panels() -> list[p.PanelBuilder]:
 
 def _ceiling_panels() -> list[p.PanelBuilder]:
     ceiling_warn = alerts.current().ceiling_stop_ratio
-    ends = (
-        _timeseries(
-            "How tickets end: finished runs per second by resolution",
-            f"Stacked by `{names.RESOLUTION}`: `resolved`, `escalated` (an overflow or the ceiling "
-            "stopped it, or the agent handed it over), `abandoned`, `unresolved`, `error` (the run "
-            "raised), and any resolutions of your own.",
-            "ops",
-            p.query(_runs_rate([RESOLUTION]), p.legend(RESOLUTION)),
-        )
-        .fill_opacity(40)
-        .stacking(p.stacked())
+    ends = _timeseries(
+        "How tickets end: finished runs per second by resolution",
+        f"Stacked by `{names.RESOLUTION}`: `resolved`, `escalated` (an overflow or the ceiling "
+        "stopped it, or the agent handed it over), `abandoned`, `unresolved`, `error` (the run "
+        "raised), and any resolutions of your own.",
+        "ops",
+        p.query(_runs_rate([RESOLUTION]), p.legend(RESOLUTION)),
+        stack=40,
     )
     return [
         _timeseries(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grafana_foundation_sdk.builders import barchart, bargauge, stat, table, text, timeseries
+from grafana_foundation_sdk.builders import barchart, bargauge, stat, table, text
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
@@ -42,8 +42,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .text_mode(o.TEXT_VALUE_AND_NAME)
         .reduce_options(p.reduce_last())
         .no_value("no fits"),
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Overflow rate by task type",
             f"Overflowed fits ÷ all fits per task type, over time (each point the last "
             f"{names.DASHBOARD_WINDOW}; the overflow alert averages its own, longer window). A step up "
@@ -51,15 +50,12 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             "skill set for that task type, or a budget that shrank; the dashed line is the red threshold.",
             p.query(q.recorded_ratio(names.FITS, [q.TASK_TYPE], _OVERFLOW), _BY_TASK),
             size=(9, 8),
+            unit="percentunit",
         )
-        .unit("percentunit")
-        .min(0)
         .axis_soft_max(bad * 2)
         .thresholds(p.thresholds("transparent", (bad, "red")))
-        .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max")),
-        p.panel(
-            timeseries.Panel,
+        .thresholds_style(p.dashed()),
+        p.series(
             "Overflowed fits (exemplars link to traces)",
             "How many fits overflowed in each interval (one bar per step, a minute or more), per task "
             "type: each overflow is counted in one bar only, so the legend's sum is the time range's "
@@ -73,16 +69,13 @@ def _overflow_panels() -> list[p.PanelBuilder]:
                 exemplar=True,
             ),
             size=(9, 8),
+            unit="short",
+            legend=("sum",),
+            stack=80,
         )
         .interval(q.MIN_COUNT_INTERVAL)
-        .unit("short")
         .decimals(0)
-        .min(0)
-        .draw_style(o.DRAW_BARS)
-        .fill_opacity(80)
-        .stacking(p.stacked())
-        .tooltip(p.tooltip_all())
-        .legend(p.legend_table("sum")),
+        .draw_style(o.DRAW_BARS),
         _overflow_table(),
         p.panel(
             text.Panel,
@@ -157,8 +150,7 @@ def _component_panels() -> list[p.PanelBuilder]:
     summed = q.one_of(names.SUMMED_COMPONENTS)
     with_headroom = q.one_of((*names.SUMMED_COMPONENTS, names.COMPONENT_HEADROOM))
     return [
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Which component fills the window: mean tokens per request vs the budget",
             "Mean tokens per fitted request, stacked by breakdown line: the transcript split by role "
             f"(`{names.transcript_role_component('tool')}` are tool results), the tool schema, the "
@@ -168,15 +160,12 @@ def _component_panels() -> list[p.PanelBuilder]:
             p.query(q.tokens_per_fit([q.COMPONENT], **{q.COMPONENT: summed}), p.legend(q.COMPONENT)),
             p.query(q.tokens_per_fit([], **{q.COMPONENT: names.COMPONENT_BUDGET}), names.COMPONENT_BUDGET),
             size=(16, 10),
+            unit="short",
+            legend=("mean", "lastNotNull"),
+            stack=60,
         )
-        .unit("short")
         .decimals(0)
-        .min(0)
-        .fill_opacity(60)
         .line_width(1)
-        .stacking(p.stacked())
-        .tooltip(p.tooltip_all())
-        .legend(p.legend_table("mean", "lastNotNull"))
         .override_by_query(
             "B",
             [
@@ -236,8 +225,7 @@ def _column_order() -> dict[str, int]:
 def _utilization_panels() -> list[p.PanelBuilder]:
     near = alerts.current().utilization_threshold
     return [
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Utilization p50 / p95 by task type",
             "Estimated request tokens ÷ budget. 1.0 (red line) is the budget: p95 near it means one "
             "request in twenty is being compacted or overflowing. Exemplars on p95 link to traces. "
@@ -247,13 +235,12 @@ def _utilization_panels() -> list[p.PanelBuilder]:
                 q.histogram_quantile(0.95, names.UTILIZATION, [q.TASK_TYPE]), "p95 " + _BY_TASK, exemplar=True
             ),
             size=(12, 9),
+            unit="percentunit",
+            legend=("mean", "max", "lastNotNull"),
         )
-        .unit("percentunit")
-        .min(0)
         .axis_soft_max(1.1)
         .thresholds(p.thresholds("transparent", (near, "orange"), (1.0, "red")))
-        .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max", "lastNotNull")),
+        .thresholds_style(p.dashed()),
         p.panel(
             barchart.Panel,
             "Share of the budget used, by round (time range)",
@@ -292,9 +279,9 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "Every fitted or observed request, stacked by outcome: `fit` (sent whole), `compacted` "
             "(history dropped to fit), `overflow` (the pinned floor alone did not fit).",
             span=8,
-        ).legend(p.legend_table("mean", "lastNotNull")),
-        p.panel(
-            timeseries.Panel,
+            legend_calcs=("mean", "lastNotNull"),
+        ),
+        p.series(
             "Compactions and dropped turns per second",
             "Compactions: fits that dropped history to stay under budget. Dropped turns: how many "
             "turns those compactions removed. Many dropped turns per compaction means runs lose a "
@@ -305,24 +292,18 @@ def _activity_panels() -> list[p.PanelBuilder]:
                 "dropped turns · " + _BY_TASK,
             ),
             size=(8, 8),
-        )
-        .unit("ops")
-        .min(0)
-        .legend(p.legend_table("mean", "max")),
-        p.panel(
-            timeseries.Panel,
+            unit="ops",
+        ),
+        p.series(
             "Capped tool results per second",
             "Tool results cut to the task type's cap at the tool boundary, before they enter the "
             "transcript. Steady capping is the cap doing its job; a jump means a tool started "
             "returning much more (a bigger page, a verbose error).",
             p.query(q.rate_sum(names.CAPPED_TOOL_RESULTS_METRIC.prometheus, [q.TASK_TYPE]), _BY_TASK),
             size=(8, 8),
-        )
-        .unit("ops")
-        .min(0)
-        .legend(p.legend_table("mean", "max")),
-        p.panel(
-            timeseries.Panel,
+            unit="ops",
+        ),
+        p.series(
             "Estimate accuracy: provider-reported ÷ estimated input tokens",
             "1.0 means the local tiktoken estimate matched what the provider billed. Above 1.0 the "
             "estimate is low and requests can overflow at the provider although they fit here; the "
@@ -330,14 +311,13 @@ def _activity_panels() -> list[p.PanelBuilder]:
             p.query(q.histogram_mean(names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "mean " + _BY_TASK),
             p.query(q.histogram_quantile(0.95, names.ESTIMATE_ACCURACY, [q.TASK_TYPE]), "p95 " + _BY_TASK),
             size=(16, 8),
+            unit="none",
+            floor=False,
         )
-        .unit("none")
         .decimals(3)
         .thresholds(p.thresholds("transparent", (1 + (drift - 1) / 2, "orange"), (drift, "red")))
-        .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max")),
-        p.panel(
-            timeseries.Panel,
+        .thresholds_style(p.dashed()),
+        p.series(
             "Calls otel-ctx could not measure (share of all calls)",
             "Instrumented calls otel-ctx could not measure ÷ all fitted or observed calls, by reason "
             f"(`{names.UNOBSERVED_REASON}`): `invalid_request` (the request reader refused a body "
@@ -348,13 +328,11 @@ def _activity_panels() -> list[p.PanelBuilder]:
             "calls carry no model: pick every model for a true share.",
             p.query(unmeasured_share(), p.legend(_REASON)),
             size=(8, 8),
+            unit="percentunit",
         )
-        .unit("percentunit")
-        .min(0)
         .axis_soft_max(0.01)
         .thresholds(p.thresholds("transparent", (0.01, "red")))
-        .thresholds_style(p.dashed())
-        .legend(p.legend_table("mean", "max")),
+        .thresholds_style(p.dashed()),
     ]
 
 
@@ -379,8 +357,7 @@ def unmeasured_share(window: str = q.RATE) -> str:
 def _trim_panels() -> list[p.PanelBuilder]:
     who = p.legend(q.PERFORMER) + " · " + p.legend(q.TASK_TYPE)
     return [
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Who trims the window: tokens removed per round",
             "Tokens cut from the context per fitted or observed request, by who cut them: `otel_ctx` "
             "(its own compaction), `provider` (server-side edits, compaction and truncation, read off "
@@ -389,16 +366,10 @@ def _trim_panels() -> list[p.PanelBuilder]:
             "line that grows means the window is fuller than the requests the agent builds show.",
             p.query(q.per_fit(names.TRIMMED_TOKENS, [q.PERFORMER, q.TASK_TYPE]), who),
             size=(16, 8),
-        )
-        .unit("short")
-        .decimals(0)
-        .min(0)
-        .fill_opacity(40)
-        .stacking(p.stacked())
-        .tooltip(p.tooltip_all())
-        .legend(p.legend_table("mean", "max")),
-        p.panel(
-            timeseries.Panel,
+            unit="short",
+            stack=40,
+        ).decimals(0),
+        p.series(
             "Trims and provider window stops per second",
             "Trims per second by performer, and requests the provider stopped because the context "
             "window was exceeded (an overflow the provider saw, whatever the estimate said: the "
@@ -409,10 +380,8 @@ def _trim_panels() -> list[p.PanelBuilder]:
                 "provider window stops · " + p.legend(q.TASK_TYPE),
             ),
             size=(8, 8),
-        )
-        .unit("ops")
-        .min(0)
-        .legend(p.legend_table("mean", "max")),
+            unit="ops",
+        ),
     ]
 
 

@@ -49,6 +49,32 @@ def panel(
     return typed
 
 
+def series(
+    title: str,
+    description: str,
+    *queries: prom_b.Dataquery,
+    size: tuple[int, int],
+    unit: str,
+    floor: bool = True,
+    legend: tuple[str, ...] | None = ("mean", "max"),
+    stack: int | None = None,
+    tooltip: bool = False,
+) -> timeseries.Panel:
+    """A time series in ``unit``: from 0 unless not ``floor``, with a table legend of ``legend``'s
+    calculations (none: Grafana's default legend). ``stack`` stacks the series at that fill
+    opacity, and stacked panels (or ``tooltip``) list every series in the tooltip."""
+    built: timeseries.Panel = panel(timeseries.Panel, title, description, *queries, size=size).unit(unit)
+    if floor:
+        built = built.min(0)
+    if legend is not None:
+        built = built.legend(legend_table(*legend))
+    if stack is not None:
+        built = built.fill_opacity(stack).stacking(stacked())
+    if stack is not None or tooltip:
+        built = built.tooltip(tooltip_all())
+    return built
+
+
 def targets(*queries: prom_b.Dataquery) -> list[Builder[cog_variants.Dataquery]]:
     """Give the queries refIds A, B, ... and the templated data source."""
     return [t.ref_id(_REF_IDS[i]).datasource(DATASOURCE) for i, t in enumerate(queries)]
@@ -289,20 +315,17 @@ def matrix(row: str, column: str) -> dash_m.DataTransformerConfig:
     return transform("groupingToMatrix", columnField=column, rowField=row, valueField="Value")
 
 
-def outcomes_per_second(title: str, description: str, *, span: int) -> timeseries.Panel:
+def outcomes_per_second(
+    title: str, description: str, *, span: int, legend_calcs: tuple[str, ...] | None = None
+) -> timeseries.Panel:
     """Fits per second stacked by outcome, each outcome in its colour."""
-    fits = (
-        panel(
-            timeseries.Panel,
-            title,
-            description,
-            query(q.recorded_sum(names.FITS, [q.OUTCOME]), legend(q.OUTCOME)),
-            size=(span, 8),
-        )
-        .unit("ops")
-        .min(0)
-        .fill_opacity(40)
-        .stacking(stacked())
-        .tooltip(tooltip_all())
+    fits = series(
+        title,
+        description,
+        query(q.recorded_sum(names.FITS, [q.OUTCOME]), legend(q.OUTCOME)),
+        size=(span, 8),
+        unit="ops",
+        legend=legend_calcs,
+        stack=40,
     )
     return fixed_colors(fits, conventions.OUTCOME_COLORS)

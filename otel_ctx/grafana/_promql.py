@@ -21,7 +21,7 @@ either), and no ``or`` arm reads a native histogram.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -251,8 +251,13 @@ def histogram_count(
     classic = summed_(metric.series("_count"), group, window, **matchers)
     if not native():
         return classic
-    native_ = native_sum(metric, group, window, "histogram_count", over=over, **matchers)
-    return f"(\n  {classic}\n  or\n  {native_}\n)"
+    return or_native(classic, native_sum(metric, group, window, "histogram_count", over=over, **matchers))
+
+
+def or_native(classic: str, native_: str) -> str:
+    """``classic or native_`` where histograms are native (a process has one kind or the other, so
+    the arms never both answer for one label set); only ``classic`` where they are not."""
+    return f"(\n  {classic}\n  or\n  {native_}\n)" if native() else classic
 
 
 def histogram_mean(
@@ -265,11 +270,10 @@ def histogram_mean(
     showing NaN.
     """
     group = tuple(group)
-    num = rate_sum(metric.series("_sum"), group, window, **matchers)
-    if not native():
-        count = rate_sum(metric.series("_count"), group, window, **matchers)
-        return f"{num}\n/\n({count} > 0)"
-    num = f"(\n  {num}\n  or\n  {native_sum(metric, group, window, 'histogram_sum', **matchers)}\n)"
+    num = or_native(
+        rate_sum(metric.series("_sum"), group, window, **matchers),
+        native_sum(metric, group, window, "histogram_sum", **matchers),
+    )
     return f"{num}\n/\n({histogram_count(metric, group, window, **matchers)} > 0)"
 
 
@@ -279,29 +283,35 @@ def histogram_quantile(
     """A quantile from the classic buckets' rates or, where the histogram is native, from its own
     rate: ``histogram_quantile`` reads both kinds in one vector."""
     group = tuple(group)
+    return quantile(
+        str(q),
+        lambda le: rate_sum(metric.series("_bucket"), (*group, *le), window, **matchers),
+        native_sum(metric, group, window, **matchers),
+    )
+
+
+def quantile(q: str, buckets: Callable[[tuple[str, ...]], str], histogram: str) -> str:
+    """``histogram_quantile`` over the classic buckets (``buckets`` of the bucket labels) or, where
+    the histogram is native, over them or the native ``histogram``: it reads both kinds in one
+    vector."""
     if not native():
-        buckets = rate_sum(metric.series("_bucket"), (*group, *bucket_labels()), window, **matchers)
-        return f"histogram_quantile({q},\n  {buckets}\n)"
-    classic = rate_sum(metric.series("_bucket"), (*group, LE), window, **matchers)
-    return f"histogram_quantile({q},\n  {classic}\n  or\n  {native_sum(metric, group, window, **matchers)}\n)"
-
-
-def distribution_selector(metric: names.Metric, **matchers: str) -> str:
-    """A per-round distribution's selector. The distributions carry no model label (the series
-    budget), so like every per-task metric they take no model matcher: a panel keeps answering,
-    per task type, whatever model is picked, and its description says so."""
-    return selector(metric.prometheus, **matchers)
+        return f"histogram_quantile({q},\n  {buckets(bucket_labels())}\n)"
+    return f"histogram_quantile({q},\n  {buckets((LE,))}\n  or\n  {histogram}\n)"
 
 
 def distribution_rate(
     metric: names.Metric, group: Iterable[str] = (), window: str = RATE, **matchers: str
 ) -> str:
     """``sum by (group) (rate(<distribution>[window]))``: a native histogram per group (on
-    VictoriaMetrics the ``_bucket`` rates by ``vmrange``, which its histogram functions read)."""
+    VictoriaMetrics the ``_bucket`` rates by ``vmrange``, which its histogram functions read).
+
+    The distributions carry no model label (the series budget), so like every per-task metric
+    they take no model matcher: a panel keeps answering, per task type, whatever model is picked.
+    """
     if not native():
         buckets = selector(metric.series("_bucket"), **matchers)
         return f"sum{by((*group, VMRANGE))} ({rate(buckets, window)})"
-    return f"sum{by(group)} (rate({distribution_selector(metric, **matchers)}[{window}]))"
+    return f"sum{by(group)} (rate({selector(metric.prometheus, **matchers)}[{window}]))"
 
 
 def ratio(counter: names.Metric, group: Iterable[str], window: str, numerator: dict[str, str]) -> str:
@@ -349,8 +359,7 @@ def recorded_sum(
     if metric is names.ROUND_TOKENS:
         # Where the line distributions are on they replace the per-round counter: the same
         # totals are their recorded sums.
-        native = recorded_sum(names.LINE_TOKENS, group, "_sum", window, **matchers)
-        return f"(\n  {expr}\n  or\n  {native}\n)"
+        return f"(\n  {expr}\n  or\n  {recorded_sum(names.LINE_TOKENS, group, '_sum', window, **matchers)}\n)"
     return expr
 
 
@@ -363,11 +372,11 @@ def recorded_ratio(counter: names.Metric, group: Iterable[str], numerator: dict[
 def recorded_quantile(q: float, metric: names.Metric, group: Iterable[str] = (), **matchers: str) -> str:
     """A quantile of a histogram from its recorded bucket rates, or its recorded native rate."""
     group = tuple(group)
-    if not native():
-        buckets = recorded_sum(metric, (*group, *bucket_labels()), "_bucket", **matchers)
-        return f"histogram_quantile({q},\n  {buckets}\n)"
-    classic = recorded_sum(metric, (*group, LE), "_bucket", **matchers)
-    return f"histogram_quantile({q},\n  {classic}\n  or\n  {recorded_sum(metric, group, **matchers)}\n)"
+    return quantile(
+        str(q),
+        lambda le: recorded_sum(metric, (*group, *le), "_bucket", **matchers),
+        recorded_sum(metric, group, **matchers),
+    )
 
 
 def _per(num: str, den: str, join: Iterable[str]) -> str:
@@ -382,14 +391,20 @@ def tokens_per_fit(group: Iterable[str] = (), window: str | None = None, **match
     matcher applies to both sides (both carry the outcome), a component matcher to the
     tokens. With a ``window``, over that window (see :func:`recorded_sum`).
     """
+    return _tokens_per_fit(lambda metric, g, m: recorded_sum(metric, g, window=window, **m), group, matchers)
+
+
+def _tokens_per_fit(
+    summed_: Callable[[names.Metric, tuple[str, ...], dict[str, str]], str],
+    group: Iterable[str],
+    matchers: dict[str, str],
+) -> str:
+    """The tokens ÷ the fits, each summed by ``summed_``: the fits grouped and matched without the
+    component."""
     group = tuple(group)
     fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
     join = tuple(g for g in group if g != COMPONENT)
-    return _per(
-        recorded_sum(names.TOKENS, group, window=window, **matchers),
-        recorded_sum(names.FITS, join, window=window, **fits_matchers),
-        join,
-    )
+    return _per(summed_(names.TOKENS, group, matchers), summed_(names.FITS, join, fits_matchers), join)
 
 
 def tokens_per_fit_exact(window: str, group: Iterable[str] = (), **matchers: str) -> str:
@@ -402,13 +417,8 @@ def tokens_per_fit_exact(window: str, group: Iterable[str] = (), **matchers: str
     budget. It reads raw series (one per process), so it is for a few lines (one component), not
     the whole breakdown over a fleet, which :func:`tokens_per_fit` reads from the recorded rates.
     """
-    group = tuple(group)
-    fits_matchers = {k: v for k, v in matchers.items() if k != COMPONENT}
-    join = tuple(g for g in group if g != COMPONENT)
-    return _per(
-        increase_sum(names.TOKENS.prometheus, group, window, **matchers),
-        increase_sum(names.FITS.prometheus, join, window, **fits_matchers),
-        join,
+    return _tokens_per_fit(
+        lambda metric, g, m: increase_sum(metric.prometheus, g, window, **m), group, matchers
     )
 
 

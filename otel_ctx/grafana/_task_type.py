@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grafana_foundation_sdk.builders import barchart, heatmap, stat, timeseries
+from grafana_foundation_sdk.builders import barchart, heatmap, stat
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import dashboard as dash_m
@@ -147,8 +147,7 @@ def _edge() -> list[p.PanelBuilder]:
         )
         .calculate(False)
         .y_axis(heatmap_b.YAxisConfig().unit("percentunit")),
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Headroom left: p5 and p50 (share of the budget)",
             "Budget minus estimate as a share of the budget (1 − utilization), for the tightest 5% of "
             "fits and the median, from the recorded utilization rates. p5 at 0 means at least one "
@@ -156,26 +155,22 @@ def _edge() -> list[p.PanelBuilder]:
             p.query(f"clamp_min(1 - {q.recorded_quantile(0.95, names.UTILIZATION)}, 0)", "p5 headroom"),
             p.query(f"clamp_min(1 - {q.recorded_quantile(0.5, names.UTILIZATION)}, 0)", "p50 headroom"),
             size=(12, 9),
-        )
-        .unit("percentunit")
-        .decimals(1)
-        .min(0)
-        .legend(p.legend_table("mean", "min")),
+            unit="percentunit",
+            legend=("mean", "min"),
+        ).decimals(1),
         p.outcomes_per_second(
             "Outcomes per second", "Fits by outcome, stacked: `fit`, `compacted`, `overflow`.", span=12
         ),
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Turns dropped per compaction",
             "Dropped turns ÷ compacted fits: how much history one compaction throws away. Rising "
             "means the budget is getting tighter relative to the floor (system prompt, tools, "
             "skills, pinned turns).",
             p.query(f"{dropped}\n/\n({compactions} > 0)", "turns per compaction"),
             size=(12, 8),
-        )
-        .unit("short")
-        .decimals(1)
-        .min(0),
+            unit="short",
+            legend=None,
+        ).decimals(1),
     ]
 
 
@@ -232,8 +227,7 @@ def _distributions() -> list[p.PanelBuilder]:
     )
     tools = q.distribution_rate(names.LINE_TOKENS, **{q.COMPONENT: TOOL_RESULTS})
     return [
-        p.panel(
-            timeseries.Panel,
+        p.series(
             "Each line per request: p50, p95 and p99 tokens",
             "Percentiles of each breakdown line's tokens per request (every round), from its native "
             "histogram: where the mean of *What fills the window* hides a tool result that is 300 "
@@ -247,15 +241,12 @@ def _distributions() -> list[p.PanelBuilder]:
                 for quantile in (0.5, 0.95, 0.99)
             ),
             size=(16, 9),
+            unit="short",
+            tooltip=True,
         )
-        .unit("short")
         .decimals(0)
-        .min(0)
-        .no_value(NEEDS_DISTRIBUTIONS)
-        .legend(p.legend_table("mean", "max"))
-        .tooltip(p.tooltip_all()),
-        p.panel(
-            timeseries.Panel,
+        .no_value(NEEDS_DISTRIBUTIONS),
+        p.series(
             "Requests whose tool results exceed the cap",
             f"Share of requests whose tool results (`{TOOL_RESULTS}`) add up to more than the "
             f"`${q.VAR_TOOL_RESULT_CAP}` tokens one tool result may keep (the dashboard variable; "
@@ -266,10 +257,10 @@ def _distributions() -> list[p.PanelBuilder]:
                 _known(f"histogram_fraction(${q.VAR_TOOL_RESULT_CAP}, Inf, {tools})"), "share over the cap"
             ),
             size=(8, 9),
+            unit="percentunit",
+            legend=None,
         )
-        .unit("percentunit")
         .decimals(1)
-        .min(0)
         .max(1)
         .no_value(NEEDS_DISTRIBUTIONS),
         _round_heatmap(
