@@ -13,7 +13,7 @@ waiting ten minutes for an alert.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields
@@ -24,6 +24,7 @@ import yaml
 
 import otel_ctx.grafana._conventions as conventions
 import otel_ctx.grafana._jaeger as jaeger
+import otel_ctx.grafana._kubernetes as k8s
 import otel_ctx.grafana._naming as naming
 import otel_ctx.grafana._promql as q
 from otel_ctx import names
@@ -92,22 +93,10 @@ class AlertSettings:
     cost_for: str = "30m"
 
     def __post_init__(self) -> None:
-        if not 0 < self.overflow_ratio < 1:
-            raise ValueError(f"overflow_ratio must be in (0, 1), got {self.overflow_ratio!r}")
-        if not 0 < self.utilization_quantile < 1:
-            raise ValueError(f"utilization_quantile must be in (0, 1), got {self.utilization_quantile!r}")
-        if self.utilization_threshold <= 0:
-            raise ValueError(f"utilization_threshold must be > 0, got {self.utilization_threshold!r}")
-        if self.drift_ratio <= 1:
-            raise ValueError(f"drift_ratio must be > 1 (1.0 is a perfect estimate), got {self.drift_ratio!r}")
-        if self.overflow_min_fits < 0:
-            raise ValueError(f"overflow_min_fits must be >= 0, got {self.overflow_min_fits!r}")
-        if not 0 < self.ceiling_stop_ratio < 1:
-            raise ValueError(f"ceiling_stop_ratio must be in (0, 1), got {self.ceiling_stop_ratio!r}")
-        if not 0 < self.cost_quantile < 1:
-            raise ValueError(f"cost_quantile must be in (0, 1), got {self.cost_quantile!r}")
-        if self.cost_threshold <= 0:
-            raise ValueError(f"cost_threshold must be > 0 (USD per ticket), got {self.cost_threshold!r}")
+        for name, ok, rule in _BOUNDS:
+            value = getattr(self, name)
+            if not ok(value):
+                raise ValueError(f"{name} must be {rule}, got {value!r}")
 
     @property
     def overflow_warn(self) -> float:
@@ -146,6 +135,17 @@ class AlertSettings:
         return cls(**{**quick, "overflow_min_fits": 0, "absent_lookback": "1h", **overrides})
 
 
+#: The settings' bounds, checked in this order: field, test, what the message says it must be.
+_BOUNDS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
+    ("overflow_ratio", lambda v: 0 < v < 1, "in (0, 1)"),
+    ("utilization_quantile", lambda v: 0 < v < 1, "in (0, 1)"),
+    ("utilization_threshold", lambda v: v > 0, "> 0"),
+    ("drift_ratio", lambda v: v > 1, "> 1 (1.0 is a perfect estimate)"),
+    ("overflow_min_fits", lambda v: v >= 0, ">= 0"),
+    ("ceiling_stop_ratio", lambda v: 0 < v < 1, "in (0, 1)"),
+    ("cost_quantile", lambda v: 0 < v < 1, "in (0, 1)"),
+    ("cost_threshold", lambda v: v > 0, "> 0 (USD per ticket)"),
+)
 DEFAULT_SETTINGS = AlertSettings()
 #: Environment variables that change a setting: ``OTEL_CTX_`` + the field's name, upper-cased.
 ENV_PREFIX = "OTEL_CTX_"
@@ -329,11 +329,6 @@ def _quantile(quantile: float, metric: names.Metric, window: str) -> str:
     )
 
 
-def utilization_signal(s: AlertSettings) -> str:
-    """The utilization quantile (estimated ÷ budget), per service and task type."""
-    return _quantile(s.utilization_quantile, names.UTILIZATION, s.utilization_window)
-
-
 def drift_signal(s: AlertSettings) -> str:
     """Mean provider-reported ÷ estimated tokens, per service, task type and model."""
     group = (*PER_TASK, q.MODEL)
@@ -373,22 +368,20 @@ def ceiling_stop_signal(s: AlertSettings) -> str:
     return _ratio(stops, f"({runs} > 0)")
 
 
-def cost_signal(s: AlertSettings) -> str:
-    """The cost-per-ticket quantile in USD, per service and task type."""
-    return _quantile(s.cost_quantile, names.RUN_COST, s.cost_window)
-
-
 def signals(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
     """Alert name -> the quantity its threshold applies to (absent has none).
 
-    Dashboards and the end-to-end test query these to see how close an alert is to firing.
+    Dashboards and the end-to-end test query these to see how close an alert is to firing. The
+    utilization (estimated ÷ budget) and the cost per ticket (USD) are quantiles per service and
+    task type.
     """
+    s = settings
     return {
-        OVERFLOW_RATE: overflow_signal(settings),
-        UTILIZATION_NEAR_BUDGET: utilization_signal(settings),
-        ESTIMATE_DRIFT: drift_signal(settings),
-        CEILING_STOP_RATE: ceiling_stop_signal(settings),
-        COST_PER_TICKET_HIGH: cost_signal(settings),
+        OVERFLOW_RATE: overflow_signal(s),
+        UTILIZATION_NEAR_BUDGET: _quantile(s.utilization_quantile, names.UTILIZATION, s.utilization_window),
+        ESTIMATE_DRIFT: drift_signal(s),
+        CEILING_STOP_RATE: ceiling_stop_signal(s),
+        COST_PER_TICKET_HIGH: _quantile(s.cost_quantile, names.RUN_COST, s.cost_window),
     }
 
 
@@ -684,21 +677,10 @@ def build(
     return naming.rules({"groups": [{"name": GROUP_NAME, "rules": rules}]}, names_)
 
 
-class _RuleDumper(yaml.SafeDumper):
-    """Multi-line PromQL as literal blocks, so the committed file reads like hand-written rules."""
-
-
-def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_RuleDumper.add_representer(str, _str_representer)
-
-
 def dump(file: dict[str, Any], header: str = HEADER) -> str:
-    """A rule file's text from its dict, as :func:`render` writes it."""
-    return header + yaml.dump(file, Dumper=_RuleDumper, sort_keys=False, allow_unicode=True, width=10_000)
+    """A rule file's text from its dict, as :func:`render` writes it: multi-line PromQL as literal
+    blocks, so the committed file reads like hand-written rules."""
+    return header + yaml.dump(file, Dumper=k8s.BlockDumper, sort_keys=False, allow_unicode=True, width=10_000)
 
 
 def render(

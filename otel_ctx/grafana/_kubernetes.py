@@ -230,7 +230,7 @@ def manifests(
     return [build(filename, text, options) for filename, text in sorted(dashboards.items())]
 
 
-class _Dumper(yaml.SafeDumper):
+class BlockDumper(yaml.SafeDumper):
     """Block style for multi-line strings (the dashboards' JSON, the rules' descriptions), so the
     manifests read like the files they hold; YAML falls back to quoting where a block cannot
     hold a string exactly."""
@@ -249,11 +249,16 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _str)
+BlockDumper.add_representer(str, _str)
 
 
 def dump(objects: Iterable[Mapping[str, Any]]) -> str:
     """The objects as one multi-document YAML stream, in the order given."""
     return yaml.dump_all(
-        list(objects), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100_000, explicit_start=True
+        list(objects),
+        Dumper=BlockDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100_000,
+        explicit_start=True,
     )

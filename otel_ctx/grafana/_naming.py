@@ -38,7 +38,8 @@ class NamingError(ValueError):
     """A registry name where the rewriter cannot tell how to spell it under UTF-8 names."""
 
 
-def _suffixes(metric: names.Metric) -> tuple[str, ...]:
+def suffixes(metric: names.Metric) -> tuple[str, ...]:
+    """The series a metric becomes: a histogram's ``_bucket``, ``_sum`` and ``_count`` besides its own."""
     return ("", "_bucket", "_sum", "_count") if metric.kind == "histogram" else ("",)
 
 
@@ -46,7 +47,7 @@ def _suffixes(metric: names.Metric) -> tuple[str, ...]:
 SERIES: dict[str, str] = {
     metric.series(suffix): metric.utf8_series(suffix)
     for metric in names.ALL_METRICS
-    for suffix in _suffixes(metric)
+    for suffix in suffixes(metric)
 }
 #: Underscore label -> the attribute it translates, for every metric attribute.
 LABELS: dict[str, str] = {

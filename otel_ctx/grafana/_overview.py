@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import barchart, bargauge, stat, table, text
 from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import text as text_m
 
 import otel_ctx.grafana._alerts as alerts
 import otel_ctx.grafana._conventions as conventions
 import otel_ctx.grafana._jaeger as jaeger
-import otel_ctx.grafana._options as o
 import otel_ctx.grafana._panels as p
 import otel_ctx.grafana._promql as q
 from otel_ctx import names
@@ -37,9 +38,9 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         .unit("percentunit")
         .decimals(1)
         .thresholds(p.thresholds("green", (warn, "orange"), (bad, "red")))
-        .color_mode(o.COLOR_BACKGROUND)
-        .graph_mode(o.GRAPH_NONE)
-        .text_mode(o.TEXT_VALUE_AND_NAME)
+        .color_mode(common_m.BigValueColorMode("background"))
+        .graph_mode(common_m.BigValueGraphMode("none"))
+        .text_mode(common_m.BigValueTextMode("value_and_name"))
         .reduce_options(p.reduce_last())
         .no_value("no fits"),
         p.series(
@@ -75,7 +76,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
         )
         .interval(q.MIN_COUNT_INTERVAL)
         .decimals(0)
-        .draw_style(o.DRAW_BARS),
+        .draw_style(common_m.GraphDrawStyle("bars")),
         _overflow_table(),
         p.panel(
             text.Panel,
@@ -83,7 +84,7 @@ def _overflow_panels() -> list[p.PanelBuilder]:
             "One link per selected service: Jaeger's search needs a service name.",
             size=(12, 8),
         )
-        .mode(o.MARKDOWN)
+        .mode(text_m.TextMode("markdown"))
         .content(_jaeger_markdown())
         .repeat(q.VAR_SERVICE)
         .repeat_direction("h")
@@ -195,8 +196,8 @@ def _component_panels() -> list[p.PanelBuilder]:
         .decimals(1)
         .min(0)
         .max(1)
-        .display_mode(o.BARGAUGE_GRADIENT)
-        .orientation(o.HORIZONTAL)
+        .display_mode(common_m.BarGaugeDisplayMode("gradient"))
+        .orientation(common_m.VizOrientation("horizontal"))
         .reduce_options(p.reduce_last())
         .thresholds(p.thresholds("green", (0.5, "orange"), (0.8, "red"))),
         p.panel(
@@ -264,9 +265,9 @@ def _utilization_panels() -> list[p.PanelBuilder]:
         .x_field(q.ROUND)
         .unit("percentunit")
         .min(0)
-        .show_value(o.SHOW_AUTO)
+        .show_value(common_m.VisibilityMode("auto"))
         .thresholds(p.thresholds("green", (near, "orange"), (1.0, "red")))
-        .color_scheme(dash_b.FieldColor().mode(o.COLOR_BY_THRESHOLDS)),
+        .color_scheme(dash_b.FieldColor().mode(dash_m.FieldColorModeId("thresholds"))),
     ]
 
 

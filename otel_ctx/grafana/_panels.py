@@ -2,6 +2,10 @@
 
 Every panel and query points at the ``${datasource}`` variable rather than a data
 source uid, so the same JSON works in any Grafana whatever its Prometheus is called.
+
+The SDK's option enums are called with their value (``common_m.StackingMode("normal")``): they
+derive from ``enum.StrEnum`` (Python 3.11), so under the project's mypy floor (3.10) a member
+reads as a plain ``str``, while a call reads as the enum under both.
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ from grafana_foundation_sdk.builders import prometheus as prom_b
 from grafana_foundation_sdk.builders import timeseries
 from grafana_foundation_sdk.cog import variants as cog_variants
 from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 import otel_ctx.grafana._alerts as alerts
 import otel_ctx.grafana._conventions as conventions
-import otel_ctx.grafana._options as o
 import otel_ctx.grafana._promql as q
 from otel_ctx import names
 
@@ -100,7 +104,7 @@ def query(
 
 def table_query(expr: str) -> prom_b.Dataquery:
     """An instant query whose labels become table columns."""
-    return query(expr, instant=True, fmt=o.FORMAT_TABLE)
+    return query(expr, instant=True, fmt=prom_m.PromQueryFormat("table"))
 
 
 def legend(label: str) -> str:
@@ -111,7 +115,7 @@ def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
     # Typed locals: under mypy's 3.10 floor the SDK's ``Self`` returns read as Any.
     built: dash_b.ThresholdsConfig = (
         dash_b.ThresholdsConfig()
-        .mode(o.THRESHOLDS_ABSOLUTE)
+        .mode(dash_m.ThresholdsMode("absolute"))
         .steps(
             [dash_m.Threshold(value=None, color=base)]
             + [dash_m.Threshold(value=v, color=c) for v, c in steps]
@@ -123,8 +127,8 @@ def thresholds(base: str, *steps: tuple[float, str]) -> dash_b.ThresholdsConfig:
 def legend_table(*calcs: str) -> common_b.VizLegendOptions:
     built: common_b.VizLegendOptions = (
         common_b.VizLegendOptions()
-        .display_mode(o.LEGEND_TABLE)
-        .placement(o.LEGEND_BOTTOM)
+        .display_mode(common_m.LegendDisplayMode("table"))
+        .placement(common_m.LegendPlacement("bottom"))
         .show_legend(True)
         .calcs(list(calcs))
     )
@@ -133,7 +137,11 @@ def legend_table(*calcs: str) -> common_b.VizLegendOptions:
 
 def tooltip_all() -> common_b.VizTooltipOptions:
     """Every series in the tooltip, biggest first: what stacked panels need to be read."""
-    built: common_b.VizTooltipOptions = common_b.VizTooltipOptions().mode(o.TOOLTIP_ALL).sort(o.SORT_DESC)
+    built: common_b.VizTooltipOptions = (
+        common_b.VizTooltipOptions()
+        .mode(common_m.TooltipDisplayMode("multi"))
+        .sort(common_m.SortOrder("desc"))
+    )
     return built
 
 
@@ -166,8 +174,8 @@ def variables(*, multi_task_type: bool = True) -> list[dash_b.QueryVariable | da
             .description(description)
             .datasource(DATASOURCE)
             .query(expr)
-            .refresh(o.REFRESH_ON_TIME_RANGE)
-            .sort(o.SORT_ALPHABETICAL)
+            .refresh(dash_m.VariableRefresh(2))
+            .sort(dash_m.VariableSort(1))
             .multi(True)
             .include_all(True)
             .all_value(".*")
@@ -221,13 +229,13 @@ def jaeger_variable() -> dash_b.TextBoxVariable:
 def dashboard_links() -> list[Builder[dash_m.DashboardLink]]:
     return [
         dash_b.DashboardLink("otel-ctx dashboards")
-        .type(o.LINK_DASHBOARDS)
+        .type(dash_m.DashboardLinkType("dashboards"))
         .tags([TAG])
         .as_dropdown(True)
         .include_vars(True)
         .keep_time(True),
         dash_b.DashboardLink("Jaeger: search traces")
-        .type(o.LINK_URL)
+        .type(dash_m.DashboardLinkType("link"))
         .icon("external link")
         .tooltip("Open Jaeger's search page")
         .url("${" + q.VAR_JAEGER_URL + "}/search")
@@ -269,7 +277,7 @@ def dashboard(
         .time("now-1h", "now")
         .refresh("30s")
         .timezone("browser")
-        .tooltip(o.CROSSHAIR)
+        .tooltip(dash_m.DashboardCursorSync(1))
         .editable()
         .links(dashboard_links())
     )
@@ -293,14 +301,14 @@ def fixed_colors(panel: timeseries.Panel, colors: Mapping[str, str]) -> timeseri
 
 
 def stacked() -> common_b.StackingConfig:
-    built: common_b.StackingConfig = common_b.StackingConfig().mode(o.STACK_NORMAL)
+    built: common_b.StackingConfig = common_b.StackingConfig().mode(common_m.StackingMode("normal"))
     return built
 
 
 def dashed() -> common_b.GraphThresholdsStyleConfig:
     """Thresholds drawn as dashed lines across a time series."""
     built: common_b.GraphThresholdsStyleConfig = common_b.GraphThresholdsStyleConfig().mode(
-        o.THRESHOLDS_DASHED
+        common_m.GraphThresholdsStyleMode("dashed")
     )
     return built
 

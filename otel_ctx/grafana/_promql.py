@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from otel_ctx import names
+from otel_ctx.grafana._naming import quote, suffixes
 
 #: Prometheus's scrape-job label; through the Collector it carries the OTel service name.
 JOB = "job"
@@ -124,26 +125,16 @@ INTERVAL = "$__interval"
 MIN_COUNT_INTERVAL = "1m"
 
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _series_without_model() -> frozenset[str]:
-    """Every series name (raw and recorded) of a metric that does not carry the model label."""
-    out: set[str] = set()
-    for metric in names.ALL_METRICS:
-        if names.GEN_AI_REQUEST_MODEL in metric.attributes:
-            continue
-        suffixes = ("_bucket", "_sum", "_count", "") if metric.kind == "histogram" else ("",)
-        for suffix in suffixes:
-            out.add(metric.series(suffix))
-            out.add(names.recorded(metric, suffix))
-    return frozenset(out)
-
-
-#: Metrics kept per task type only (the series budget): the ``$model`` filter does not apply to
-#: them, so a panel reading one keeps answering when a model is picked.
-_WITHOUT_MODEL = _series_without_model()
+#: Every series name (raw and recorded) of the metrics kept per task type only (the series budget):
+#: the ``$model`` filter does not apply to them, so a panel reading one keeps answering when a
+#: model is picked.
+_WITHOUT_MODEL = frozenset(
+    series
+    for metric in names.ALL_METRICS
+    if names.GEN_AI_REQUEST_MODEL not in metric.attributes
+    for suffix in suffixes(metric)
+    for series in (metric.series(suffix), names.recorded(metric, suffix))
+)
 
 
 def selector(metric: str, **matchers: str) -> str:
@@ -154,18 +145,18 @@ def selector(metric: str, **matchers: str) -> str:
     (``!``: ``label!=value``).
     """
     parts = [
-        f"{JOB}=~{_quote('$' + VAR_SERVICE)}",
-        f"{TASK_TYPE}=~{_quote('$' + VAR_TASK_TYPE)}",
+        f"{JOB}=~{quote('$' + VAR_SERVICE)}",
+        f"{TASK_TYPE}=~{quote('$' + VAR_TASK_TYPE)}",
     ]
     if metric not in _WITHOUT_MODEL:
-        parts.append(f"{MODEL}=~{_quote('$' + VAR_MODEL)}")
+        parts.append(f"{MODEL}=~{quote('$' + VAR_MODEL)}")
     for label, value in matchers.items():
         if value.startswith("~"):
-            parts.append(f"{label}=~{_quote(value[1:])}")
+            parts.append(f"{label}=~{quote(value[1:])}")
         elif value.startswith("!"):
-            parts.append(f"{label}!={_quote(value[1:])}")
+            parts.append(f"{label}!={quote(value[1:])}")
         else:
-            parts.append(f"{label}={_quote(value)}")
+            parts.append(f"{label}={quote(value)}")
     return f"{metric}{{{', '.join(parts)}}}"
 
 
@@ -173,7 +164,7 @@ def matching(series: str, matchers: Mapping[str, str] | None = None) -> str:
     """``series{label="value", ...}``: exact matchers and no dashboard variables (the alert rules)."""
     if not matchers:
         return series
-    return f"{series}{{{', '.join(f'{label}={_quote(value)}' for label, value in matchers.items())}}}"
+    return f"{series}{{{', '.join(f'{label}={quote(value)}' for label, value in matchers.items())}}}"
 
 
 def summed(expr: str, group: Iterable[str] = ()) -> str:

@@ -9,10 +9,11 @@ messages or reprs, however the underlying library words its errors.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -75,9 +76,7 @@ class PushResult:
 def _client(target: GrafanaTarget) -> Any:
     # grafana-client is untyped: its API object is Any to mypy, on purpose.
     parts = urlsplit(target.url)
-    credential: str | tuple[str, str] | None = target.token
-    if credential is None:
-        credential = target.auth()
+    credential = target.token if target.token is not None else target.auth()
     prefix = parts.path.strip("/")
     api = GrafanaApi(
         auth=credential,
@@ -226,11 +225,15 @@ def _objects(value: object, target: GrafanaTarget, action: str) -> list[dict[str
     return value
 
 
-def _status(exc: BaseException) -> int | None:
-    return exc.status_code if isinstance(exc, GrafanaException) else None
-
-
 _CALL_ERRORS = (GrafanaException, niquests.exceptions.RequestException)
+
+
+def _call(target: GrafanaTarget, action: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``, its failure explained as ``action``'s."""
+    try:
+        return call(*args, **kwargs)
+    except _CALL_ERRORS as exc:
+        raise _explain(exc, action, target) from None
 
 
 def _datasource(api: Any, target: GrafanaTarget, name: str | None, uid: str | None) -> tuple[str, str]:
@@ -240,7 +243,7 @@ def _datasource(api: Any, target: GrafanaTarget, name: str | None, uid: str | No
             api.datasource.get_datasource_by_uid(uid) if uid else api.datasource.get_datasource_by_name(name)
         )
     except _CALL_ERRORS as exc:
-        if _status(exc) != 404:
+        if not isinstance(exc, GrafanaException) or exc.status_code != 404:
             raise _explain(exc, "looking up the data source", target) from None
         others = _prometheus_datasources(api)
         hint = (
@@ -277,18 +280,13 @@ def _prometheus_datasources(api: Any) -> list[str]:
 
 
 def _folder(api: Any, target: GrafanaTarget, title: str) -> tuple[str, bool]:
-    try:
-        folders = api.folder.get_all_folders()
-    except _CALL_ERRORS as exc:
-        raise _explain(exc, "listing folders", target) from None
+    folders = _call(target, "listing folders", api.folder.get_all_folders)
     for folder in _objects(folders, target, "listing folders"):
         if folder.get("title") == title:
             return str(_object(folder, target, "listing folders", "uid")["uid"]), False
-    try:
-        created = api.folder.create_folder(title, uid=_slug(title))
-    except _CALL_ERRORS as exc:
-        raise _explain(exc, f"creating folder {title!r}", target) from None
-    return str(_object(created, target, f"creating folder {title!r}", "uid")["uid"]), True
+    creating = f"creating folder {title!r}"
+    created = _call(target, creating, api.folder.create_folder, title, uid=_slug(title))
+    return str(_object(created, target, creating, "uid")["uid"]), True
 
 
 def _slug(title: str) -> str:
@@ -346,12 +344,9 @@ def push(
 
 def _close(api: Any) -> None:
     """Drop the client's connections so the abandoned worker stops at its next read."""
-    session = getattr(getattr(api, "client", None), "s", None)
-    try:
-        if session is not None:
-            session.close()
-    except Exception:  # best effort: the worker is a daemon and the deadline has passed anyway
-        pass
+    # Best effort: the worker is a daemon and the deadline has passed anyway.
+    with contextlib.suppress(Exception):
+        api.client.s.close()
 
 
 def _push_all(
@@ -363,12 +358,9 @@ def _push_all(
     datasource_uid: str | None,
     message: str,
 ) -> PushResult:
-    try:
-        # /api/health answers without credentials: it tells "not a Grafana" (404) and
-        # "unreachable" apart from "wrong credentials", which the next call finds out.
-        health = api.client.GET("/health")
-    except _CALL_ERRORS as exc:
-        raise _explain(exc, "checking its health", target) from None
+    # /api/health answers without credentials: it tells "not a Grafana" (404) and
+    # "unreachable" apart from "wrong credentials", which the next call finds out.
+    health = _call(target, "checking its health", api.client.GET, "/health")
     version = str(health.get("version", "")) if isinstance(health, dict) else ""
     ds_name, ds_uid = _datasource(api, target, datasource, datasource_uid)
     folder_uid, created = _folder(api, target, folder)
@@ -376,13 +368,9 @@ def _push_all(
     for model in dashboards.values():
         board = prepare(model, ds_name, ds_uid)
         title = str(board.get("title", ""))
-        try:
-            saved = api.dashboard.update_dashboard(
-                {"dashboard": board, "folderUid": folder_uid, "overwrite": True, "message": message}
-            )
-        except _CALL_ERRORS as exc:
-            raise _explain(exc, f"saving dashboard {title!r}", target) from None
-        saved = _object(saved, target, f"saving dashboard {title!r}")
+        saving = f"saving dashboard {title!r}"
+        body = {"dashboard": board, "folderUid": folder_uid, "overwrite": True, "message": message}
+        saved = _object(_call(target, saving, api.dashboard.update_dashboard, body), target, saving)
         pushed.append(
             PushedDashboard(
                 title=title,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from grafana_foundation_sdk.builders import barchart, heatmap, stat
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import heatmap as heatmap_b
+from grafana_foundation_sdk.models import common as common_m
 from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import prometheus as prom_m
 
 import otel_ctx.grafana._alerts as alerts
 import otel_ctx.grafana._conventions as conventions
-import otel_ctx.grafana._options as o
 import otel_ctx.grafana._panels as p
 import otel_ctx.grafana._promql as q
 from otel_ctx import names
@@ -25,8 +26,8 @@ def _stat(
         p.panel(stat.Panel, title, description, p.query(expr, instant=True), size=(4, 4))
         .unit(unit)
         .thresholds(p.thresholds("green" if steps else "blue", *steps))
-        .color_mode(o.COLOR_VALUE)
-        .graph_mode(o.GRAPH_NONE)
+        .color_mode(common_m.BigValueColorMode("value"))
+        .graph_mode(common_m.BigValueGraphMode("none"))
         .reduce_options(p.reduce_last())
     )
     return built
@@ -99,7 +100,7 @@ def _growth() -> list[p.PanelBuilder]:
         .with_transformation(p.matrix(q.ROUND, q.COMPONENT))
         .with_transformation(p.transform("sortBy", sort=[{"field": by_round}]))
         .x_field(by_round)
-        .stacking(o.STACK_NORMAL)
+        .stacking(common_m.StackingMode("normal"))
         .unit("percentunit")
         .decimals(1)
         .legend(p.legend_table()),
@@ -116,7 +117,7 @@ def _growth() -> list[p.PanelBuilder]:
         )
         .with_transformation(p.matrix(q.OUTCOME, q.COMPONENT))
         .x_field(f"{q.OUTCOME}\\{q.COMPONENT}")
-        .stacking(o.STACK_NORMAL)
+        .stacking(common_m.StackingMode("normal"))
         .unit("short")
         .decimals(0)
         .legend(p.legend_table()),
@@ -142,7 +143,7 @@ def _edge() -> list[p.PanelBuilder]:
             "Utilization distribution over time",
             "Fits per second in each utilization bucket, from the recorded rates (darker: more). A "
             "band hugging 100% is compaction working at the edge; anything above 100% overflowed.",
-            p.query(_utilization_buckets(), p.legend(q.LE), fmt=o.FORMAT_HEATMAP),
+            p.query(_utilization_buckets(), p.legend(q.LE), fmt=prom_m.PromQueryFormat("heatmap")),
             size=(12, 9),
         )
         .calculate(False)
