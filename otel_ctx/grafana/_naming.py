@@ -57,7 +57,13 @@ LABELS: dict[str, str] = {
 }
 
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_NUMBER = re.compile(r"[0-9][0-9a-zA-Z_.]*")
+#: One token of PromQL: a string, a comment, a range or subquery duration, a number, a name, a run
+#: of spaces, or any other single character (an opening quote or ``[`` alone never closed).
+_TOKEN = re.compile(
+    r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`|#[^\n]*|\[[^\]]*\]'
+    r"|[0-9][0-9a-zA-Z_.]*|[a-zA-Z_:][a-zA-Z0-9_:]*|\s+|.",
+    re.DOTALL,
+)
 #: The keywords whose parenthesis holds label names.
 _GROUPING = frozenset({"by", "without", "on", "ignoring", "group_left", "group_right"})
 
@@ -75,20 +81,6 @@ _LEFTOVER = _whole_words({*SERIES, *LABELS})
 def quote(name: str) -> str:
     """A PromQL string literal."""
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _string_end(expr: str, start: int) -> int:
-    """The index just after the string literal opening at ``start``."""
-    delimiter = expr[start]
-    i = start + 1
-    while i < len(expr):
-        if expr[i] == "\\" and delimiter != "`":
-            i += 2
-            continue
-        if expr[i] == delimiter:
-            return i + 1
-        i += 1
-    raise NamingError(f"unterminated string in {expr!r}")
 
 
 def _skip_space(expr: str, i: int) -> int:
@@ -118,55 +110,38 @@ def promql(expr: str, *, rule: bool = False) -> str:
     previous = ""
     i = 0
     while i < len(expr):
-        c = expr[i]
-        if c in "\"'`":
-            end = _string_end(expr, i)
-            out.append(expr[i:end])
-            i, previous = end, ""
-            continue
-        if c == "#":
-            end = expr.find("\n", i)
-            end = len(expr) if end < 0 else end
-            out.append(expr[i:end])
-            i = end
-            continue
-        if c == "[":
-            end = expr.find("]", i)
-            if end < 0:
-                raise NamingError(f"unclosed [ in {expr!r}")
-            out.append(expr[i : end + 1])
-            i, previous = end + 1, ""
-            continue
-        if c.isdigit():
-            match = _NUMBER.match(expr, i)
-            assert match is not None
-            out.append(match.group())
-            i, previous = match.end(), ""
-            continue
-        match = _IDENT.match(expr, i)
-        if match is not None:
-            word = match.group()
-            i = match.end()
-            if word in SERIES:
-                i = _selector(expr, word, i, stack, out)
-            else:
-                out.append(_word(expr, word, stack))
-            previous = word
-            continue
-        if c == "{":
-            stack.append("{")
-        elif c == "(":
-            stack.append("grouping" if previous in _GROUPING else "(")
-            if rule and previous in _MATCHING:
-                stack[-1] = "matching"
-        elif c in ")}":
-            if not stack:
-                raise NamingError(f"unbalanced {c!r} in {expr!r}")
-            stack.pop()
-        if not c.isspace():
+        match = _TOKEN.match(expr, i)
+        assert match is not None  # the last alternative takes any one character
+        token, i = match.group(), match.end()
+        if token in ('"', "'", "`"):
+            raise NamingError(f"unterminated string in {expr!r}")
+        if token == "[":
+            raise NamingError(f"unclosed [ in {expr!r}")
+        if token[0] in "\"'`[" or token[0].isdigit():
+            out.append(token)
             previous = ""
-        out.append(c)
-        i += 1
+        elif token[0] == "#":
+            out.append(token)
+        elif _IDENT.fullmatch(token):
+            if token in SERIES:
+                i = _selector(expr, token, i, stack, out)
+            else:
+                out.append(_word(expr, token, stack))
+            previous = token
+        else:
+            if token == "{":
+                stack.append("{")
+            elif token == "(":
+                stack.append("grouping" if previous in _GROUPING else "(")
+                if rule and previous in _MATCHING:
+                    stack[-1] = "matching"
+            elif token in ")}":
+                if not stack:
+                    raise NamingError(f"unbalanced {token!r} in {expr!r}")
+                stack.pop()
+            if not token.isspace():
+                previous = ""
+            out.append(token)
     if stack:
         raise NamingError(f"unclosed {stack[-1]!r} in {expr!r}")
     return "".join(out)
