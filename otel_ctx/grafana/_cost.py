@@ -8,10 +8,11 @@ ceiling stopped.
 
 from __future__ import annotations
 
+from typing import Any
+
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import prometheus as prom_b
 from grafana_foundation_sdk.builders import table, timeseries
-from grafana_foundation_sdk.models import dashboard as dash_m
 
 import otel_ctx.grafana._alerts as alerts
 import otel_ctx.grafana._conventions as conventions
@@ -65,18 +66,12 @@ def _quantiles(metric: names.Metric) -> tuple[prom_b.Dataquery, prom_b.Dataquery
 
 
 #: The columns of the table beside the cost, in the order of its queries: name and field options.
-_COLUMNS: tuple[tuple[str, list[dash_m.DynamicConfigValue]], ...] = (
-    ("Runs", [dash_m.DynamicConfigValue(id_val="decimals", value=0)]),
-    ("Resolution rate", [dash_m.DynamicConfigValue(id_val="unit", value="percentunit")]),
-    ("Mean cost per ticket", [dash_m.DynamicConfigValue(id_val="unit", value=USD)]),
-    ("p95 cost per ticket", [dash_m.DynamicConfigValue(id_val="unit", value=USD)]),
-    (
-        "Mean tokens per ticket",
-        [
-            dash_m.DynamicConfigValue(id_val="unit", value="short"),
-            dash_m.DynamicConfigValue(id_val="decimals", value=0),
-        ],
-    ),
+_COLUMNS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Runs", {"decimals": 0}),
+    ("Resolution rate", {"unit": "percentunit"}),
+    ("Mean cost per ticket", {"unit": USD}),
+    ("p95 cost per ticket", {"unit": USD}),
+    ("Mean tokens per ticket", {"unit": "short", "decimals": 0}),
 )
 
 
@@ -106,7 +101,7 @@ def _cost_panels() -> list[p.PanelBuilder]:
         .decimals(3)
     )
     for name, options in _COLUMNS:
-        beside = beside.override_by_name(name, options)
+        beside = beside.override_by_name(name, p.field_config(options))
     cost = _timeseries(
         "Cost per ticket: p50 and p95 by task type",
         "What one finished run (a ticket) cost, from the provider's reported usage at the price "

@@ -216,12 +216,19 @@ def jaeger_variable() -> dash_b.TextBoxVariable:
     """Where Jaeger's UI is, as the browser sees it: editable on the dashboard; by default the
     alert settings' (the alerts' jaeger links and the dashboards' open the same Jaeger)."""
     url = alerts.current().jaeger_url
+    return text_variable(
+        q.VAR_JAEGER_URL, "Jaeger UI", "Base URL of the Jaeger UI the trace links open.", url
+    )
+
+
+def text_variable(name: str, label: str, description: str, value: str) -> dash_b.TextBoxVariable:
+    """A text box the viewer edits on the dashboard, starting at ``value``."""
     built: dash_b.TextBoxVariable = (
-        dash_b.TextBoxVariable(q.VAR_JAEGER_URL)
-        .label("Jaeger UI")
-        .description("Base URL of the Jaeger UI the trace links open.")
-        .default_value(url)
-        .current(dash_m.VariableOption(text=url, value=url))
+        dash_b.TextBoxVariable(name)
+        .label(label)
+        .description(description)
+        .default_value(value)
+        .current(dash_m.VariableOption(text=value, value=value))
     )
     return built
 
@@ -293,11 +300,14 @@ def dashboard(
 
 def fixed_colors(panel: timeseries.Panel, colors: Mapping[str, str]) -> timeseries.Panel:
     """Each named series in its own fixed colour (outcomes, resolutions), on every board alike."""
-    for series, color in colors.items():
-        panel = panel.override_by_name(
-            series, [dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": color})]
-        )
+    for name, color in colors.items():
+        panel = panel.override_by_name(name, field_config({"color": {"mode": "fixed", "fixedColor": color}}))
     return panel
+
+
+def field_config(options: Mapping[str, Any]) -> list[dash_m.DynamicConfigValue]:
+    """The field options an override sets: option id -> value."""
+    return [dash_m.DynamicConfigValue(id_val=key, value=value) for key, value in options.items()]
 
 
 def stacked() -> common_b.StackingConfig:

@@ -6,7 +6,6 @@ from grafana_foundation_sdk.builders import barchart, heatmap, stat
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.builders import heatmap as heatmap_b
 from grafana_foundation_sdk.models import common as common_m
-from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 import otel_ctx.grafana._alerts as alerts
@@ -275,18 +274,6 @@ def _distributions() -> list[p.PanelBuilder]:
     ]
 
 
-def _tool_result_cap_variable() -> dash_b.TextBoxVariable:
-    cap = str(conventions.TOOL_RESULT_CAP)
-    built: dash_b.TextBoxVariable = (
-        dash_b.TextBoxVariable(q.VAR_TOOL_RESULT_CAP)
-        .label("Tool result cap")
-        .description("Tokens one tool result may keep (the policy's cap; the support desk's by default).")
-        .default_value(cap)
-        .current(dash_m.VariableOption(text=cap, value=cap))
-    )
-    return built
-
-
 def build() -> dash_b.Dashboard:
     board: dash_b.Dashboard = p.dashboard(
         TITLE,
@@ -301,5 +288,11 @@ def build() -> dash_b.Dashboard:
             ("Distributions by round (native histograms)", _distributions()),
         ],
     )
-    built: dash_b.Dashboard = board.with_variable(_tool_result_cap_variable())
+    cap = p.text_variable(
+        q.VAR_TOOL_RESULT_CAP,
+        "Tool result cap",
+        "Tokens one tool result may keep (the policy's cap; the support desk's by default).",
+        str(conventions.TOOL_RESULT_CAP),
+    )
+    built: dash_b.Dashboard = board.with_variable(cap)
     return built
