@@ -150,42 +150,35 @@ _STATUS = {
 
 def _explain(exc: BaseException, action: str, target: GrafanaTarget) -> PushError:
     """Turn whatever grafana-client or niquests raised into one actionable line."""
+    kind, message = _reason(exc, action, target)
+    return PushError(kind, target.scrub(message))
+
+
+def _reason(exc: BaseException, action: str, target: GrafanaTarget) -> tuple[str, str]:
+    """The failure's kind and what to tell the user about it."""
     url = target.display_url
-    err: PushError
     if isinstance(exc, niquests.exceptions.SSLError):
         found = re.search(r"\] ([^\[\]]+?) \(_ssl\.c:\d+\)", target.scrub(_one_line(exc)))
         reason = found.group(1) if found else "handshake failed"
-        err = PushError(
-            "tls",
+        return "tls", (
             f"TLS failed talking to {url} while {action} ({reason}); "
-            "check the URL's scheme, or pass --ca-cert PATH (or --insecure to skip verification)",
+            "check the URL's scheme, or pass --ca-cert PATH (or --insecure to skip verification)"
         )
-    elif isinstance(exc, GrafanaTimeoutError | niquests.exceptions.Timeout):
-        err = PushError(
-            "timeout", f"Grafana at {url} did not answer within {target.timeout:g}s while {action}"
-        )
-    elif isinstance(exc, niquests.exceptions.ConnectionError) or (
+    if isinstance(exc, GrafanaTimeoutError | niquests.exceptions.Timeout):
+        return "timeout", f"Grafana at {url} did not answer within {target.timeout:g}s while {action}"
+    if isinstance(exc, niquests.exceptions.ConnectionError) or (
         isinstance(exc, GrafanaException) and exc.status_code == 0
     ):
         if _is_refused(exc):
-            err = PushError(
-                "refused", f"cannot connect to Grafana at {url}: connection refused (is it running?)"
-            )
-        else:
-            err = PushError("connection", f"cannot connect to Grafana at {url}: {_detail(exc, target)}")
-    elif isinstance(exc, GrafanaException) and exc.status_code in _STATUS:
+            return "refused", f"cannot connect to Grafana at {url}: connection refused (is it running?)"
+        return "connection", f"cannot connect to Grafana at {url}: {_detail(exc, target)}"
+    if isinstance(exc, GrafanaException) and exc.status_code in _STATUS:
         kind, says = _STATUS[exc.status_code]
-        err = PushError(kind, says.format(url=url, action=action))
-    elif isinstance(exc, GrafanaException):
+        return kind, says.format(url=url, action=action)
+    if isinstance(exc, GrafanaException):
         said = "rejected" if isinstance(exc, GrafanaClientError) else "failed while"
-        err = PushError(
-            "server", f"Grafana at {url} {said} {action} ({exc.status_code}): {_detail(exc, target)}"
-        )
-    else:
-        err = PushError(
-            "connection", f"talking to Grafana at {url} failed while {action}: {_detail(exc, target)}"
-        )
-    return PushError(err.kind, target.scrub(str(err)))
+        return "server", f"Grafana at {url} {said} {action} ({exc.status_code}): {_detail(exc, target)}"
+    return "connection", f"talking to Grafana at {url} failed while {action}: {_detail(exc, target)}"
 
 
 def _shape(value: object) -> str:
