@@ -391,12 +391,8 @@ def firing_selector(service: str = "$" + q.VAR_SERVICE) -> str:
     The dashboards overlay it as an annotation, so a step in a panel lines up with the alert
     it set off (and its end with the resolution).
     """
-    matchers = [
-        f'alertname=~"{"|".join(ALERT_NAMES)}"',
-        'alertstate="firing"',
-        f'{q.JOB}=~"{service}"',
-    ]
-    return f"ALERTS{{{', '.join(matchers)}}}"
+    alert_names = "|".join(ALERT_NAMES)
+    return f'ALERTS{{alertname=~"{alert_names}", alertstate="firing", {q.JOB}=~"{service}"}}'
 
 
 def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
