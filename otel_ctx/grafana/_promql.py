@@ -232,12 +232,7 @@ def histogram_count(
     over: str = "rate",
     **matchers: str,
 ) -> str:
-    """Observations per second of a histogram: its ``_count`` rate, or its native histogram's count.
-
-    Each histogram is classic (``_bucket``/``_sum``/``_count`` series) where metrics are scraped
-    from the SDK and native where they are pushed with exponential buckets; a process has one
-    or the other, so the two arms never both answer for one label set.
-    """
+    """Observations per second of a histogram: its ``_count`` rate, or its native histogram's count."""
     summed_ = increase_sum if over == "increase" else rate_sum
     classic = summed_(metric.series("_count"), group, window, **matchers)
     if not native():
@@ -246,8 +241,12 @@ def histogram_count(
 
 
 def or_native(classic: str, native_: str) -> str:
-    """``classic or native_`` where histograms are native (a process has one kind or the other, so
-    the arms never both answer for one label set); only ``classic`` where they are not."""
+    """``classic or native_`` where histograms can be native, else ``classic``.
+
+    Each histogram is classic (``_bucket``/``_sum``/``_count`` series) where metrics are scraped
+    from the SDK and native where they are pushed with exponential buckets; a process has one
+    or the other, so the two arms never both answer for one label set.
+    """
     return f"(\n  {classic}\n  or\n  {native_}\n)" if native() else classic
 
 
