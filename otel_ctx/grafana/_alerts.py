@@ -447,15 +447,6 @@ def dashboard_link(
     return f"{s.grafana_url.rstrip('/')}/d/{uid}{query}"
 
 
-def jaeger_overflow_search(s: AlertSettings) -> str:
-    """Jaeger's search for the service's overflowed fit spans of the last hour.
-
-    The service is the alert's ``job`` label: the Collector's Prometheus exporter derives
-    it from the same ``service.name`` Jaeger lists traces under.
-    """
-    return jaeger.overflow_search_url(s.jaeger_url, _tmpl(q.JOB), lookback="1h")
-
-
 # --- the rules ---------------------------------------------------------------------------
 
 
@@ -467,13 +458,14 @@ def _rule(
     s: AlertSettings, alert: str, for_: str, severity: str = "warning", **annotations: str
 ) -> dict[str, Any]:
     """One alerting rule as the file holds it: its expression, ``for:``, severity and annotations,
-    the last of them its runbook."""
+    the last of them its runbook: its section of the SRE guide (Markdown anchors are the lower-cased
+    title)."""
     return {
         "alert": alert,
         "expr": expressions(s)[alert],
         "for": for_,
         "labels": {"severity": severity},
-        "annotations": {**annotations, "runbook_url": runbook_link(s, alert)},
+        "annotations": {**annotations, "runbook_url": f"{s.runbook_url}#{alert.lower()}"},
     }
 
 
@@ -501,7 +493,9 @@ def _overflow_rule(s: AlertSettings) -> dict[str, Any]:
             "raise the task's request_limit; check whether a deploy changed the prompt or tool set."
         ),
         dashboard=dashboard_link(s),
-        jaeger=jaeger_overflow_search(s),
+        # The service's overflowed runs of the last hour: the alert's job label is the service.name
+        # Jaeger lists traces under (the Collector's Prometheus exporter derives one from the other).
+        jaeger=jaeger.overflow_search_url(s.jaeger_url, _JOB, lookback="1h"),
     )
 
 
@@ -633,11 +627,6 @@ def _cost_rule(s: AlertSettings) -> dict[str, Any]:
         ),
         dashboard=dashboard_link(s, uid=conventions.COST_UID),
     )
-
-
-def runbook_link(s: AlertSettings, alert: str) -> str:
-    """The alert's runbook: its section of the SRE guide (Markdown anchors are the lower-cased title)."""
-    return f"{s.runbook_url}#{alert.lower()}"
 
 
 def check_target(names_: str, backend: str) -> None:
