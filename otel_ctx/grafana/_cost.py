@@ -93,11 +93,7 @@ def _cost_panels() -> list[p.PanelBuilder]:
             size=(12, 9),
         )
         .with_transformation(p.transform("merge"))
-        .with_transformation(
-            p.transform(
-                "organize", excludeByName={"Time": True}, renameByName={q.TASK_TYPE: "Task type", **rename}
-            )
-        )
+        .with_transformation(p.renamed({q.TASK_TYPE: "Task type", **rename}))
         .decimals(3)
     )
     for name, options in _COLUMNS:

@@ -112,9 +112,7 @@ def _overflow_table() -> table.Panel:
             p.table_query(f"sort_desc(\n{overflowed}\n)"),
             size=(12, 8),
         )
-        .with_transformation(
-            p.transform("organize", excludeByName={"Time": True}, renameByName={"Value": "overflowed fits"})
-        )
+        .with_transformation(p.renamed({"Value": "overflowed fits"}))
         .decimals(0)
         .data_links(
             [dash_b.DashboardLink("List these overflowed runs in Jaeger").url(link).target_blank(True)]
@@ -256,11 +254,7 @@ def _utilization_panels() -> list[p.PanelBuilder]:
             ),
             size=(12, 9),
         )
-        .with_transformation(
-            p.transform(
-                "organize", excludeByName={"Time": True}, renameByName={"Value": "share of the budget"}
-            )
-        )
+        .with_transformation(p.renamed({"Value": "share of the budget"}))
         .with_transformation(p.transform("sortBy", sort=[{"field": q.ROUND}]))
         .x_field(q.ROUND)
         .unit("percentunit")

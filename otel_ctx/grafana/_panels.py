@@ -328,6 +328,11 @@ def transform(kind: str, **options: Any) -> dash_m.DataTransformerConfig:
     return dash_m.DataTransformerConfig(id_val=kind, options=options)
 
 
+def renamed(columns: Mapping[str, str]) -> dash_m.DataTransformerConfig:
+    """An instant query's table without its time column, ``columns`` renamed (old -> new name)."""
+    return transform("organize", excludeByName={"Time": True}, renameByName=dict(columns))
+
+
 def matrix(row: str, column: str) -> dash_m.DataTransformerConfig:
     """Rows by one label, a column per value of another: what a table or stacked bars read."""
     return transform("groupingToMatrix", columnField=column, rowField=row, valueField="Value")
