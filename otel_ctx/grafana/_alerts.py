@@ -195,31 +195,29 @@ def _labels(metric: names.Metric, *extra: str) -> tuple[str, ...]:
     return (q.JOB, *(names.prometheus_label(a) for a in metric.attributes), *extra)
 
 
-#: The recording rules over native histograms (exponential buckets pushed over OTLP): where
-#: metrics are scraped from the SDK (classic buckets) they hold nothing, and the classic ones
-#: hold nothing where histograms are native.
-Wanted = list[tuple[names.Metric, str, str, tuple[str, ...]]]
+#: Each recorded rate: the metric, its series suffix and the window.
+Wanted = list[tuple[names.Metric, str, str]]
 
 
 def _wanted(s: AlertSettings) -> Wanted:
-    """Each recorded rate: the metric, its series suffix, the window and the labels kept."""
+    """Each recorded rate: the metric, its series suffix and the window."""
     fits, util, acc = names.FITS, names.UTILIZATION, names.ESTIMATE_ACCURACY
     dash = names.DASHBOARD_WINDOW
     return [
         # What the dashboards read, all over one window.
-        (fits, "", dash, _labels(fits)),
-        (util, "_bucket", dash, _labels(util, *q.bucket_labels())),
-        (names.TOKENS, "", dash, _labels(names.TOKENS)),
-        (names.ROUND_TOKENS, "", dash, _labels(names.ROUND_TOKENS)),
+        (fits, "", dash),
+        (util, "_bucket", dash),
+        (names.TOKENS, "", dash),
+        (names.ROUND_TOKENS, "", dash),
         # What the alerts read, each over its alert's window.
-        (fits, "", s.overflow_window, _labels(fits)),
-        (util, "_bucket", s.utilization_window, _labels(util, *q.bucket_labels())),
-        (acc, "_sum", s.drift_window, _labels(acc)),
-        (acc, "_count", s.drift_window, _labels(acc)),
+        (fits, "", s.overflow_window),
+        (util, "_bucket", s.utilization_window),
+        (acc, "_sum", s.drift_window),
+        (acc, "_count", s.drift_window),
         # The ticket view's alerts: runs the ceiling stopped among finished runs, cost per ticket.
-        (names.CEILING_STOPS, "", s.ceiling_window, _labels(names.CEILING_STOPS)),
-        (names.RUN_TOKENS, "_count", s.ceiling_window, _labels(names.RUN_TOKENS)),
-        (names.RUN_COST, "_bucket", s.cost_window, _labels(names.RUN_COST, *q.bucket_labels())),
+        (names.CEILING_STOPS, "", s.ceiling_window),
+        (names.RUN_TOKENS, "_count", s.ceiling_window),
+        (names.RUN_COST, "_bucket", s.cost_window),
     ]
 
 
@@ -245,9 +243,10 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS, backend: str | None = N
     # distributions that replace it (without a model label). A process sends one kind or the
     # other, so the two never meet in a series.
     rules: dict[str, dict[str, str]] = {}
-    for metric, suffix, window, group in wanted:
+    for metric, suffix, window in wanted:
         record = names.recorded(metric, suffix, window)
-        expr = q.summed(q.rate(metric.series(suffix), window), group)
+        kept = _labels(metric, *(q.bucket_labels() if suffix == "_bucket" else ()))
+        expr = q.summed(q.rate(metric.series(suffix), window), kept)
         rules.setdefault(record, {"record": record, "expr": expr})
     for record, expr in _native_rules(wanted):
         rules.setdefault(record, {"record": record, "expr": expr})
@@ -256,29 +255,30 @@ def recording_rules(s: AlertSettings = DEFAULT_SETTINGS, backend: str | None = N
 
 def _native_rules(wanted: Wanted) -> list[tuple[str, str]]:
     """The native twin of each recorded histogram rate, and the line distributions' sums (on
-    VictoriaMetrics only the sums: it keeps no native histogram)."""
+    VictoriaMetrics only the sums: it keeps no native histogram).
+
+    The recording rules over native histograms (exponential buckets pushed over OTLP) hold
+    nothing where metrics are scraped from the SDK (classic buckets), and the classic ones hold
+    nothing where histograms are native.
+    """
     line, dash = names.LINE_TOKENS, names.DASHBOARD_WINDOW
+    not_estimated = f'{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
     if not q.native():
         # VictoriaMetrics: no native histograms. The classic rules read an exponential histogram's
         # ``_bucket{vmrange}``/``_sum``/``_count`` series as they are; the line distributions'
         # sums are their ``_sum`` series' rates.
-        not_estimated = f'{line.series("_sum")}{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
-        return [(names.recorded(line, "_sum", dash), q.summed(q.rate(not_estimated, dash), _labels(line)))]
-    out = []
-    for metric, _, window, group in wanted:
-        if metric.kind == "histogram":
-            native = tuple(g for g in group if g != q.LE)
-            out.append(
-                (names.recorded(metric, "", window), q.summed(f"rate({metric.prometheus}[{window}])", native))
-            )
-    not_estimated = f'{line.prometheus}{{{q.COMPONENT}!="{names.COMPONENT_ESTIMATED}"}}'
-    out.append(
+        sums = q.rate(line.series("_sum") + not_estimated, dash)
+        return [(names.recorded(line, "_sum", dash), q.summed(sums, _labels(line)))]
+    twins = [
         (
-            names.recorded(line, "_sum", dash),
-            q.summed(f"histogram_sum(rate({not_estimated}[{dash}]))", _labels(line)),
+            names.recorded(metric, "", window),
+            q.summed(f"rate({metric.prometheus}[{window}])", _labels(metric)),
         )
-    )
-    return out
+        for metric, _, window in wanted
+        if metric.kind == "histogram"
+    ]
+    sums = f"histogram_sum(rate({line.prometheus}{not_estimated}[{dash}]))"
+    return [*twins, (names.recorded(line, "_sum", dash), q.summed(sums, _labels(line)))]
 
 
 def native_records(s: AlertSettings = DEFAULT_SETTINGS, backend: str = q.PROMETHEUS) -> frozenset[str]:
