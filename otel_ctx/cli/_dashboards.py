@@ -10,7 +10,6 @@ refused/failed, 2 a usage or input error, or an answer that is not shaped like G
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -20,7 +19,6 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from importlib.abc import Traversable
     from types import ModuleType
 
     from otel_ctx.grafana._alerts import AlertSettings
@@ -32,7 +30,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-def _fail(command: str, message: str, code: int) -> NoReturn:
+def _fail(command: str, message: str, code: int = EXIT_USAGE) -> NoReturn:
     # Plain echo, not Rich: an error must stay on one line whatever the terminal width.
     typer.echo(f"otel-ctx dashboards {command}: error: {message}", err=True)
     raise typer.Exit(code)
@@ -75,7 +73,6 @@ def _check_target(command: str, names: Names, backend: Backend) -> None:
         _fail(
             command,
             "--backend victoriametrics takes the underscore names only (--names underscore)",
-            EXIT_USAGE,
         )
 
 
@@ -86,46 +83,8 @@ def _grafana(command: str) -> ModuleType:
         _fail(
             command,
             f"the dashboards extra is not installed ({exc.name or exc}); pip install 'otel-ctx[dashboards]'",
-            EXIT_USAGE,
         )
     return grafana
-
-
-_OutOption = Annotated[
-    Path, typer.Option("--out", "-o", help="Directory for the dashboard JSON files (created if missing).")
-]
-_CheckOption = Annotated[
-    bool,
-    typer.Option("--check", help="Write nothing; exit 1 if the files differ from what the code generates."),
-]
-_GrafanaUrlOption = Annotated[
-    str | None,
-    typer.Option("--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL)."),
-]
-_JaegerUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--jaeger-url",
-        help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
-    ),
-]
-_RunbookUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--runbook-url",
-        help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
-    ),
-]
-_SettingsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help=(
-            "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
-            "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
-        ),
-    ),
-]
 
 
 @app.command(
@@ -141,12 +100,43 @@ _SettingsOption = Annotated[
     )
 )
 def build(
-    out: _OutOption = Path("dashboards"),
-    check: _CheckOption = False,
-    grafana_url: _GrafanaUrlOption = None,
-    jaeger_url: _JaegerUrlOption = None,
-    runbook_url: _RunbookUrlOption = None,
-    settings: _SettingsOption = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for the dashboard JSON files (created if missing).")
+    ] = Path("dashboards"),
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Write nothing; exit 1 if the files differ from what the code generates."
+        ),
+    ] = False,
+    grafana_url: Annotated[
+        str | None,
+        typer.Option("--grafana-url", help="Grafana the alerts link to (env OTEL_CTX_GRAFANA_URL)."),
+    ] = None,
+    jaeger_url: Annotated[
+        str | None,
+        typer.Option(
+            "--jaeger-url",
+            help="Jaeger UI the alerts and dashboards link to (env OTEL_CTX_JAEGER_URL).",
+        ),
+    ] = None,
+    runbook_url: Annotated[
+        str | None,
+        typer.Option(
+            "--runbook-url",
+            help="Where the runbooks (docs/sre-guide.md) are served (env OTEL_CTX_RUNBOOK_URL).",
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help=(
+                "Any alert setting as NAME=VALUE, e.g. overflow_ratio=0.1 or overflow_window=10m "
+                "(env OTEL_CTX_<NAME>); the dashboards' thresholds follow."
+            ),
+        ),
+    ] = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:
@@ -157,7 +147,7 @@ def build(
     ``OTEL_CTX_<NAME>`` variables, then these options.
     """
     if out.exists() and not out.is_dir():
-        _fail("build", f"--out {out} exists and is not a directory", EXIT_USAGE)
+        _fail("build", f"--out {out} exists and is not a directory")
     _check_target("build", names, backend)
     # The extra's check comes first: the rule generator imports the package that needs it.
     grafana = _grafana("build")
@@ -177,13 +167,13 @@ def _alert_settings(settings: list[str] | None, urls: dict[str, str | None]) -> 
     for item in settings or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            _fail("build", f"--set takes NAME=VALUE, got {item!r}", EXIT_USAGE)
+            _fail("build", f"--set takes NAME=VALUE, got {item!r}")
         overrides[name.strip()] = value.strip()
     overrides.update({name: url for name, url in urls.items() if url is not None})
     try:
         return alerts.AlertSettings.from_env(overrides=overrides)
     except (TypeError, ValueError) as exc:
-        _fail("build", str(exc), EXIT_USAGE)
+        _fail("build", str(exc))
 
 
 def _check_built(
@@ -217,7 +207,7 @@ def _write_built(
         written = grafana.write(out, chosen, names.value, backend.value)
         rules = alerts.write(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
     except OSError as exc:
-        _fail("build", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+        _fail("build", f"cannot write to {out}: {exc.strerror or exc}")
     models = grafana.build_dashboards(chosen, names.value, backend.value)
     table = Table(title=f"Dashboards written to {out}", title_justify="left")
     for column in ("file", "title", "panels", "queries"):
@@ -245,69 +235,6 @@ class Kind(str, Enum):
 _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--instance-selector", "--folder")
 
 
-_ExportOutOption = Annotated[
-    Path,
-    typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
-]
-_ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")]
-_KubernetesOption = Annotated[
-    list[Kind] | None,
-    typer.Option(
-        "--kubernetes",
-        "-k",
-        help=(
-            "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
-            "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
-        ),
-    ),
-]
-_SourceOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--from",
-        help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
-    ),
-]
-_NamespaceOption = Annotated[
-    str | None,
-    typer.Option("--namespace", "-n", help="metadata.namespace of every object."),
-]
-_LabelsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--label",
-        help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
-    ),
-]
-_SidecarLabelOption = Annotated[
-    str | None,
-    typer.Option(
-        "--sidecar-label",
-        help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
-    ),
-]
-_InstanceSelectorOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--instance-selector",
-        help=(
-            "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
-            "(repeatable; default dashboards=grafana)."
-        ),
-    ),
-]
-_ExportFolderOption = Annotated[
-    str | None,
-    typer.Option(
-        "--folder",
-        help=(
-            "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
-            "annotation; '' for none (default otel-ctx)."
-        ),
-    ),
-]
-
-
 @app.command(
     epilog=(
         "Examples:\n\n"
@@ -321,15 +248,67 @@ _ExportFolderOption = Annotated[
     )
 )
 def export(
-    out: _ExportOutOption,
-    force: _ForceOption = False,
-    kubernetes: _KubernetesOption = None,
-    source: _SourceOption = None,
-    namespace: _NamespaceOption = None,
-    labels: _LabelsOption = None,
-    sidecar_label: _SidecarLabelOption = None,
-    instance_selector: _InstanceSelectorOption = None,
-    folder: _ExportFolderOption = None,
+    out: Annotated[
+        Path,
+        typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
+    ],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")] = False,
+    kubernetes: Annotated[
+        list[Kind] | None,
+        typer.Option(
+            "--kubernetes",
+            "-k",
+            help=(
+                "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
+                "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
+            ),
+        ),
+    ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", "-n", help="metadata.namespace of every object."),
+    ] = None,
+    labels: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
+        ),
+    ] = None,
+    sidecar_label: Annotated[
+        str | None,
+        typer.Option(
+            "--sidecar-label",
+            help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
+        ),
+    ] = None,
+    instance_selector: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instance-selector",
+            help=(
+                "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
+                "(repeatable; default dashboards=grafana)."
+            ),
+        ),
+    ] = None,
+    folder: Annotated[
+        str | None,
+        typer.Option(
+            "--folder",
+            help=(
+                "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
+                "annotation; '' for none (default otel-ctx)."
+            ),
+        ),
+    ] = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:
@@ -369,27 +348,23 @@ def export(
         if value is not None
     ]
     if given:
-        _fail("export", f"{given[0]} shapes the Kubernetes manifests: pass --kubernetes KIND too", EXIT_USAGE)
+        _fail("export", f"{given[0]} shapes the Kubernetes manifests: pass --kubernetes KIND too")
     _export_files(out, force, names.value, backend.value)
 
 
 def _export_files(out: Path, force: bool, names: str, backend: str) -> None:
-    """Write the shipped files (rewritten for ``names`` and ``backend``) into ``out``, refusing to
-    overwrite earlier copies unless ``force``."""
-    from otel_ctx import artefacts
-
+    """Write the shipped files (or those generated for ``names`` and ``backend``) into ``out``,
+    refusing to overwrite earlier copies unless ``force``."""
     if str(out) == "-":
-        _fail("export", "- (stdout) is for --kubernetes manifests; give a directory", EXIT_USAGE)
+        _fail("export", "- (stdout) is for --kubernetes manifests; give a directory")
     if out.exists() and not out.is_dir():
-        _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
-    shipped = artefacts.files()
-    contents = _shipped_contents(shipped, names, backend)
+        _fail("export", f"{out} exists and is not a directory")
+    contents = _export_contents(names, backend)
     existing = [name for name in contents if (out / name).exists()]
     if existing and not force:
         _fail(
             "export",
             f"{len(existing)} file(s) already in {out} ({existing[0]}, ...); pass --force",
-            EXIT_USAGE,
         )
     written = []
     try:
@@ -399,108 +374,76 @@ def _export_files(out: Path, force: bool, names: str, backend: str) -> None:
             target.write_bytes(data)
             written.append(target)
     except OSError as exc:
-        _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}")
     console = Console()
     for path in written:
         console.print(f"  {path}")
     console.print(f"{len(written)} files written to {out}")
 
 
-def _shipped_contents(shipped: dict[str, Traversable], names: str, backend: str) -> dict[str, bytes]:
-    """The shipped files' bytes, the dashboards and rules rewritten for ``names`` (or, for
-    VictoriaMetrics, generated for it, without the promtool tests)."""
-    if backend != Backend.prometheus.value:
-        return _generated_contents(shipped, backend)
-    if names == Names.underscore.value:
-        return {name: entry.read_bytes() for name, entry in shipped.items()}
-    _grafana("export")
+def _export_contents(names: str, backend: str) -> dict[str, bytes]:
+    """Export-relative path -> bytes: the shipped files, or for other names or backend the
+    dashboards and rules generated for them with the default settings (what the shipped ones
+    are), the promtool tests rewritten as the rules are (VictoriaMetrics gets none)."""
+    from otel_ctx import artefacts
+
+    shipped = {name: entry.read_bytes() for name, entry in artefacts.files().items()}
+    if names == Names.underscore.value and backend == Backend.prometheus.value:
+        return shipped
+    boards, rules = _generated(names, backend)
     from otel_ctx.grafana import _alerts as alerts
 
-    out: dict[str, bytes] = {}
-    for name, entry in shipped.items():
-        text = entry.read_text(encoding="utf-8")
-        if name.endswith(".json"):
-            text = _boards_for({name: text}, names)[name]
-        elif name.endswith("/" + alerts.RULES_FILENAME):
-            text = _rules_for(text, names)
-        elif name.endswith("/" + alerts.RULES_FILENAME.replace(".yml", ".test.yml")):
-            text = alerts.rule_tests(text, names)
-        out[name] = text.encode("utf-8")
-    return out
+    prefix = f"{artefacts.DASHBOARDS_DIR}/"
+    made = {prefix + name: text for name, text in boards.items()}
+    made[prefix + alerts.RULES_FILENAME] = rules
+    if backend != Backend.prometheus.value:
+        kept = {name: data for name, data in shipped.items() if not name.startswith(prefix)}
+        return {**{name: text.encode("utf-8") for name, text in made.items()}, **kept}
+    tests = prefix + alerts.RULES_FILENAME.replace(".yml", ".test.yml")
+    made[tests] = alerts.rule_tests(shipped[tests].decode("utf-8"), names)
+    return {name: made[name].encode("utf-8") if name in made else data for name, data in shipped.items()}
 
 
-def _generated(backend: str) -> tuple[dict[str, str], str]:
-    """The dashboards (file name -> JSON) and the rule file's text for ``backend``, with the
-    default settings (what the package ships for Prometheus), generated (needs the extra)."""
+def _generated(names: str, backend: str) -> tuple[dict[str, str], str]:
+    """The dashboards (file name -> JSON) and the rule file's text for ``names`` and ``backend``,
+    with the default settings (as the package ships them), generated (needs the extra)."""
     grafana = _grafana("export")
     from otel_ctx.grafana import _alerts as alerts
 
-    boards = {
-        name: grafana.render(model) for name, model in grafana.build_dashboards(backend=backend).items()
-    }
-    return boards, alerts.render(backend=backend)
+    settings = grafana.AlertSettings()
+    models = grafana.build_dashboards(settings, names, backend)
+    boards = {name: grafana.render(model) for name, model in models.items()}
+    return boards, alerts.render(settings, names, backend)
 
 
-def _generated_contents(shipped: dict[str, Traversable], backend: str) -> dict[str, bytes]:
-    from otel_ctx import artefacts
-    from otel_ctx.grafana import _alerts as alerts
-
-    boards, rules = _generated(backend)
-    prefix = f"{artefacts.DASHBOARDS_DIR}/"
-    out = {prefix + name: text.encode("utf-8") for name, text in boards.items()}
-    out[prefix + alerts.RULES_FILENAME] = rules.encode("utf-8")
-    for name, entry in shipped.items():
-        if not name.startswith(prefix):
-            out[name] = entry.read_bytes()
-    return out
-
-
-def _boards_for(boards: dict[str, str], names: str) -> dict[str, str]:
-    """Dashboard texts (file name -> JSON) rewritten for ``names`` (needs the extra)."""
+def _renamed(boards: dict[str, str], rules: str, names: str) -> tuple[dict[str, str], str]:
+    """A build directory's dashboard texts (file name -> JSON) and rule file rewritten for ``names``."""
     import json
 
-    grafana = _grafana("export")
-    from otel_ctx.grafana import _naming as naming
-
-    if names == Names.underscore.value:
-        return boards
-    try:
-        return {name: grafana.render(naming.dashboard(json.loads(text))) for name, text in boards.items()}
-    except (ValueError, naming.NamingError) as exc:
-        _fail("export", f"cannot rewrite the dashboards for {names} names: {exc}", EXIT_USAGE)
-
-
-def _rules_for(text: str, names: str) -> str:
-    """A rule file's text rewritten for ``names`` (needs the extra)."""
     import yaml
 
     from otel_ctx.grafana import _alerts as alerts
     from otel_ctx.grafana import _naming as naming
+    from otel_ctx.grafana import render
 
     if names == Names.underscore.value:
-        return text
+        return boards, rules
     try:
-        return alerts.dump(naming.rules(yaml.safe_load(text), names))
+        boards = {name: render(naming.dashboard(json.loads(text))) for name, text in boards.items()}
+    except (ValueError, naming.NamingError) as exc:
+        _fail("export", f"cannot rewrite the dashboards for {names} names: {exc}")
+    try:
+        return boards, alerts.dump(naming.rules(yaml.safe_load(rules), names))
     except (yaml.YAMLError, ValueError, KeyError, TypeError) as exc:
-        _fail("export", f"cannot rewrite the alert rules for {names} names: {exc}", EXIT_USAGE)
+        _fail("export", f"cannot rewrite the alert rules for {names} names: {exc}")
 
 
-def _read_inputs(source: Path | None) -> tuple[dict[str, str], str]:
-    """The dashboards (file name -> JSON text) and the alert rules' text: shipped, or from a directory."""
-    from otel_ctx import artefacts
+def _read_build(source: Path) -> tuple[dict[str, str], str]:
+    """The dashboards (file name -> JSON text) and the alert rules' text of a build directory."""
     from otel_ctx.grafana import _alerts as alerts
 
-    if source is None:
-        shipped = artefacts.files()
-        prefix = f"{artefacts.DASHBOARDS_DIR}/"
-        boards = {
-            name.removeprefix(prefix): entry.read_text(encoding="utf-8")
-            for name, entry in shipped.items()
-            if name.startswith(prefix) and name.endswith(".json")
-        }
-        return boards, shipped[prefix + alerts.RULES_FILENAME].read_text(encoding="utf-8")
     if not source.is_dir():
-        _fail("export", f"--from {source} is not a directory", EXIT_USAGE)
+        _fail("export", f"--from {source} is not a directory")
     rules = source / alerts.RULES_FILENAME
     boards_found = sorted(source.glob("*.json"))
     if not boards_found or not rules.is_file():
@@ -508,14 +451,13 @@ def _read_inputs(source: Path | None) -> tuple[dict[str, str], str]:
             "export",
             f"--from {source} holds no dashboards/{alerts.RULES_FILENAME}; "
             f"write one with: otel-ctx dashboards build --out {source}",
-            EXIT_USAGE,
         )
     try:
         return {p.name: p.read_text(encoding="utf-8") for p in boards_found}, rules.read_text(
             encoding="utf-8"
         )
     except (OSError, UnicodeDecodeError) as exc:
-        _fail("export", f"cannot read --from {source}: {exc}", EXIT_USAGE)
+        _fail("export", f"cannot read --from {source}: {exc}")
 
 
 def _export_kubernetes(
@@ -537,7 +479,7 @@ def _export_kubernetes(
 
     to_stdout = str(out) == "-"
     if not to_stdout and out.exists() and not out.is_dir():
-        _fail("export", f"{out} exists and is not a directory", EXIT_USAGE)
+        _fail("export", f"{out} exists and is not a directory")
     try:
         options = k8s.Options(
             namespace=namespace,
@@ -553,14 +495,13 @@ def _export_kubernetes(
             ),
             folder=k8s.FOLDER if folder is None else (folder or None),
         )
-        if source is None and backend != Backend.prometheus.value:
-            boards, rules = _generated(backend)
+        if source is None:
+            boards, rules = _generated(names, backend)
         else:
-            boards, rules = _read_inputs(source)
-            boards, rules = _boards_for(boards, names), _rules_for(rules, names)
+            boards, rules = _renamed(*_read_build(source), names)
         objects = {kind: k8s.manifests(kind, boards, rules, options) for kind in kinds}
     except k8s.KubernetesError as exc:
-        _fail("export", str(exc), EXIT_USAGE)
+        _fail("export", str(exc))
     documents = {kind: k8s.dump(found) for kind, found in objects.items()}
     if to_stdout:
         typer.echo("".join(documents.values()), nl=False)
@@ -568,13 +509,13 @@ def _export_kubernetes(
     targets = {kind: out / k8s.FILENAMES[kind] for kind in kinds}
     existing = [path.name for path in targets.values() if path.exists()]
     if existing and not force:
-        _fail("export", f"{existing[0]} is already in {out}; pass --force", EXIT_USAGE)
+        _fail("export", f"{existing[0]} is already in {out}; pass --force")
     try:
         out.mkdir(parents=True, exist_ok=True)
         for kind, path in targets.items():
             path.write_text(documents[kind], encoding="utf-8")
     except OSError as exc:
-        _fail("export", f"cannot write to {out}: {exc.strerror or exc}", EXIT_USAGE)
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}")
     console = Console()
     for kind, path in targets.items():
         count = len(objects[kind])
@@ -589,41 +530,8 @@ def _basic_auth(user: str | None) -> tuple[str, str] | None:
         return None
     name, sep, password = user.partition(":")
     if not sep or not name:
-        _fail("push", "--user takes USER:PASSWORD", EXIT_USAGE)
+        _fail("push", "--user takes USER:PASSWORD")
     return name, password
-
-
-_UrlOption = Annotated[
-    str | None,
-    typer.Option("--url", envvar="GRAFANA_URL", help="Grafana's root URL, e.g. http://localhost:3000."),
-]
-_TokenOption = Annotated[
-    str | None,
-    typer.Option(
-        "--token",
-        envvar="GRAFANA_TOKEN",
-        help="Service-account token (Editor role). Never printed.",
-    ),
-]
-_UserOption = Annotated[
-    str | None,
-    typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token."),
-]
-_PushFolderOption = Annotated[str, typer.Option("--folder", help="Folder title, created if missing.")]
-_DatasourceOption = Annotated[
-    str, typer.Option("--datasource", help="Name of the Prometheus data source the dashboards open on.")
-]
-_DatasourceUidOption = Annotated[
-    str | None, typer.Option("--datasource-uid", help="Or its uid (wins over --datasource).")
-]
-_CaCertOption = Annotated[
-    Path | None, typer.Option("--ca-cert", help="CA bundle to verify Grafana's TLS certificate with.")
-]
-_InsecureOption = Annotated[bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")]
-_TimeoutOption = Annotated[
-    float,
-    typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
-]
 
 
 @app.command(
@@ -637,36 +545,58 @@ _TimeoutOption = Annotated[
     )
 )
 def push(
-    url: _UrlOption = None,
-    token: _TokenOption = None,
-    user: _UserOption = None,
-    folder: _PushFolderOption = "otel-ctx",
-    datasource: _DatasourceOption = "Prometheus",
-    datasource_uid: _DatasourceUidOption = None,
-    ca_cert: _CaCertOption = None,
-    insecure: _InsecureOption = False,
-    timeout: _TimeoutOption = 10.0,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", envvar="GRAFANA_URL", help="Grafana's root URL, e.g. http://localhost:3000."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="GRAFANA_TOKEN",
+            help="Service-account token (Editor role). Never printed.",
+        ),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Basic auth as USER:PASSWORD instead of a token."),
+    ] = None,
+    folder: Annotated[str, typer.Option("--folder", help="Folder title, created if missing.")] = "otel-ctx",
+    datasource: Annotated[
+        str, typer.Option("--datasource", help="Name of the Prometheus data source the dashboards open on.")
+    ] = "Prometheus",
+    datasource_uid: Annotated[
+        str | None, typer.Option("--datasource-uid", help="Or its uid (wins over --datasource).")
+    ] = None,
+    ca_cert: Annotated[
+        Path | None, typer.Option("--ca-cert", help="CA bundle to verify Grafana's TLS certificate with.")
+    ] = None,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Do not verify Grafana's TLS certificate.")
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="Seconds the whole push may take (every API call included).", min=0.1),
+    ] = 10.0,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:
     """Upload every dashboard to a Grafana, into a folder, overwriting earlier versions."""
     _check_target("push", names, backend)
     if not url:
-        _fail("push", "no Grafana URL: pass --url or set GRAFANA_URL", EXIT_USAGE)
+        _fail("push", "no Grafana URL: pass --url or set GRAFANA_URL")
     if token and user:
-        _fail("push", "pass either --token (GRAFANA_TOKEN) or --user, not both", EXIT_USAGE)
+        _fail("push", "pass either --token (GRAFANA_TOKEN) or --user, not both")
     if ca_cert is not None and insecure:
-        _fail("push", "--ca-cert and --insecure contradict each other", EXIT_USAGE)
+        _fail("push", "--ca-cert and --insecure contradict each other")
     if ca_cert is not None and not ca_cert.is_file():
-        _fail("push", f"--ca-cert {ca_cert} is not a file", EXIT_USAGE)
+        _fail("push", f"--ca-cert {ca_cert} is not a file")
     grafana = _grafana("push")
     from otel_ctx.grafana import _push as pusher
 
     basic = _basic_auth(user)
     if not token and basic is None and "@" not in url.split("//", 1)[-1].split("/", 1)[0]:
-        _fail(
-            "push", "no credentials: pass --token (or set GRAFANA_TOKEN) or --user USER:PASSWORD", EXIT_USAGE
-        )
+        _fail("push", "no credentials: pass --token (or set GRAFANA_TOKEN) or --user USER:PASSWORD")
     try:
         target = pusher.GrafanaTarget(
             url=url,
@@ -676,7 +606,7 @@ def push(
             timeout=timeout,
         )
     except pusher.PushError as exc:
-        _fail("push", str(exc), EXIT_USAGE)
+        _fail("push", str(exc))
     try:
         result = pusher.push(
             target,
@@ -707,8 +637,3 @@ def _print_pushed(target: GrafanaTarget, result: PushResult) -> None:
     for board in result.dashboards:
         table.add_row(board.title, board.uid, str(board.version or ""), board.url)
     console.print(table)
-
-
-def main() -> None:  # pragma: no cover - convenience for ``python -m``
-    app(prog_name="otel-ctx dashboards")
-    sys.exit(0)
