@@ -235,6 +235,69 @@ class Kind(str, Enum):
 _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--instance-selector", "--folder")
 
 
+_ExportOutOption = Annotated[
+    Path,
+    typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
+]
+_ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")]
+_KubernetesOption = Annotated[
+    list[Kind] | None,
+    typer.Option(
+        "--kubernetes",
+        "-k",
+        help=(
+            "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
+            "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
+        ),
+    ),
+]
+_SourceOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
+    ),
+]
+_NamespaceOption = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="metadata.namespace of every object."),
+]
+_LabelsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--label",
+        help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
+    ),
+]
+_SidecarLabelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sidecar-label",
+        help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
+    ),
+]
+_InstanceSelectorOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--instance-selector",
+        help=(
+            "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
+            "(repeatable; default dashboards=grafana)."
+        ),
+    ),
+]
+_ExportFolderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--folder",
+        help=(
+            "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
+            "annotation; '' for none (default otel-ctx)."
+        ),
+    ),
+]
+
+
 @app.command(
     epilog=(
         "Examples:\n\n"
@@ -248,67 +311,15 @@ _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--in
     )
 )
 def export(
-    out: Annotated[
-        Path,
-        typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
-    ],
-    force: Annotated[bool, typer.Option("--force", help="Overwrite files that are already there.")] = False,
-    kubernetes: Annotated[
-        list[Kind] | None,
-        typer.Option(
-            "--kubernetes",
-            "-k",
-            help=(
-                "Write Kubernetes manifests instead (repeatable): prometheusrule (Prometheus Operator), "
-                "configmap (kube-prometheus-stack's Grafana sidecar), grafanadashboard (grafana-operator)."
-            ),
-        ),
-    ] = None,
-    source: Annotated[
-        Path | None,
-        typer.Option(
-            "--from",
-            help="Read the dashboards and alerts.yml from a `dashboards build --out` directory instead.",
-        ),
-    ] = None,
-    namespace: Annotated[
-        str | None,
-        typer.Option("--namespace", "-n", help="metadata.namespace of every object."),
-    ] = None,
-    labels: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--label",
-            help="A label KEY=VALUE on every object (repeatable), e.g. release=kube-prometheus-stack.",
-        ),
-    ] = None,
-    sidecar_label: Annotated[
-        str | None,
-        typer.Option(
-            "--sidecar-label",
-            help="The label the Grafana sidecar selects by, KEY=VALUE (default grafana_dashboard=1).",
-        ),
-    ] = None,
-    instance_selector: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--instance-selector",
-            help=(
-                "A matchLabels KEY=VALUE of the GrafanaDashboards' instanceSelector "
-                "(repeatable; default dashboards=grafana)."
-            ),
-        ),
-    ] = None,
-    folder: Annotated[
-        str | None,
-        typer.Option(
-            "--folder",
-            help=(
-                "Grafana folder title: a GrafanaDashboard's spec.folder, a ConfigMap's grafana_folder "
-                "annotation; '' for none (default otel-ctx)."
-            ),
-        ),
-    ] = None,
+    out: _ExportOutOption,
+    force: _ForceOption = False,
+    kubernetes: _KubernetesOption = None,
+    source: _SourceOption = None,
+    namespace: _NamespaceOption = None,
+    labels: _LabelsOption = None,
+    sidecar_label: _SidecarLabelOption = None,
+    instance_selector: _InstanceSelectorOption = None,
+    folder: _ExportFolderOption = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
 ) -> None:

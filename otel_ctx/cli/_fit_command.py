@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 import otel_ctx.cli._notes as notes
-from otel_ctx._dialects import adapter_for, detect
+from otel_ctx._dialects import PROVIDERS, adapter_for, detect
 from otel_ctx._fitting import ContextFitter
 from otel_ctx.cli._console import make_console
 from otel_ctx.cli._errors import EXIT_OVERFLOW, CliError
@@ -57,7 +57,6 @@ the body; --provider names it when the body could be more than one.
 
   otel-ctx fit messages-api.json --provider anthropic --measure
 """
-PROVIDERS = ("openai", "openai-responses", "anthropic", "google")
 DIALECT_NAMES = {
     "openai": "OpenAI Chat Completions",
     "openai-responses": "OpenAI Responses",
