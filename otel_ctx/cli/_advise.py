@@ -381,12 +381,8 @@ def _prompt_volume(per_outcome: Mapping[str, Mapping[float, float]], ratio: floa
             count = buckets[bound] - prev_count
             upper = prev_bound if math.isinf(bound) else bound
             mid = (prev_bound + upper) / 2
-            if count > 0:
-                if outcome == OVERFLOW:
-                    if upper <= ratio + 1e-9:
-                        volume += count * min(mid, ratio)
-                else:
-                    volume += count * min(mid, ratio)
+            if count > 0 and (outcome != OVERFLOW or upper <= ratio + 1e-9):
+                volume += count * min(mid, ratio)
             prev_bound, prev_count = (prev_bound if math.isinf(bound) else bound), buckets[bound]
     return volume
 

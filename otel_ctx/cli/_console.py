@@ -23,12 +23,9 @@ def no_color() -> bool:
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    kwargs: dict[str, object] = {}
-    if no_color():
-        kwargs["color_system"] = None
-    console = Console(stderr=stderr, highlight=False, **kwargs)  # type: ignore[arg-type]
+    console = Console(stderr=stderr, highlight=False, color_system=None if no_color() else "auto")
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, highlight=False, width=PIPE_WIDTH, **kwargs)  # type: ignore[arg-type]
+        console.width = PIPE_WIDTH
     return console
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import signal
 import time
@@ -165,11 +166,25 @@ def _batch(
         for ticket in tickets(seed, count):
             summary.add(run_ticket(fitter, ticket, opener=observed_run))
             progress.advance(task)
+    _report(out, summary, fitter, session, seed=seed, count=count, as_json=as_json)
+
+
+def _report(
+    out: Console,
+    summary: WorkloadSummary,
+    fitter: ContextFitter,
+    session: cli_telemetry.TelemetrySession,
+    *,
+    seed: int,
+    count: int | None,
+    as_json: bool,
+) -> None:
+    """The workload's summary as JSON, or as tables with a footer on the seed, encoding and telemetry."""
     if as_json:
         out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=count)))
         return
     _print_summary(out, summary)
-    _footer(out, fitter, session, seed=seed)
+    out.print(f"Seed {seed}. {notes.encoding_note(fitter)} Telemetry: {session.destination}.", style="dim")
 
 
 def _print_summary(out: Console, summary: WorkloadSummary) -> None:
@@ -212,12 +227,6 @@ def _summary_json(
         "prices_as_of": default_prices().as_of,
         **summary.to_dict(),
     }
-
-
-def _footer(
-    out: Console, fitter: ContextFitter, session: cli_telemetry.TelemetrySession, *, seed: int
-) -> None:
-    out.print(f"Seed {seed}. {notes.encoding_note(fitter)} Telemetry: {session.destination}.", style="dim")
 
 
 def check_url(url: str) -> None:
@@ -370,16 +379,11 @@ def _ledger_json(run: TicketRun, number: int) -> dict[str, Any]:
 
 
 def _ranges(indices: tuple[int, ...]) -> str:
-    """(3, 4, 5, 9) -> '3-5, 9'."""
-    parts: list[str] = []
-    start = prev = indices[0]
-    for i in [*indices[1:], None]:
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
+    """(3, 4, 5, 9) -> '3-5, 9': a run of consecutive indexes keeps one offset from its position."""
+    parts = []
+    for _, run in itertools.groupby(enumerate(indices), lambda pair: pair[1] - pair[0]):
+        values = [i for _, i in run]
+        parts.append(str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}")
     return ", ".join(parts)
 
 
@@ -462,8 +466,4 @@ def _forever(
             stop.wait(next_at - now)
         err.print("otel-ctx demo: stopping; flushing telemetry", highlight=False)
         session.shutdown()
-    if as_json:
-        out.print_json(json.dumps(_summary_json(summary, fitter, session, seed=seed, count=None)))
-    else:
-        _print_summary(out, summary)
-        _footer(out, fitter, session, seed=seed)
+    _report(out, summary, fitter, session, seed=seed, count=None, as_json=as_json)

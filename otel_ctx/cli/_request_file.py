@@ -84,15 +84,11 @@ def load_request(path: str, max_bytes: int = DEFAULT_MAX_INPUT_BYTES) -> ChatReq
     return parse_request(label, text)
 
 
+#: A JSON value's type as the errors name it (bool before int: a boolean is an int to Python).
+_JSON_TYPES = ((list, "an array"), (str, "a string"), (bool, "a boolean"), ((int, float), "a number"))
+
+
 def _json_type(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
     if value is None:
         return "null"
-    return "an object"
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "an object")
