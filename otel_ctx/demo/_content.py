@@ -44,7 +44,11 @@ Privacy: never repeat a full address, phone number or payment card back to the b
 identity with the order number and the email on the account only."""
 
 
-def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _function(
+    name: str, description: str, properties: dict[str, Any], optional: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A tool schema; every property but the ``optional`` ones is required."""
+    required = [p for p in properties if p not in optional]
     return {
         "type": "function",
         "function": {
@@ -67,7 +71,6 @@ TOOLS: list[dict[str, Any]] = [
         "get_order",
         "Look up an order: items, quantities, prices, seller, payment and fulfilment status.",
         {"order_id": _ORDER_ID},
-        ["order_id"],
     ),
     _function(
         "track_parcel",
@@ -80,13 +83,11 @@ TOOLS: list[dict[str, Any]] = [
                 "description": "Carrier code from the order's shipment.",
             },
         },
-        ["tracking_number", "carrier"],
     ),
     _function(
         "get_customer",
         "The buyer's account: contact preferences, order count, refunds in the last 90 days, open tickets.",
         {"customer_id": {"type": "string", "description": "Customer id from the order."}},
-        ["customer_id"],
     ),
     _function(
         "check_return_eligibility",
@@ -99,7 +100,6 @@ TOOLS: list[dict[str, Any]] = [
                 "enum": ["changed_mind", "damaged", "wrong_item", "not_as_described", "late"],
             },
         },
-        ["order_id", "line_id", "reason"],
     ),
     _function(
         "create_return_label",
@@ -108,7 +108,6 @@ TOOLS: list[dict[str, Any]] = [
             "order_id": _ORDER_ID,
             "line_ids": {"type": "array", "items": {"type": "string"}, "description": "Lines to return."},
         },
-        ["order_id", "line_ids"],
     ),
     _function(
         "issue_refund",
@@ -129,13 +128,12 @@ TOOLS: list[dict[str, Any]] = [
             },
             "note": {"type": "string", "description": "Internal note for the finance team."},
         },
-        ["order_id", "amount", "reason_code"],
+        optional=("note",),
     ),
     _function(
         "get_seller_messages",
         "Messages between the buyer, the seller and Sundry about one order, oldest first.",
         {"order_id": _ORDER_ID},
-        ["order_id"],
     ),
     _function(
         "send_message_to_seller",
@@ -145,7 +143,7 @@ TOOLS: list[dict[str, Any]] = [
             "message": {"type": "string", "description": "Plain text, no buyer personal data."},
             "reply_within_hours": {"type": "integer", "description": "Deadline the seller is given, 24-72."},
         },
-        ["order_id", "message"],
+        optional=("reply_within_hours",),
     ),
     _function(
         "escalate_to_human",
@@ -154,7 +152,6 @@ TOOLS: list[dict[str, Any]] = [
             "summary": {"type": "string", "description": "What happened and what is still open."},
             "priority": {"type": "string", "enum": ["normal", "high", "urgent"]},
         },
-        ["summary", "priority"],
     ),
 ]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,14 +99,9 @@ def _tool_turn(rng: random.Random, calls: list[tuple[str, dict[str, Any], str]])
     return (assistant, *results)
 
 
-def _one(rng: random.Random, name: str, args: dict[str, Any], result: str) -> tuple[Message, ...]:
-    """One tool call and its result (``result`` is drawn before the call's id)."""
-    return _tool_turn(rng, [(name, args, result)])
-
-
 def _call(rng: random.Random, name: str, args: dict[str, Any], result: str) -> Round:
-    """A round of one tool call and its result."""
-    return Round(_one(rng, name, args, result))
+    """A round of one tool call and its result (``result`` is drawn before the call's id)."""
+    return Round(_tool_turn(rng, [(name, args, result)]))
 
 
 def _exchange(rng: random.Random) -> tuple[Message, ...]:
@@ -284,57 +279,57 @@ def _dispute_steps(
     rng: random.Random, oid: str, tracking: str, customer: str, carrier: str, items: int
 ) -> list[tuple[tuple[Message, ...], str]]:
     """What a dispute's agent does round by round, and the action its state records for it."""
-
-    def order() -> tuple[str, dict[str, Any], str]:
-        return (
+    calls: dict[str, Callable[[], tuple[str, dict[str, Any], str]]] = {
+        "order": lambda: (
             "get_order",
             {"order_id": oid},
             payloads.get_order(rng, oid, items=items, customer_id=customer, tracking=tracking),
-        )
-
-    def parcel() -> tuple[str, dict[str, Any], str]:
-        return (
+        ),
+        "parcel": lambda: (
             "track_parcel",
             {"tracking_number": tracking, "carrier": carrier},
             payloads.track_parcel(rng, tracking, scans=rng.randint(30, 45), delivered=True),
-        )
-
-    def seller() -> tuple[str, dict[str, Any], str]:
-        return ("get_seller_messages", {"order_id": oid}, payloads.get_seller_messages(rng, oid, messages=12))
-
-    return [
-        (_tool_turn(rng, [order()]), "looked up the order"),
-        (_tool_turn(rng, [parcel()]), "pulled the carrier scan history"),
-        (_tool_turn(rng, [seller()]), "read the buyer-seller thread"),
-        (_exchange(rng), "asked the buyer for photos"),
-        (
-            _one(rng, "get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer)),
-            "checked the buyer's refund history",
         ),
-        (_exchange(rng), "told the buyer the seller has 48 hours"),
-        (
-            _one(
-                rng,
-                "check_return_eligibility",
-                {"order_id": oid, "line_id": f"{oid}-L01", "reason": "damaged"},
-                payloads.check_return_eligibility(rng, oid, 1, "damaged"),
-            ),
-            "confirmed the damaged line is returnable",
+        "seller": lambda: (
+            "get_seller_messages",
+            {"order_id": oid},
+            payloads.get_seller_messages(rng, oid, messages=12),
         ),
-        (_exchange(rng), "explained the carrier claim"),
+        "customer": lambda: (
+            "get_customer",
+            {"customer_id": customer},
+            payloads.get_customer(rng, customer),
+        ),
+        "eligibility": lambda: (
+            "check_return_eligibility",
+            {"order_id": oid, "line_id": f"{oid}-L01", "reason": "damaged"},
+            payloads.check_return_eligibility(rng, oid, 1, "damaged"),
+        ),
+        "escalate": lambda: (
+            "escalate_to_human",
+            {"summary": "see state", "priority": "high"},
+            payloads.escalate_to_human(rng),
+        ),
+    }
+    # Each step: the tool calls of one parallel turn, or none for an exchange with the buyer.
+    plan: tuple[tuple[tuple[str, ...], str], ...] = (
+        (("order",), "looked up the order"),
+        (("parcel",), "pulled the carrier scan history"),
+        (("seller",), "read the buyer-seller thread"),
+        ((), "asked the buyer for photos"),
+        (("customer",), "checked the buyer's refund history"),
+        ((), "told the buyer the seller has 48 hours"),
+        (("eligibility",), "confirmed the damaged line is returnable"),
+        ((), "explained the carrier claim"),
         # The re-check: order, scans and thread again, in one parallel turn. On an escalating
         # dispute this newest turn, pinned with everything else, is what overflows the floor.
-        (_tool_turn(rng, [order(), parcel(), seller()]), "re-checked order, scans and thread"),
-        (_exchange(rng), "summarised both sides for the buyer"),
-        (
-            _one(
-                rng,
-                "escalate_to_human",
-                {"summary": "see state", "priority": "high"},
-                payloads.escalate_to_human(rng),
-            ),
-            "escalated to tier 2",
-        ),
+        (("order", "parcel", "seller"), "re-checked order, scans and thread"),
+        ((), "summarised both sides for the buyer"),
+        (("escalate",), "escalated to tier 2"),
+    )
+    return [
+        (_tool_turn(rng, [calls[c]() for c in step]) if step else _exchange(rng), action)
+        for step, action in plan
     ]
 
 

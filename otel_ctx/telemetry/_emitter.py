@@ -150,13 +150,13 @@ class _Totals:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.tokens: dict[tuple[str, str, str], list[int]] = {}
-        self.round_tokens: dict[tuple[str, str], list[int]] = {}
-        self.dropped: dict[tuple[str, str], int] = {}
-        self.capped: dict[tuple[str, str], int] = {}
+        self.tokens: dict[tuple[str, ...], list[int]] = {}
+        self.round_tokens: dict[tuple[str, ...], list[int]] = {}
+        #: (task, model) -> [dropped turns, capped tool results].
+        self.task_model: dict[tuple[str, ...], list[int]] = {}
         #: (task, performer) -> [trims, tokens removed]: behind context_budget.trims and
         #: context_budget.trimmed_tokens.
-        self.trims: dict[tuple[str, str], list[int]] = {}
+        self.trims: dict[tuple[str, ...], list[int]] = {}
         self._attrs: dict[tuple[str, ...], dict[str, str]] = {}
 
     def add(
@@ -183,15 +183,14 @@ class _Totals:
                 for i, j in enumerate(_ROUND_INDEXES):
                     by_round[i] += values[j]
             # Zero totals still become points, so rate()/ratio queries see 0 rather than nothing.
-            self.dropped[attrs.task_model] = self.dropped.get(attrs.task_model, 0) + dropped
-            self.capped[attrs.task_model] = self.capped.get(attrs.task_model, 0) + capped
+            turns = self.task_model.setdefault(attrs.task_model, [0, 0])
+            turns[0] += dropped
+            turns[1] += capped
 
     def add_trim(self, task: str, performer: str, removed: int) -> None:
         """One trim of ``removed`` tokens by ``performer``."""
         with self.lock:
-            row = self.trims.get((task, performer))
-            if row is None:
-                row = self.trims[(task, performer)] = [0, 0]
+            row = self.trims.setdefault((task, performer), [0, 0])
             row[0] += 1
             row[1] += removed
 
@@ -204,12 +203,8 @@ class _Totals:
     def clear(self) -> None:
         """Forget every total (a counter reset, which rate() handles): the bound on label sets."""
         with self.lock:
-            self.tokens.clear()
-            self.round_tokens.clear()
-            self.dropped.clear()
-            self.capped.clear()
-            self.trims.clear()
-            self._attrs.clear()
+            for table in (self.tokens, self.round_tokens, self.task_model, self.trims, self._attrs):
+                table.clear()
 
     def _attributes(self, key: tuple[str, ...], labels: tuple[str, ...]) -> dict[str, str]:
         attrs = self._attrs.get(key)
@@ -217,39 +212,36 @@ class _Totals:
             attrs = self._attrs[key] = dict(zip(labels, key[1:], strict=True))
         return attrs
 
-    def observe_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+    def observe_lines(
+        self,
+        metric: names.Metric,
+        table: dict[tuple[str, ...], list[int]],
+        lines: tuple[str, ...],
+        _options: metrics.CallbackOptions,
+    ) -> list[metrics.Observation]:
+        """One point per line of each row of ``table`` (``metric``'s first label is the line)."""
         with self.lock:
-            rows = [(k, list(v)) for k, v in self.tokens.items()]
-        labels = (names.COMPONENT, names.TASK_TYPE, names.OUTCOME, names.GEN_AI_REQUEST_MODEL)
+            rows = [(k, list(v)) for k, v in table.items()]
         return [
-            metrics.Observation(total, self._attributes(("tokens", component, *key), labels))
+            metrics.Observation(total, self._attributes((metric.name, line, *key), metric.attributes))
             for key, row in rows
-            for component, total in zip(names.COMPONENTS, row, strict=True)
+            for line, total in zip(lines, row, strict=True)
         ]
 
-    def observe_round_tokens(self, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
+    def observe_column(
+        self,
+        metric: names.Metric,
+        table: dict[tuple[str, ...], list[int]],
+        column: int,
+        _options: metrics.CallbackOptions,
+    ) -> list[metrics.Observation]:
+        """One point per row of ``table``: its ``column``, labelled by the row's key."""
         with self.lock:
-            rows = [(k, list(v)) for k, v in self.round_tokens.items()]
-        labels = names.ROUND_TOKENS.attributes
+            rows = [(k, v[column]) for k, v in table.items()]
         return [
-            metrics.Observation(total, self._attributes(("round", component, *key), labels))
-            for key, row in rows
-            for component, total in zip(names.ROUND_COMPONENTS, row, strict=True)
+            metrics.Observation(total, self._attributes((metric.name, *key), metric.attributes))
+            for key, total in rows
         ]
-
-    def observe_task_model(self, kind: str, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
-        """The ``dropped`` or ``capped`` totals, by task type and model."""
-        with self.lock:
-            rows = list((self.dropped if kind == "dropped" else self.capped).items())
-        labels = (names.TASK_TYPE, names.GEN_AI_REQUEST_MODEL)
-        return [metrics.Observation(total, self._attributes((kind, *key), labels)) for key, total in rows]
-
-    def observe_trims(self, column: int, _options: metrics.CallbackOptions) -> list[metrics.Observation]:
-        """Column 0 (trims) or 1 (tokens removed) of the trim totals, by task type and performer."""
-        with self.lock:
-            rows = [(k, v[column]) for k, v in self.trims.items()]
-        labels = (names.TASK_TYPE, names.TRIM_PERFORMER)
-        return [metrics.Observation(total, self._attributes(("trim", *key), labels)) for key, total in rows]
 
 
 # One _Totals per meter (weakly held: a provider shut down and dropped takes its totals along).
@@ -387,14 +379,19 @@ class Emitter:
             if totals is not None:
                 return totals
             totals = _Totals()
-            for metric, callback in (
-                (names.TOKENS, totals.observe_tokens),
-                (names.ROUND_TOKENS, totals.observe_round_tokens),
-                (names.DROPPED_TURNS_METRIC, functools.partial(totals.observe_task_model, "dropped")),
-                (names.CAPPED_TOOL_RESULTS_METRIC, functools.partial(totals.observe_task_model, "capped")),
-                (names.TRIMS, functools.partial(totals.observe_trims, 0)),
-                (names.TRIMMED_TOKENS, functools.partial(totals.observe_trims, 1)),
+            for metric, table, lines in (
+                (names.TOKENS, totals.tokens, names.COMPONENTS),
+                (names.ROUND_TOKENS, totals.round_tokens, names.ROUND_COMPONENTS),
             ):
+                callback = functools.partial(totals.observe_lines, metric, table, lines)
+                instruments.create(meter, metric, callbacks=[callback])
+            for metric, table, column in (
+                (names.DROPPED_TURNS_METRIC, totals.task_model, 0),
+                (names.CAPPED_TOOL_RESULTS_METRIC, totals.task_model, 1),
+                (names.TRIMS, totals.trims, 0),
+                (names.TRIMMED_TOKENS, totals.trims, 1),
+            ):
+                callback = functools.partial(totals.observe_column, metric, table, column)
                 instruments.create(meter, metric, callbacks=[callback])
             with contextlib.suppress(TypeError):
                 _totals_by_meter[meter] = totals

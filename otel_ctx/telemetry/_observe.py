@@ -15,7 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypedDict, TypeVar, overload
 
 from opentelemetry.util.types import AttributeValue
 
@@ -119,41 +119,29 @@ def as_chat_messages(messages: Sequence[Any]) -> list[Message]:
     return [d for group in as_chat_dicts(messages) for d in group]
 
 
+class _ObservedOptions(TypedDict, total=False):
+    """The settings of :func:`observed`, which says what each means."""
+
+    task_type: str | None
+    model: str | None
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None
+    tools: Sequence[Mapping[str, Any]] | None
+    system_prompt: str | None
+    emitter: Emitter | None
+
+
 @overload
-def observed(
-    fn: Callable[P, R],
-    *,
-    task_type: str | None = ...,
-    model: str | None = ...,
-    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = ...,
-    tools: Sequence[Mapping[str, Any]] | None = ...,
-    system_prompt: str | None = ...,
-    emitter: Emitter | None = ...,
-) -> Callable[P, R]: ...
+def observed(fn: Callable[P, R], **options: Unpack[_ObservedOptions]) -> Callable[P, R]: ...
 
 
 @overload
 def observed(
-    fn: None = ...,
-    *,
-    task_type: str | None = ...,
-    model: str | None = ...,
-    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = ...,
-    tools: Sequence[Mapping[str, Any]] | None = ...,
-    system_prompt: str | None = ...,
-    emitter: Emitter | None = ...,
+    fn: None = ..., **options: Unpack[_ObservedOptions]
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
 def observed(
-    fn: Callable[P, R] | None = None,
-    *,
-    task_type: str | None = None,
-    model: str | None = None,
-    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    system_prompt: str | None = None,
-    emitter: Emitter | None = None,
+    fn: Callable[P, R] | None = None, **options: Unpack[_ObservedOptions]
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Wrap a fit callable so each call is emitted as a round; its return value is unchanged.
 
@@ -167,17 +155,12 @@ def observed(
     logged on ``otel_ctx.telemetry``; the caller always gets the callable's own result.
     Coroutine functions get an async wrapper.
     """
+    from otel_ctx._fitting import ContextFitter
+
+    owner = getattr(fn, "__self__", None)  # observed(fitter.fit): the bound fitter
+    watcher = _Watcher(owner if isinstance(owner, ContextFitter) else None, **options)
     if fn is None:
-        return lambda f: observed(
-            f,
-            task_type=task_type,
-            model=model,
-            policy=policy,
-            tools=tools,
-            system_prompt=system_prompt,
-            emitter=emitter,
-        )
-    watcher = _Watcher(fn, task_type, model, policy, tools, system_prompt, emitter)
+        return lambda f: observed(f, **options)
     if inspect.iscoroutinefunction(fn):
         afn: Callable[P, Awaitable[Any]] = fn
 
@@ -200,29 +183,17 @@ def observed(
     return wrapper
 
 
+@dataclasses.dataclass(frozen=True)
 class _Watcher:
     """What :func:`observed` knows about the callable it wraps."""
 
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        task_type: str | None,
-        model: str | None,
-        policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None,
-        tools: Sequence[Mapping[str, Any]] | None,
-        system_prompt: str | None,
-        emitter: Emitter | None,
-    ) -> None:
-        from otel_ctx._fitting import ContextFitter
-
-        owner = getattr(fn, "__self__", None)  # observed(fitter.fit): the bound fitter
-        self.bound_fitter = owner if isinstance(owner, ContextFitter) else None
-        self.task_type = task_type
-        self.model = model
-        self.policy = policy
-        self.tools = tools
-        self.system_prompt = system_prompt
-        self.emitter = emitter
+    bound_fitter: ContextFitter | None
+    task_type: str | None = None
+    model: str | None = None
+    policy: BudgetPolicy | Mapping[str, BudgetPolicy] | ContextFitter | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    system_prompt: str | None = None
+    emitter: Emitter | None = None
 
     def emit(
         self,

@@ -273,16 +273,8 @@ class Books:
         resolution = ledger.final_resolution(raised=raised)
         spent, cost = ledger.spent_tokens, ledger.cost
         if span is not None and span.is_recording():
-            span.set_attributes(
-                {
-                    names.RESOLUTION: resolution,
-                    names.STOP: ledger.stop,
-                    names.RUN_SPENT_TOKENS: spent,
-                    names.COST_SOURCE: ledger.cost_source,
-                }
-            )
-            if cost is not None:
-                span.set_attribute(names.COST_USD, cost)
+            span.set_attributes({names.RESOLUTION: resolution, names.STOP: ledger.stop})
+            self._update_run_span()
         inst = _instruments(self.emitter)
         task = self._task_label()
         model = self._model_label()
@@ -495,8 +487,14 @@ class Books:
 
 
 class Run(Books):
-    """One agent run with a fitter: its rounds are fitted or measured here. Use as ``with`` or
-    ``async with``; see :func:`run`."""
+    """Open an agent run: ``with otel_ctx.run(fitter, task_type="returns") as run: run.fit(...)``
+    (or ``async with``); its rounds are fitted or measured here.
+
+    ``emitter`` is for tests and for applications that keep otel-ctx off the global
+    providers; by default the global tracer and meter are used. ``prices`` replaces the
+    shipped price table (see :mod:`otel_ctx._pricing`); ``run_ceiling`` the policy's;
+    ``resolutions`` adds a few resolutions of the application's own.
+    """
 
     def __init__(
         self,
@@ -631,33 +629,5 @@ class Run(Books):
         return accuracy
 
 
-def run(
-    fitter: ContextFitter,
-    *,
-    task_type: str | None,
-    conversation_id: str | None = None,
-    agent_name: str | None = None,
-    model: str | None = None,
-    emitter: Emitter | None = None,
-    prices: PriceTable | None = None,
-    run_ceiling: int | None = None,
-    resolutions: Iterable[str] = (),
-) -> Run:
-    """Open an agent run: ``with otel_ctx.run(fitter, task_type="returns") as run: run.fit(...)``.
-
-    ``emitter`` is for tests and for applications that keep otel-ctx off the global
-    providers; by default the global tracer and meter are used. ``prices`` replaces the
-    shipped price table (see :mod:`otel_ctx._pricing`); ``run_ceiling`` the policy's;
-    ``resolutions`` adds a few resolutions of the application's own.
-    """
-    return Run(
-        fitter,
-        task_type=task_type,
-        conversation_id=conversation_id,
-        agent_name=agent_name,
-        model=model,
-        emitter=emitter,
-        prices=prices,
-        run_ceiling=run_ceiling,
-        resolutions=resolutions,
-    )
+#: ``with otel_ctx.run(fitter, task_type="returns") as run: run.fit(...)`` opens a :class:`Run`.
+run = Run
