@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,6 @@ DEFAULT_RESERVED_OUTPUT = 4096
 DEFAULT_CONTEXT_WINDOW = 128_000
 DEFAULT_MAX_CONVERSATIONS = 10_000
 
-_FIELDS = ("context_length", "reserved_output", "safety_margin", "request_limit", "tool_result_cap")
-
 
 @dataclass(frozen=True, slots=True)
 class TaskPolicy:
@@ -48,7 +46,7 @@ class TaskPolicy:
 
     @classmethod
     def from_mapping(cls, task: str, raw: Mapping[str, Any]) -> TaskPolicy:
-        unknown = set(raw) - set(_FIELDS)
+        unknown = set(raw) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidPolicyError(f"policies[{task!r}]", f"unknown fields {sorted(unknown)}")
         for key, value in raw.items():

@@ -347,12 +347,10 @@ class Emitter:
         #: ``None`` reads OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION;
         #: :func:`otel_ctx.configure` sets it from its own settings.
         self.distributions = distributions_from_env() if distributions is None else distributions
-        self._tracer = trace.get_tracer(
+        self.tracer: trace.Tracer = trace.get_tracer(
             names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
         )
         meter = metrics.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION, meter_provider=meter_provider)
-        #: Kept for the per-run instruments (otel_ctx.telemetry._run), created on first use.
-        self.meter = meter
         self._utilization = instruments.create(meter, names.UTILIZATION)
         self._accuracy = instruments.create(meter, names.ESTIMATE_ACCURACY)
         self._fits = instruments.create(meter, names.FITS)
@@ -364,6 +362,14 @@ class Emitter:
         self._unobserved = instruments.create(meter, names.UNOBSERVED_CALLS)
         #: Task labels whose unmeasured-call counters already started at 0.
         self._unobserved_tasks: set[str] = set()
+        #: The per-run instruments, recorded once per run by :mod:`otel_ctx.telemetry._run`.
+        self.ceiling_stops = instruments.create(meter, names.CEILING_STOPS)
+        self.run_tokens = instruments.create(meter, names.RUN_TOKENS)
+        self.run_cost = instruments.create(meter, names.RUN_COST)
+        self.run_ceiling_utilization = instruments.create(meter, names.RUN_CEILING_UTILIZATION)
+        #: The label sets whose ceiling-stop counter already started at 0.
+        self._ceiling_started: set[tuple[str, ...]] = set()
+        self._lock = threading.Lock()
         self._totals = self._register_totals(meter)
         self._attr_cache: dict[tuple[str, str, str, str], _MetricAttributes] = {}
         self._seen_task_models: set[tuple[str, str]] = set()
@@ -397,9 +403,16 @@ class Emitter:
                 _totals_by_meter[meter] = totals
             return totals
 
-    @property
-    def tracer(self) -> trace.Tracer:
-        return self._tracer
+    def start_ceiling_stops(self, attributes: dict[str, str]) -> None:
+        """Start a task type's ceiling-stop counter at 0, so rate() sees its first stop."""
+        key = tuple(attributes.values())
+        if key in self._ceiling_started:
+            return
+        with self._lock:
+            if len(self._ceiling_started) >= _CACHE_LIMIT:  # labels are bounded; this only guards memory
+                self._ceiling_started.clear()
+            self._ceiling_started.add(key)
+        self.ceiling_stops.add(0, attributes)
 
     def record_metrics(
         self,

@@ -12,6 +12,7 @@ and starts nothing but a Prometheus endpoint when asked for one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -173,12 +174,9 @@ def exponential_max_scale() -> int:
     raw = env(ENV_EXPONENTIAL_MAX_SCALE)
     if raw is None:
         return EXPONENTIAL_MAX_SCALE
-    try:
-        scale = int(raw)
-    except ValueError:
-        scale = None
-    if scale is not None and -10 <= scale <= 20:
-        return scale
+    with contextlib.suppress(ValueError):
+        if -10 <= (scale := int(raw)) <= 20:
+            return scale
     logger.warning(
         "otel-ctx telemetry: %s=%r is not an integer in -10..20; using %d",
         ENV_EXPONENTIAL_MAX_SCALE,

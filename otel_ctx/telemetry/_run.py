@@ -31,7 +31,6 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
-import otel_ctx.telemetry._instruments as instruments
 import otel_ctx.telemetry._recorder as recorder
 from otel_ctx import names
 from otel_ctx._ledger import CeilingCheck, RunCeilingReached, RunLedger
@@ -52,50 +51,14 @@ _B = TypeVar("_B", bound="Books")
 _CURRENT_RUN: ContextVar[Books | None] = ContextVar("otel_ctx_current_run", default=None)
 
 
-class _RunInstruments:
-    """The per-run instruments of one emitter's meter (created once per emitter)."""
-
-    def __init__(self, emitter: Emitter) -> None:
-        meter = emitter.meter
-
-        self.ceiling_stops = instruments.create(meter, names.CEILING_STOPS)
-        self.tokens = instruments.create(meter, names.RUN_TOKENS)
-        self.cost = instruments.create(meter, names.RUN_COST)
-        self.ceiling_utilization = instruments.create(meter, names.RUN_CEILING_UTILIZATION)
-        self._started: set[tuple[str, str]] = set()
-        self._lock = threading.Lock()
-
-    def start_task(self, task: str, model: str) -> None:
-        """Start a task type's ceiling-stop counter at 0, so rate() sees its first stop."""
-        key = (task, model)
-        if key in self._started:
-            return
-        with self._lock:
-            if len(self._started) >= 4096:  # labels are bounded; this only guards memory
-                self._started.clear()
-            self._started.add(key)
-        self.ceiling_stops.add(
-            0, _labels(names.CEILING_STOPS, {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model})
-        )
-
-
-_INSTRUMENTS: weakref.WeakKeyDictionary[Emitter, _RunInstruments] = weakref.WeakKeyDictionary()
-_INSTRUMENTS_LOCK = threading.Lock()
-
-
 def _labels(metric: names.Metric, values: Mapping[str, str]) -> dict[str, str]:
     """The labels ``metric`` carries, from the run's values: the registry decides which, not the call."""
     return {name: values[name] for name in metric.attributes}
 
 
-def _instruments(emitter: Emitter) -> _RunInstruments:
-    found = _INSTRUMENTS.get(emitter)
-    if found is None:
-        with _INSTRUMENTS_LOCK:
-            found = _INSTRUMENTS.get(emitter)
-            if found is None:
-                found = _INSTRUMENTS[emitter] = _RunInstruments(emitter)
-    return found
+def _start_ceiling_stops(emitter: Emitter, task: str, model: str) -> None:
+    values = {names.TASK_TYPE: task, names.GEN_AI_REQUEST_MODEL: model}
+    emitter.start_ceiling_stops(_labels(names.CEILING_STOPS, values))
 
 
 def start_counters(
@@ -109,11 +72,9 @@ def start_counters(
     """
     try:
         em = emitter or default_emitter()
-        inst = _instruments(em)
         for task in fitter.task_types:
-            inst.start_task(
-                em.labels.task_label(task, fitter.task_types), em.labels.model_label(model or fitter.model)
-            )
+            task_label = em.labels.task_label(task, fitter.task_types)
+            _start_ceiling_stops(em, task_label, em.labels.model_label(model or fitter.model))
     except Exception as exc:
         log_failure("starting the ceiling-stop counters", exc)
 
@@ -226,7 +187,7 @@ class Books:
         except Exception as exc:
             log_failure("starting the run span", exc)
         try:
-            _instruments(self.emitter).start_task(self._task_label(), self._model_label())
+            _start_ceiling_stops(self.emitter, self._task_label(), self._model_label())
         except Exception as exc:
             log_failure("starting the run's counters", exc)
         self._run_token = _CURRENT_RUN.set(self)
@@ -275,7 +236,7 @@ class Books:
         if span is not None and span.is_recording():
             span.set_attributes({names.RESOLUTION: resolution, names.STOP: ledger.stop})
             self._update_run_span()
-        inst = _instruments(self.emitter)
+        em = self.emitter
         task = self._task_label()
         model = self._model_label()
         values = {
@@ -284,11 +245,11 @@ class Books:
             names.STOP: ledger.stop,
             names.GEN_AI_REQUEST_MODEL: model,
         }
-        inst.tokens.record(spent, _labels(names.RUN_TOKENS, values), self._span_context)
+        em.run_tokens.record(spent, _labels(names.RUN_TOKENS, values), self._span_context)
         if cost is not None:
-            inst.cost.record(cost, _labels(names.RUN_COST, values), self._span_context)
+            em.run_cost.record(cost, _labels(names.RUN_COST, values), self._span_context)
         if ledger.ceiling is not None:
-            inst.ceiling_utilization.record(
+            em.run_ceiling_utilization.record(
                 spent / ledger.ceiling, _labels(names.RUN_CEILING_UTILIZATION, values), self._span_context
             )
 
@@ -363,7 +324,7 @@ class Books:
                     names.TASK_TYPE: self._task_label(),
                     names.GEN_AI_REQUEST_MODEL: self._model_label(),
                 }
-                _instruments(self.emitter).ceiling_stops.add(1, _labels(names.CEILING_STOPS, values))
+                self.emitter.ceiling_stops.add(1, _labels(names.CEILING_STOPS, values))
             self._update_run_span()
         except Exception as exc:
             log_failure("recording the run ceiling", exc)
