@@ -295,11 +295,7 @@ def _dispute_steps(
             {"order_id": oid},
             payloads.get_seller_messages(rng, oid, messages=12),
         ),
-        "customer": lambda: (
-            "get_customer",
-            {"customer_id": customer},
-            payloads.get_customer(rng, customer),
-        ),
+        "customer": lambda: ("get_customer", {"customer_id": customer}, payloads.get_customer(rng, customer)),
         "eligibility": lambda: (
             "check_return_eligibility",
             {"order_id": oid, "line_id": f"{oid}-L01", "reason": "damaged"},

@@ -85,11 +85,8 @@ class ExportSettings:
     export_interval_millis: int | None = None
     prometheus_port: int | None = None
     prometheus_host: str | None = None
-    #: Record every histogram as an exponential (native) one and add the per-round line
-    #: distributions (``names.DISTRIBUTIONS``) in place of the per-round counter. ``None``:
-    #: on when ``OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION`` is
-    #: ``base2_exponential_bucket_histogram`` and metrics are pushed (never on the Prometheus
-    #: scrape endpoint, whose text format has no native histograms).
+    #: ``None``: on when :data:`ENV_HISTOGRAM_AGGREGATION` asks for exponential histograms and
+    #: metrics are pushed (the Prometheus scrape endpoint's text format has no native histograms).
     native_histograms: bool | None = None
 
     def distributions(self) -> bool:

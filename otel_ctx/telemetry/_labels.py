@@ -55,13 +55,12 @@ class LabelPolicy:
         max_models: int = DEFAULT_MAX_MODELS,
         resolutions: Iterable[str] = (),
     ) -> None:
-        for name, value, least in (
-            ("max_round", max_round, 1),
-            ("max_task_types", max_task_types, 0),
-            ("max_models", max_models, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        if isinstance(max_round, bool) or not isinstance(max_round, int) or max_round < 1:
+            raise ValueError(f"max_round must be an integer >= 1, got {max_round!r}")
+        if isinstance(max_task_types, bool) or not isinstance(max_task_types, int) or max_task_types < 0:
+            raise ValueError(f"max_task_types must be an integer >= 0, got {max_task_types!r}")
+        if isinstance(max_models, bool) or not isinstance(max_models, int) or max_models < 0:
+            raise ValueError(f"max_models must be an integer >= 0, got {max_models!r}")
         self.task_types: frozenset[str] = frozenset(task_types or ())
         #: The application's own run resolutions, beside resolved/escalated/abandoned/... .
         self.resolutions: tuple[str, ...] = check_resolutions(resolutions)
