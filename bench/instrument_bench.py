@@ -115,7 +115,7 @@ def _measure(trials: int, repeat: int, tp: TracerProvider, mp: MeterProvider) ->
     assert observer is not None
     # The very wrapper instrument() put on the OpenAI client's request method, fed the options
     # chat.completions.create hands it.
-    wrapper = _sdk.sync_request(observer, _sdk.Sdk(_sdk.openai_route, (), (), (), ()))
+    wrapper = _sdk.request_wrapper(observer, _sdk.Sdk(_sdk.openai_route, (), (), (), ()), awaited=False)
     fitter = observer.fitter(inputs.MODEL)
 
     def call(messages: list[dict[str, Any]]) -> Thunk:

@@ -9,12 +9,14 @@ with the ``usage_metadata`` of its own response. Observe-only, like the other wr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._core import Dialect, Observer, Round, int_or_0
-from otel_ctx.instrumentation._sdk import Target, WrapperFn
+from otel_ctx.instrumentation._sdk import Opened, Target, WrapperFn, round_wrapper
+from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch
 from otel_ctx.telemetry._emitter import log_failure
 
 PROVIDER = "google"
@@ -54,56 +56,22 @@ def _measured(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {**kwargs, "model": model_name(kwargs.get("model"))}
 
 
-class _Chunks:
-    """The latest usage a stream reported: every chunk carries the counts so far."""
-
-    __slots__ = ("usage",)
-
-    def __init__(self) -> None:
-        self.usage: Usage | None = None
-
-    def see(self, chunk: Any) -> None:
-        try:
-            found = _usage_of(chunk)
-            if found is not None and found.input_tokens > 0:
-                self.usage = found
-        except Exception as exc:
-            log_failure("reading a stream chunk's usage", exc)
+def _watch_chunk(chunk: Any, seen: Usage | None) -> Usage | None:
+    """Every chunk of a stream carries the counts so far: the latest that counts any input."""
+    found = _usage_of(chunk)
+    return found if found is not None and found.input_tokens > 0 else None
 
 
-def _sync(then: Callable[[Round, Any], Any]) -> Callable[[Observer], WrapperFn]:
-    """A wrapper of one sync per-request method; ``then`` takes what the SDK returned."""
+def _wrapper(then: Callable[[Round, Any], Any], *, awaited: bool = False) -> Callable[[Observer], WrapperFn]:
+    """A wrapper of one per-request method; ``then`` takes what the SDK returned (an async method's
+    request goes out when it is awaited)."""
 
     def factory(observer: Observer) -> WrapperFn:
-        def wrapper(
-            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-        ) -> Any:
+        def opener(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened | None:
             round_ = observer.start(_measured(kwargs), PROVIDER)
-            if round_ is None:
-                return wrapped(*args, **kwargs)
-            return then(round_, round_.call(wrapped, args, kwargs))
+            return None if round_ is None else (round_, functools.partial(then, round_))
 
-        return wrapper
-
-    return factory
-
-
-def _async(then: Callable[[Round, Any], Any]) -> Callable[[Observer], WrapperFn]:
-    """:func:`_sync` for an async method: the request goes out when it is awaited."""
-
-    def factory(observer: Observer) -> WrapperFn:
-        async def wrapper(
-            wrapped: Callable[..., Awaitable[Any]],
-            instance: Any,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-        ) -> Any:
-            round_ = observer.start(_measured(kwargs), PROVIDER)
-            if round_ is None:
-                return await wrapped(*args, **kwargs)
-            return then(round_, await round_.acall(wrapped, args, kwargs))
-
-        return wrapper
+        return round_wrapper(opener, awaited=awaited)
 
     return factory
 
@@ -118,34 +86,15 @@ def _finish(round_: Round, response: Any) -> Any:
     return response
 
 
-def _watched(round_: Round, chunks: Iterator[Any]) -> Iterator[Any]:
-    """The SDK's chunks as they come; the round ends when the stream ends, fails or is closed.
-    (``_generate_content_stream`` is a generator: its request goes out on the first ``next``.)"""
-    watch = _Chunks()
-    error: BaseException | None = None
-    try:
-        for chunk in chunks:
-            watch.see(chunk)
-            yield chunk
-    except BaseException as exc:
-        error = None if isinstance(exc, GeneratorExit) else exc
-        raise
-    finally:
-        round_.finish(watch.usage, error)
+def _watched(round_: Round, chunks: Any) -> Any:
+    """The SDK's chunks behind a proxy that passes them on as they come; the round ends when the
+    stream ends, fails or is closed. (``_generate_content_stream`` is a generator: its request
+    goes out on the first ``next``.)"""
+    return StreamProxy(chunks, Watch(round_, _watch_chunk))
 
 
-async def _awatched(round_: Round, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    watch = _Chunks()
-    error: BaseException | None = None
-    try:
-        async for chunk in chunks:
-            watch.see(chunk)
-            yield chunk
-    except BaseException as exc:
-        error = None if isinstance(exc, GeneratorExit) else exc
-        raise
-    finally:
-        round_.finish(watch.usage, error)
+def _awatched(round_: Round, chunks: Any) -> Any:
+    return AsyncStreamProxy(chunks, Watch(round_, _watch_chunk))
 
 
 def google_targets() -> list[Target]:
@@ -154,8 +103,8 @@ def google_targets() -> list[Target]:
 
     module = "google.genai.models"
     return [
-        (module, "Models._generate_content", _sync(_finish)),
-        (module, "Models._generate_content_stream", _sync(_watched)),
-        (module, "AsyncModels._generate_content", _async(_finish)),
-        (module, "AsyncModels._generate_content_stream", _async(_awatched)),
+        (module, "Models._generate_content", _wrapper(_finish)),
+        (module, "Models._generate_content_stream", _wrapper(_watched)),
+        (module, "AsyncModels._generate_content", _wrapper(_finish, awaited=True)),
+        (module, "AsyncModels._generate_content_stream", _wrapper(_awatched, awaited=True)),
     ]

@@ -13,17 +13,19 @@ imported from it before ``instrument()`` keeps LiteLLM's own function.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_ctx import names
 from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round, int_or_0
 from otel_ctx.instrumentation._sdk import (
+    Opened,
     Target,
     WrapperFn,
     openai_chat_usage,
     openai_responses_usage,
+    round_wrapper,
     watch_openai_chat,
     watch_openai_responses,
 )
@@ -128,49 +130,25 @@ def _open(observer: Observer, dialect: str, args: tuple[Any, ...], kwargs: Mappi
     return round_
 
 
-def sync_call(
-    dialect: str, extract: Extract, watcher: Watcher, streams: Callable[[], tuple[type, ...]]
+def call_wrapper(
+    dialect: str,
+    extract: Extract,
+    watcher: Watcher,
+    streams: Callable[[], tuple[type, ...]],
+    *,
+    awaited: bool = False,
 ) -> Callable[[Observer], WrapperFn]:
+    """A wrapper of one entry point; while the call runs, the entry points inside it stand down."""
+    proxy = AsyncStreamProxy if awaited else StreamProxy
+
     def factory(observer: Observer) -> WrapperFn:
-        def wrapper(
-            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-        ) -> Any:
+        def opener(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened | None:
             round_ = _open(observer, dialect, args, kwargs)
             if round_ is None:
-                return wrapped(*args, **kwargs)
-            token = OBSERVED_ABOVE.set(True)
-            try:
-                response = round_.call(wrapped, args, kwargs)
-            finally:
-                OBSERVED_ABOVE.reset(token)
-            return _respond(round_, response, extract, watcher, streams(), StreamProxy)
+                return None
+            return round_, lambda response: _respond(round_, response, extract, watcher, streams(), proxy)
 
-        return wrapper
-
-    return factory
-
-
-def async_call(
-    dialect: str, extract: Extract, watcher: Watcher, streams: Callable[[], tuple[type, ...]]
-) -> Callable[[Observer], WrapperFn]:
-    def factory(observer: Observer) -> WrapperFn:
-        async def wrapper(
-            wrapped: Callable[..., Awaitable[Any]],
-            instance: Any,
-            args: tuple[Any, ...],
-            kwargs: dict[str, Any],
-        ) -> Any:
-            round_ = _open(observer, dialect, args, kwargs)
-            if round_ is None:
-                return await wrapped(*args, **kwargs)
-            token = OBSERVED_ABOVE.set(True)
-            try:
-                response = await round_.acall(wrapped, args, kwargs)
-            finally:
-                OBSERVED_ABOVE.reset(token)
-            return _respond(round_, response, extract, watcher, streams(), AsyncStreamProxy)
-
-        return wrapper
+        return round_wrapper(opener, awaited=awaited, exclusive=True)
 
     return factory
 
@@ -193,16 +171,22 @@ def litellm_targets() -> list[Target]:
 
     chat, responses = "openai", "openai-responses"
     return [
-        ("litellm", "completion", sync_call(chat, _chat_usage, watch_openai_chat, _chat_streams)),
-        ("litellm", "acompletion", async_call(chat, _chat_usage, watch_openai_chat, _chat_streams)),
+        ("litellm", "completion", call_wrapper(chat, _chat_usage, watch_openai_chat, _chat_streams)),
+        (
+            "litellm",
+            "acompletion",
+            call_wrapper(chat, _chat_usage, watch_openai_chat, _chat_streams, awaited=True),
+        ),
         (
             "litellm",
             "responses",
-            sync_call(responses, _responses_usage, watch_openai_responses, _responses_streams),
+            call_wrapper(responses, _responses_usage, watch_openai_responses, _responses_streams),
         ),
         (
             "litellm",
             "aresponses",
-            async_call(responses, _responses_usage, watch_openai_responses, _responses_streams),
+            call_wrapper(
+                responses, _responses_usage, watch_openai_responses, _responses_streams, awaited=True
+            ),
         ),
     ]

@@ -18,11 +18,12 @@ the SDK's exceptions pass through untouched. ``responses.compact`` is wrapped he
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -33,7 +34,7 @@ from otel_ctx import names
 from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._chain import open_chain
 from otel_ctx.instrumentation._context import current_task
-from otel_ctx.instrumentation._core import Dialect, Observer, Round, field_of, int_or_0
+from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Dialect, Observer, Round, field_of, int_or_0
 from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
 from otel_ctx.instrumentation._trims import AnthropicCuts
 from otel_ctx.telemetry._emitter import log_failure
@@ -340,33 +341,72 @@ class AsyncRawProxy(_Raw):
 
 # --- the wrappers -------------------------------------------------------------------------------------
 
+#: A call's round, opened before the call, and what becomes of the answer (the agent gets what it returns).
+Opened = tuple[Round, Callable[[Any], Any]]
+#: Opens the round of a call from its ``(args, kwargs)``; None leaves the call unobserved.
+Opener = Callable[[tuple[Any, ...], dict[str, Any]], Opened | None]
 
-def sync_request(observer: Observer, sdk: Sdk) -> WrapperFn:
+
+def round_wrapper(opener: Opener, *, awaited: bool = False, exclusive: bool = False) -> WrapperFn:
+    """The wrapper of a sync (or, ``awaited``, async) method: the call made inside the round ``opener``
+    opens, its answer handed on as the opener says. ``exclusive``: the entry points the call goes
+    through stand down while it runs (``_core.OBSERVED_ABOVE``)."""
+    if awaited:
+
+        async def async_wrapper(
+            wrapped: Callable[..., Awaitable[Any]],
+            instance: Any,
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
+        ) -> Any:
+            opened = opener(args, kwargs)
+            if opened is None:
+                return await wrapped(*args, **kwargs)
+            round_, answer = opened
+            with _observed_above() if exclusive else contextlib.nullcontext():
+                response = await round_.acall(wrapped, args, kwargs)
+            return answer(response)
+
+        return async_wrapper
+
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        found = _request_of(sdk, args, kwargs) if observer.active else None
-        round_ = observer.start(found[1], found[0].provider) if found is not None else None
-        if found is None or round_ is None:
+        opened = opener(args, kwargs)
+        if opened is None:
             return wrapped(*args, **kwargs)
-        response = round_.call(wrapped, args, kwargs)
-        return _respond(round_, response, found[0], sdk, kwargs.get("stream") is True)
+        round_, answer = opened
+        with _observed_above() if exclusive else contextlib.nullcontext():
+            response = round_.call(wrapped, args, kwargs)
+        return answer(response)
 
     return wrapper
 
 
-def async_request(observer: Observer, sdk: Sdk) -> WrapperFn:
-    async def wrapper(
-        wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+@contextlib.contextmanager
+def _observed_above() -> Iterator[None]:
+    token = OBSERVED_ABOVE.set(True)
+    try:
+        yield
+    finally:
+        OBSERVED_ABOVE.reset(token)
+
+
+def request_wrapper(observer: Observer, sdk: Sdk, *, awaited: bool) -> WrapperFn:
+    """The wrapper of an SDK client's request layer: each model request it sends is a round."""
+
+    def opener(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened | None:
         found = _request_of(sdk, args, kwargs) if observer.active else None
-        round_ = observer.start(found[1], found[0].provider) if found is not None else None
-        if found is None or round_ is None:
-            return await wrapped(*args, **kwargs)
-        response = await round_.acall(wrapped, args, kwargs)
-        return _respond(round_, response, found[0], sdk, kwargs.get("stream") is True)
+        if found is None:
+            return None
+        route, body = found
+        round_ = observer.start(body, route.provider)
+        if round_ is None:
+            return None
+        streamed = kwargs.get("stream") is True
+        return round_, lambda response: _respond(round_, response, route, sdk, streamed)
 
-    return wrapper
+    return round_wrapper(opener, awaited=awaited)
 
 
 # --- what gets wrapped ------------------------------------------------------------------------------
@@ -417,8 +457,8 @@ def _targets(package: str, route: Callable[[str], Route | None]) -> list[Target]
     sync_layer = request_layer(clients.SyncAPIClient)
     async_layer = request_layer(clients.AsyncAPIClient)
     return [
-        (base, f"SyncAPIClient.{sync_layer}", lambda o: sync_request(o, sdk)),
-        (base, f"AsyncAPIClient.{async_layer}", lambda o: async_request(o, sdk)),
+        (base, f"SyncAPIClient.{sync_layer}", lambda o: request_wrapper(o, sdk, awaited=False)),
+        (base, f"AsyncAPIClient.{async_layer}", lambda o: request_wrapper(o, sdk, awaited=True)),
     ]
 
 
