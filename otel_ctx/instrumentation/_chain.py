@@ -187,11 +187,7 @@ def open_chain(
     observer: Observer, body: Mapping[str, Any], result: FitResult
 ) -> tuple[ChainRound, FitResult]:
     """A Responses call's reader: its chain round, and its breakdown over the whole held context."""
-    return begin(observer.chains, body, result)
-
-
-def begin(store: ChainStore, body: Mapping[str, Any], result: FitResult) -> tuple[ChainRound, FitResult]:
-    """The chain round of a Responses request, and its breakdown over the whole held context."""
+    store = observer.chains
     previous = body.get("previous_response_id")
     previous_id = previous if isinstance(previous, str) and previous else None
     conversation = _conversation_param(body)

@@ -22,12 +22,10 @@ import contextlib
 import importlib
 import inspect
 import json
-import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-import wrapt
 from opentelemetry import trace
 
 from otel_ctx import names
@@ -35,7 +33,15 @@ from otel_ctx._pricing import Usage
 from otel_ctx.instrumentation._chain import open_chain
 from otel_ctx.instrumentation._context import current_task
 from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Dialect, Observer, Round, field_of, int_or_0
-from otel_ctx.instrumentation._streams import AsyncStreamProxy, StreamProxy, Watch, Watcher
+from otel_ctx.instrumentation._streams import (
+    AsyncCloses,
+    AsyncStreamProxy,
+    Closes,
+    StreamProxy,
+    Watch,
+    Watched,
+    Watcher,
+)
 from otel_ctx.instrumentation._trims import AnthropicCuts
 from otel_ctx.telemetry._emitter import log_failure
 from otel_ctx.telemetry._trim import Trim
@@ -239,52 +245,41 @@ def _respond(round_: Round, response: Any, route: Route, sdk: Sdk, streamed: boo
     return response
 
 
-def _parsed(watch: Watch, result: Any, route: Route, sdk: Sdk, streamed: bool) -> Any:
-    """What a raw response's ``parse()`` gave the agent: a stream is watched, an answer read."""
-    try:
-        if isinstance(result, sdk.streams):
-            return StreamProxy(result, watch)
-        if isinstance(result, sdk.async_streams):
-            return AsyncStreamProxy(result, watch)
-        if not streamed:
-            watch.round.see(result)
-            watch.usage = route.usage_of(field_of(result, "usage"))
-            watch.done()
-    except Exception as exc:
-        log_failure("reading a provider response", exc)
-    return result
-
-
-def _body_read(watch: Watch, response: Any, route: Route, streamed: bool) -> None:
-    """The agent read a raw response's body itself (``read()``, ``text()``, ``json()``)."""
-    try:
-        body = None if streamed else _read_body(response)
-        if body is not None:
-            watch.usage = _usage_in_body(body, route)
-        watch.done()
-    except Exception as exc:
-        log_failure("reading a provider response", exc)
-
-
-class _Raw(wrapt.ObjectProxy[Any]):
-    """A raw response whose body the agent reads later: the round ends when it is read or closed.
-
-    Garbage-collected unread, it ends the round too, with what it saw.
-    """
+class _Raw(Watched):
+    """A raw response whose body the agent reads later: the round ends when it is read or closed."""
 
     def __init__(self, wrapped: Any, watch: Watch, route: Route, sdk: Sdk, streamed: bool) -> None:
-        super().__init__(wrapped)
-        self._self_watch = watch
+        super().__init__(wrapped, watch)
         self._self_route = route
         self._self_sdk = sdk
         self._self_streamed = streamed
-        weakref.finalize(self, watch.done)
 
     def _read(self) -> None:
-        _body_read(self._self_watch, self.__wrapped__, self._self_route, self._self_streamed)
+        """The agent read the body itself (``read()``, ``text()``, ``json()``)."""
+        watch = self._self_watch
+        try:
+            body = None if self._self_streamed else _read_body(self.__wrapped__)
+            if body is not None:
+                watch.usage = _usage_in_body(body, self._self_route)
+            watch.done()
+        except Exception as exc:
+            log_failure("reading a provider response", exc)
 
     def _parsed(self, result: Any) -> Any:
-        return _parsed(self._self_watch, result, self._self_route, self._self_sdk, self._self_streamed)
+        """What ``parse()`` gave the agent: a stream is watched, an answer read."""
+        watch, sdk = self._self_watch, self._self_sdk
+        try:
+            if isinstance(result, sdk.streams):
+                return StreamProxy(result, watch)
+            if isinstance(result, sdk.async_streams):
+                return AsyncStreamProxy(result, watch)
+            if not self._self_streamed:
+                watch.round.see(result)
+                watch.usage = self._self_route.usage_of(field_of(result, "usage"))
+                watch.done()
+        except Exception as exc:
+            log_failure("reading a provider response", exc)
+        return result
 
 
 def _reads(method: str) -> Callable[[_Raw], Any]:
@@ -309,7 +304,7 @@ def _areads(method: str) -> Callable[[_Raw], Awaitable[Any]]:
     return read
 
 
-class RawProxy(_Raw):
+class RawProxy(_Raw, Closes):
     """The sync clients' ``LegacyAPIResponse`` or ``APIResponse``, watched."""
 
     read, text, json = _reads("read"), _reads("text"), _reads("json")
@@ -317,26 +312,14 @@ class RawProxy(_Raw):
     def parse(self, *args: Any, **kwargs: Any) -> Any:
         return self._parsed(self.__wrapped__.parse(*args, **kwargs))
 
-    def close(self) -> None:
-        try:
-            self.__wrapped__.close()
-        finally:
-            self._self_watch.done()
 
-
-class AsyncRawProxy(_Raw):
+class AsyncRawProxy(_Raw, AsyncCloses):
     """The async clients' ``AsyncAPIResponse``, watched."""
 
     read, text, json = _areads("read"), _areads("text"), _areads("json")
 
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
         return self._parsed(await self.__wrapped__.parse(*args, **kwargs))
-
-    async def close(self) -> None:
-        try:
-            await self.__wrapped__.close()
-        finally:
-            self._self_watch.done()
 
 
 # --- the wrappers -------------------------------------------------------------------------------------

@@ -47,7 +47,9 @@ class Watch:
         self.round.finish(self.usage, error)
 
 
-class _Watched(wrapt.ObjectProxy[Any]):
+class Watched(wrapt.ObjectProxy[Any]):
+    """An SDK object the round waits on; garbage-collected, it ends the round with what it saw."""
+
     def __init__(self, wrapped: Any, watch: Watch) -> None:
         super().__init__(wrapped)
         self._self_watch = watch
@@ -55,7 +57,27 @@ class _Watched(wrapt.ObjectProxy[Any]):
         weakref.finalize(self, watch.done)
 
 
-class StreamProxy(_Watched):
+class Closes(Watched):
+    """A watched object of a sync client: closing it ends the round."""
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_watch.done()
+
+
+class AsyncCloses(Watched):
+    """A watched object of an async client: closing it ends the round."""
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_watch.done()
+
+
+class StreamProxy(Closes):
     """A synchronous SDK stream (``openai.Stream``, ``anthropic.Stream``), watched."""
 
     def __iter__(self) -> StreamProxy:
@@ -85,14 +107,8 @@ class StreamProxy(_Watched):
         finally:
             self._self_watch.done()
 
-    def close(self) -> None:
-        try:
-            self.__wrapped__.close()
-        finally:
-            self._self_watch.done()
 
-
-class AsyncStreamProxy(_Watched):
+class AsyncStreamProxy(AsyncCloses):
     """An asynchronous SDK stream (``openai.AsyncStream``, ``anthropic.AsyncStream``), watched."""
 
     def __aiter__(self) -> AsyncStreamProxy:
@@ -119,11 +135,5 @@ class AsyncStreamProxy(_Watched):
     ) -> Any:
         try:
             return await self.__wrapped__.__aexit__(exc_type, exc, tb)
-        finally:
-            self._self_watch.done()
-
-    async def close(self) -> None:
-        try:
-            await self.__wrapped__.close()
         finally:
             self._self_watch.done()
