@@ -14,15 +14,6 @@ from typing import Any
 from otel_ctx.engine._dialect import Adapter
 from otel_ctx.engine._errors import InvalidRequestError, UnknownProviderError, shown
 
-__all__ = [
-    "PROVIDERS",
-    "adapter_for",
-    "adapter_for_items",
-    "detect",
-    "for_body",
-    "register",
-]
-
 #: Provider name -> the module that defines its ``ADAPTER``.
 _MODULES: dict[str, str] = {
     "openai": "otel_ctx.adapters._openai_chat",

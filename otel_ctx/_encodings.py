@@ -192,16 +192,3 @@ def get_encoding(name: str) -> tiktoken.Encoding:
                 )
             _cache[base] = enc
     return enc
-
-
-__all__ = [
-    "BUNDLED_FILES",
-    "O200K_BASE_SHA256",
-    "EncodingUnavailableError",
-    "base_model",
-    "encoding_name_for_model",
-    "get_encoding",
-    "is_known_model",
-    "known_model_names",
-    "offline_names",
-]

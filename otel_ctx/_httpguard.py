@@ -239,16 +239,3 @@ def within_deadline(
         raise outcome["error"]
     result: _T = outcome["result"]
     return result
-
-
-__all__ = [
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "MAX_REDIRECTS",
-    "MIN_SECRET_CHARS",
-    "Endpoint",
-    "check_redirect",
-    "guard",
-    "origin_of",
-    "read_capped",
-    "within_deadline",
-]

@@ -280,22 +280,3 @@ class RunLedger:
         if self._stop != STOP_NONE:
             return ESCALATED
         return ERROR if raised else UNRESOLVED
-
-
-__all__ = [
-    "ABANDONED",
-    "BUILTIN_RESOLUTIONS",
-    "ERROR",
-    "ESCALATED",
-    "RESOLVED",
-    "STOPS",
-    "STOP_CEILING",
-    "STOP_NONE",
-    "STOP_OVERFLOW",
-    "UNRESOLVED",
-    "CeilingCheck",
-    "RoundSpend",
-    "RunCeilingReached",
-    "RunLedger",
-    "check_resolutions",
-]

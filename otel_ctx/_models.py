@@ -114,6 +114,3 @@ def default_models() -> ModelTable:
     table = shipped_models()
     override = os.environ.get(ENV_MODELS, "").strip()
     return table.merged(ModelTable.load(override)) if override else table
-
-
-__all__ = ["ENV_MODELS", "ModelLimits", "ModelTable", "default_models", "shipped_models"]

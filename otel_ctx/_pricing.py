@@ -252,13 +252,3 @@ def default_prices() -> PriceTable:
 def _default_prices(override: str) -> PriceTable:
     table = shipped_prices()
     return table.merged(PriceTable.load(override)) if override else table
-
-
-__all__ = [
-    "ENV_PRICES",
-    "ModelPrice",
-    "PriceTable",
-    "Usage",
-    "default_prices",
-    "shipped_prices",
-]

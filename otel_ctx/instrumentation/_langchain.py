@@ -251,6 +251,3 @@ def detach_globally() -> None:
     with _register_lock:
         GLOBAL_HANDLER.enabled = False
         GLOBAL_HANDLER._observer = None
-
-
-__all__ = ["GLOBAL_HANDLER", "OtelCtxCallbackHandler", "attach_globally", "detach_globally", "usage_of"]
