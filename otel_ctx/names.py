@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from otel_ctx import _ledger
 from otel_ctx._ledger import STOP_CEILING as STOP_CEILING
 from otel_ctx._ledger import STOP_NONE as STOP_NONE
 from otel_ctx._ledger import STOP_OVERFLOW as STOP_OVERFLOW
@@ -141,11 +142,15 @@ EVENT_PROVIDER_OVERFLOW = "context_budget.provider_overflow"
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 
 
-def transcript_role_attribute(role: str) -> str:
-    """``context_budget.transcript.<role>_tokens``."""
+def _role(role: str) -> str:
     if role not in ROLES:
         raise ValueError(f"unknown transcript role {role!r}; expected one of {ROLES}")
-    return f"{_P}transcript.{role}_tokens"
+    return role
+
+
+def transcript_role_attribute(role: str) -> str:
+    """``context_budget.transcript.<role>_tokens``."""
+    return f"{_P}transcript.{_role(role)}_tokens"
 
 
 TRANSCRIPT_ROLE_TOKENS: dict[str, str] = {r: transcript_role_attribute(r) for r in ROLES}
@@ -211,7 +216,8 @@ RESOLUTION = _P + "resolution"
 STOP = _P + "stop"
 
 #: Values of ``context_budget.resolution`` every run may have; applications add a few of their own.
-RESOLUTIONS: tuple[str, ...] = ("resolved", "escalated", "abandoned", "unresolved", "error")
+RESOLUTIONS: tuple[str, ...] = _ledger.BUILTIN_RESOLUTIONS
+
 
 # --- the instrumented provider call ----------------------------------------------------
 
@@ -399,9 +405,12 @@ class Metric:
 
     def series(self, suffix: str = "") -> str:
         """A Prometheus series name: ``_bucket``/``_sum``/``_count`` for histograms."""
+        return self.prometheus + self._suffix(suffix)
+
+    def _suffix(self, suffix: str) -> str:
         if suffix and self.kind != "histogram":
             raise ValueError(f"{self.name} is a {self.kind}; only histograms have {suffix!r}")
-        return self.prometheus + suffix
+        return suffix
 
     @property
     def utf8(self) -> str:
@@ -415,9 +424,7 @@ class Metric:
 
     def utf8_series(self, suffix: str = "") -> str:
         """:meth:`series` under UTF-8 names (``context_budget.utilization_bucket``)."""
-        if suffix and self.kind != "histogram":
-            raise ValueError(f"{self.name} is a {self.kind}; only histograms have {suffix!r}")
-        return self.utf8 + suffix
+        return self.utf8 + self._suffix(suffix)
 
 
 # Series per process are the product of every label's values, so a label sits only where a
@@ -636,9 +643,7 @@ COMPONENT_OVERFLOW = OUTCOME_OVERFLOW
 
 def transcript_role_component(role: str) -> str:
     """``transcript.<role>``: the per-role split of the transcript line."""
-    if role not in ROLES:
-        raise ValueError(f"unknown transcript role {role!r}; expected one of {ROLES}")
-    return f"transcript.{role}"
+    return f"transcript.{_role(role)}"
 
 
 #: The lines that add up to ``estimated`` (the transcript split by role in its place).
@@ -661,11 +666,7 @@ ROUND_COMPONENTS: tuple[str, ...] = (
 
 COMPONENTS: tuple[str, ...] = (
     COMPONENT_TRANSCRIPT,
-    *(transcript_role_component(r) for r in ROLES),
-    COMPONENT_TOOL_SCHEMA,
-    COMPONENT_SYSTEM_PROMPT,
-    COMPONENT_SKILLS,
-    COMPONENT_SERVER_HELD,
+    *SUMMED_COMPONENTS,
     COMPONENT_ESTIMATED,
     COMPONENT_BUDGET,
     COMPONENT_RESERVED_OUTPUT,

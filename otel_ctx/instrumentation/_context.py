@@ -266,10 +266,11 @@ class task:  # lower case: used like a function, ``with otel_ctx.task(...)``, ``
 # is copied when the body starts, at the first step: when a block written first would be entered.
 
 
-def _ended_by(exc: BaseException) -> BaseException | None:
-    """How a decorated generator ended, for its run: closing it (a consumer that stops early,
-    the garbage collector) ends iteration normally, not as a failure."""
-    return None if isinstance(exc, GeneratorExit) else exc
+def _exit_raised(context: contextvars.Context, entered: task, exc: BaseException) -> None:
+    """Exit a decorated generator's block after ``exc``: closing the generator (a consumer that
+    stops early, the garbage collector) ends iteration normally, not as a failure."""
+    ended = None if isinstance(exc, GeneratorExit) else exc
+    context.run(entered.__exit__, type(ended) if ended else None, ended, None)
 
 
 def _decorate_generator(block: task, fn: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Any]:
@@ -282,8 +283,7 @@ def _decorate_generator(block: task, fn: Callable[..., Generator[Any, Any, Any]]
         try:
             value = yield from _stepped(context, inner)
         except BaseException as exc:
-            ended = _ended_by(exc)
-            context.run(entered.__exit__, type(ended) if ended else None, ended, None)
+            _exit_raised(context, entered, exc)
             raise
         context.run(entered.__exit__, None, None, None)
         return value
@@ -349,8 +349,7 @@ def _decorate_async_generator(block: task, fn: Callable[..., AsyncGenerator[Any,
         except StopAsyncIteration:
             context.run(entered.__exit__, None, None, None)
         except BaseException as exc:
-            ended = _ended_by(exc)
-            context.run(entered.__exit__, type(ended) if ended else None, ended, None)
+            _exit_raised(context, entered, exc)
             raise
 
     return async_gen_wrapper

@@ -113,10 +113,7 @@ class FrameworkTrims:
         trim = Trim(names.PERFORMER_FRAMEWORK, kind, tokens_before, tokens_after, removed)
         with self._lock:
             root = self._root(parent)
-            self._pending.setdefault(root, []).append(trim)
-            self._pending.move_to_end(root)
-            while len(self._pending) > _MAX:
-                self._pending.popitem(last=False)
+            _bounded_put(self._pending, root, [*self._pending.get(root, []), trim])
 
     # -- the model call --------------------------------------------------------------------
 
