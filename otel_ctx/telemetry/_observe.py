@@ -157,6 +157,8 @@ def observed(
     """
     from otel_ctx._fitting import ContextFitter
 
+    for name in options.keys() - _ObservedOptions.__annotations__.keys():
+        raise TypeError(f"observed() got an unexpected keyword argument {name!r}")
     owner = getattr(fn, "__self__", None)  # observed(fitter.fit): the bound fitter
     watcher = _Watcher(owner if isinstance(owner, ContextFitter) else None, **options)
     if fn is None:

@@ -173,3 +173,12 @@ def test_observed_inside_a_run_uses_the_runs_fitter_and_rounds(cap: Capture) -> 
         (n.SPAN_OBSERVE, 3),
     ]
     assert all(s.attributes and s.attributes[n.TASK_TYPE] == "status" for s in spans)
+
+
+def test_a_misspelt_setting_is_refused_by_name_where_observed_is_called() -> None:
+    """A typo in a setting is a TypeError naming observed() and the setting, in both forms."""
+    fitter = ContextFitter(BudgetPolicy(context_length=8_000, reserved_output=500), model="gpt-4o")
+    with pytest.raises(TypeError, match=r"observed\(\) got an unexpected keyword argument 'task'"):
+        observed(fitter.fit, task="support")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"observed\(\) got an unexpected keyword argument 'modle'"):
+        observed(modle="gpt-4o")  # type: ignore[call-overload]
