@@ -254,8 +254,13 @@ def within_resolution(
         answer = 1 - answer if flipped else answer
         held = [(lo, hi) for lo, hi, count in buckets[k] if count > 0]
         if found.group(1) == "quantile":
-            rank = max(1, math.ceil(float(found.group(2)) * kept))
-            first, last = values[rank - 1], values[rank - 1 + missed]
+            exact = float(found.group(2)) * kept
+            rank = max(1, math.ceil(exact - 1e-9))  # in floats 0.95 × 20 may be a hair off 19
+            # histogram_quantile ranks at q × count. Where that is an observation's own rank, the
+            # quantile sits on the bound above it, and a sum of rates (each series extrapolated by
+            # its own factor) can carry it a hair over that bound, into the next observation's bucket.
+            on_bound = abs(exact - rank) < 1e-9 and rank + missed < n
+            first, last = values[rank - 1], values[rank - 1 + missed + on_bound]
             ordered = sorted(set(held), key=lambda b: (b[1], b[0]))
             at = [i for i, (lo, hi) in enumerate(ordered) if lo <= first <= hi or lo <= last <= hi]
             assert at, (k, first, last, ordered)
