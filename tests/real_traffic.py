@@ -206,9 +206,8 @@ def table(cases: list[Case], key: Any, title: str) -> str:
     groups: dict[str, list[Case]] = {}
     for c in cases:
         groups.setdefault(key(c), []).append(c)
-    lines = [
-        f"{title:46} {'cases':>5} {'exact':>5} {'1%':>5} {'5%':>5} {'15%':>5} {'flag':>5} {'off':>4} {'median':>7}"
-    ]
+    heads = ("cases", "exact", "1%", "5%", "15%", "flag")
+    lines = [f"{title:46} " + " ".join(f"{h:>5}" for h in heads) + f" {'off':>4} {'median':>7}"]
     for name, group in sorted(groups.items()):
         flagged = [c for c in group if c.exact]
         lines.append(
