@@ -17,6 +17,7 @@ from typing import Any
 import tiktoken
 
 from otel_ctx import _encodings as encodings
+from otel_ctx import _families as families
 from otel_ctx.engine._cache import BoundedCache
 from otel_ctx.engine._errors import (
     InvalidMessageError,
@@ -46,12 +47,17 @@ _OFFLINE_SUFFIX = "_offline"
 
 @dataclass(frozen=True, slots=True)
 class ResolvedEncoding:
-    """The encoding a fitter counts with, and whether it is the model's own."""
+    """The encoding a fitter counts with, and whether it is the model's own.
 
-    encoding: tiktoken.Encoding
+    ``ratio`` scales a fallback's counts toward the model family's (measured from its bills),
+    so an estimate made without the family's tokenizer is not off by the vocabularies' gap.
+    """
+
+    encoding: families.Tokenizer
     name: str
     native: str | None
     fallback: bool
+    ratio: float = 1.0
 
 
 def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None) -> ResolvedEncoding:
@@ -77,6 +83,23 @@ def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None
     native = encodings.encoding_name_for_model(model)
     if native is not None and native in available:
         return ResolvedEncoding(encodings.get_encoding(native), native, native, False)
+    family = families.family_for(model) if native is None else None
+    if family is not None and family.tokenizer is not None:
+        own = families.tokenizer(family.tokenizer)
+        if own is not None:
+            return ResolvedEncoding(own, own.name, own.name, False)
+    if family is not None:
+        # A family otel-ctx knows, whose vocabulary is not installed (or not published): the
+        # estimate is scaled by the family's measured ratio, and the log names the extra.
+        extra = f"; install otel-ctx[{family.extra}] for its tokenizer" if family.extra else ""
+        log.debug(FALLBACK_MESSAGE, f"model {model!r} ({family.name}){extra}", DEFAULT_ENCODING)
+        return ResolvedEncoding(
+            encodings.get_encoding(DEFAULT_ENCODING),
+            DEFAULT_ENCODING,
+            family.tokenizer,
+            True,
+            family.fallback_ratio,
+        )
     # Anthropic publishes no offline tokenizer: cl100k_base is the closest there is, every
     # count is an estimate (``exact=False``) by design, and a warning would say nothing new.
     if model.startswith("claude"):
@@ -106,6 +129,7 @@ class TokenCounter:
         self.resolved = resolved
         self.encoding = resolved.encoding
         self._encode = resolved.encoding.encode_ordinary
+        self._ratio = resolved.ratio
         self.cache = cache if cache is not None else BoundedCache()
         #: The model counted for: adapters price what the provider bills per model (images), and
         #: a dialect whose framing differs by model family reads it.
@@ -122,6 +146,8 @@ class TokenCounter:
         n = cache.get(text)
         if n is None:
             n = len(self._encode(text))
+            if self._ratio != 1.0:
+                n = int(n * self._ratio + 0.5)
             cache.misses += 1
             cache.put(text, n)
         return n
