@@ -355,7 +355,7 @@ def test_a_pdf_is_billed_by_its_pages_never_by_its_base64() -> None:
     assert fat.breakdown.estimated == one.breakdown.estimated
     # Each page adds its text and an image of the page, far less than the file's base64 text.
     per_page = (three.breakdown.estimated - one.breakdown.estimated) / 2
-    assert per_page == media.OPENAI_PAGE_IMAGE_TOKENS + fitter.counter.text(text)
+    assert per_page == media.openai_page_image_tokens("gpt-4o") + fitter.counter.text(text)
     assert not one.exact
 
 
