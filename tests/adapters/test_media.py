@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
+import io
 import math
 import struct
+import zipfile
 from typing import Any
 
 import pytest
@@ -391,6 +394,149 @@ def test_anthropic_pdf_pages_cost_a_page_image_and_their_text() -> None:
     page = two - one
     # A letter page rendered to the standard tier: close to its 1,568 visual tokens.
     assert 1400 <= page - fitter.counter.text("hello there") <= 1568
+
+
+def test_chat_completions_bills_a_page_image_by_the_models_family_and_responses_none() -> None:
+    text = "the quarterly numbers went up by four percent"
+    pages = {k: "data:application/pdf;base64," + b64(make_pdf([text] * k)) for k in (1, 3)}
+
+    def chat(model: str, k: int) -> int:
+        fitter = _fitter(model)
+        body = _chat_file(pages[k]) | {"model": model}
+        return fitter.measure_request(body, provider="openai").breakdown.estimated
+
+    def responses(model: str, k: int) -> int:
+        part = {"type": "input_file", "filename": "report.pdf", "file_data": pages[k]}
+        body = {"model": model, "input": [{"role": "user", "content": [part]}]}
+        return _fitter(model).measure_request(body, provider="openai-responses").breakdown.estimated
+
+    for model in ("gpt-4o", "gpt-5-mini", "gpt-5.4", "gpt-5.5"):
+        words = _fitter(model).counter.text(text)
+        per_page = (chat(model, 3) - chat(model, 1)) / 2
+        assert per_page == media.openai_page_image_tokens(model) + words
+        # Responses bills a PDF by its text alone (no page image on any recorded bill there).
+        assert (responses(model, 3) - responses(model, 1)) / 2 == words
+    # The models with the 2,500-patch image budget see a page larger than the earlier families.
+    assert media.openai_page_image_tokens("gpt-5.4") > media.openai_page_image_tokens("gpt-4o")
+    assert media.openai_page_image_tokens("gpt-4o") == media.openai_page_image_tokens("gpt-5-mini")
+    assert media.openai_page_image_tokens("gpt-6") == media.openai_page_image_tokens("gpt-5.4")
+
+
+# -- Office documents and other files: the text the API extracts -------------------------------
+
+
+def _zip(parts: dict[str, str]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in parts.items():
+            archive.writestr(name, text)
+    return out.getvalue()
+
+
+def docx(paragraphs: list[str], *, styled: bool = False) -> bytes:
+    """A minimal Word document; ``styled`` wraps every word in a run of its own with formatting,
+    as an editor does: more XML, the same text."""
+
+    def runs(text: str) -> str:
+        if not styled:
+            return f'<w:r><w:t xml:space="preserve">{html.escape(text)}</w:t></w:r>'
+        return "".join(
+            f'<w:r><w:rPr><w:b/><w:sz w:val="24"/></w:rPr><w:t xml:space="preserve">'
+            f"{html.escape(word)}{' ' if k < len(text.split(' ')) - 1 else ''}</w:t></w:r>"
+            for k, word in enumerate(text.split(" "))
+        )
+
+    body = "".join(f'<w:p><w:pPr><w:jc w:val="left"/></w:pPr>{runs(t)}</w:p>' for t in paragraphs)
+    document = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f"<w:body>{body}<w:sectPr/></w:body></w:document>"
+    )
+    return _zip(
+        {"[Content_Types].xml": "<Types/>", "_rels/.rels": "<Relationships/>", "word/document.xml": document}
+    )
+
+
+def pptx(slides: list[str]) -> bytes:
+    parts = {"[Content_Types].xml": "<Types/>"}
+    for k, text in enumerate(slides, 1):
+        parts[f"ppt/slides/slide{k}.xml"] = (
+            f"<p:sld><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>{html.escape(text)}</a:t></a:r></a:p>"
+            "</p:txBody></p:sp></p:spTree></p:cSld></p:sld>"
+        )
+    return _zip(parts)
+
+
+def test_an_office_documents_text_is_read_in_order_without_its_markup() -> None:
+    paragraphs = ["Offsite plan & budget", "Held in <Lisbon>, capped at 90 people.", "Owner: the data team."]
+    text = media.file_text(docx(paragraphs))
+    assert text == "\n".join(paragraphs)
+    assert media.file_text(docx(paragraphs, styled=True)) == text
+    # Slides in their order (slide 10 after slide 2), each its own paragraph.
+    assert media.file_text(pptx([f"slide number {k}" for k in range(1, 12)])) == "\n\n".join(
+        f"slide number {k}" for k in range(1, 12)
+    )
+    sheet = _zip(
+        {
+            "xl/sharedStrings.xml": "<sst><si><t>region</t></si><si><t>north</t></si></sst>",
+            "xl/worksheets/sheet1.xml": '<sheetData><row><c t="s"><v>0</v></c></row>'
+            '<row><c t="s"><v>1</v></c><c><v>120</v></c></row></sheetData>',
+        }
+    )
+    found = media.file_text(sheet)
+    assert found is not None and "region" in found and "north" in found and "120" in found
+
+
+def _responses_file(name: str, mime: str, raw: bytes, model: str = "gpt-5.4") -> Any:
+    part = {"type": "input_file", "filename": name, "file_data": f"data:{mime};base64,{b64(raw)}"}
+    body = {"model": model, "input": [{"role": "user", "content": [part]}]}
+    return _fitter(model).measure_request(body, provider="openai-responses")
+
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def test_a_docx_is_billed_by_its_text_never_by_its_zip_or_markup() -> None:
+    paragraphs = ["The offsite is in Lisbon.", "Attendance is capped at ninety.", "The data team owns it."]
+    plain = _responses_file("memo.docx", DOCX, docx(paragraphs))
+    styled = _responses_file("memo.docx", DOCX, docx(paragraphs, styled=True))
+    as_text = _responses_file("memo.txt", "text/plain", "\n".join(paragraphs).encode())
+    assert plain.breakdown.estimated == styled.breakdown.estimated == as_text.breakdown.estimated
+    assert not plain.exact and not plain.unknowns
+
+
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40), max_size=6))
+@settings(max_examples=40, deadline=None)
+def test_any_paragraphs_round_trip_through_a_docx(paragraphs: list[str]) -> None:
+    found = media.file_text(docx(paragraphs))
+    assert found is not None
+    expected = [" ".join(p.split()) for p in paragraphs]
+    assert " ".join(found.split()) == " ".join(" ".join(expected).split())
+
+
+def test_text_files_are_their_text_and_other_binaries_an_unknown_estimate() -> None:
+    csv = "region,q1,q2\nnorth,120,135\nsouth,98,102\n"
+    fitter = _fitter("gpt-5.4")
+    counted = _responses_file("sales.csv", "text/csv", csv.encode())
+    utf16 = _responses_file("sales.csv", "text/csv", csv.encode("utf-16"))
+    assert counted.breakdown.estimated == utf16.breakdown.estimated
+    assert media.file_text(csv.encode()) == csv
+    blob = bytes(range(128, 256)) * 40  # no text, no archive
+    unread = _responses_file("model.bin", "application/octet-stream", blob)
+    assert "file of an unread type" in unread.unknowns and not unread.exact
+    assert unread.breakdown.estimated >= len(blob) // media.UNREAD_BYTES_PER_TOKEN
+    assert fitter.counter.text(csv) < counted.breakdown.estimated
+    # An archive holding no document part is read as no document.
+    assert media.file_text(_zip({"notes/readme.bin": "x"})) is None
+
+
+@given(st.binary(max_size=600))
+@settings(max_examples=60, deadline=None)
+def test_any_bytes_or_broken_archive_never_raise(junk: bytes) -> None:
+    for raw in (junk, b"PK\x03\x04" + junk, docx(["a b c"])[: len(junk)]):
+        found = media.file_text(raw)
+        assert found is None or isinstance(found, str)
+        assert _responses_file("f.docx", DOCX, raw).breakdown.estimated > 0
 
 
 # -- the observe-only path never refuses media, never touches the body --------------------------
