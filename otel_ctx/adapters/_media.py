@@ -273,6 +273,12 @@ class _Patches:
     page: int = PAGE_IMAGE_TOKENS
 
 
+#: A patch family's image costs its patches times the multiplier, rounded up, as the vision guide
+#: has it, and then 1-2 tokens more on every recorded bill (gpt-4.1-nano and gpt-5.4: 1, gpt-5-mini:
+#: 2, in two projects' Chat Completions and Responses bodies): the image's framing, counted high.
+#: A tile family's base already holds it (their bills match the guide to the token).
+PATCH_IMAGE_FRAMING = 2
+
 _T_4O = _Tiles(85, 170, confirmed=True)
 _T_4O_MINI = _Tiles(2833, 5667, confirmed=True)
 _T_5 = _Tiles(70, 140)
@@ -396,9 +402,10 @@ def openai_image_tokens(model: str, size: Size | None, detail: Any) -> Cost:
     ``original`` or absent), by the model family's published rule.
 
     ``exact`` only for a rule the recorded bills reproduce (the 512px-tile families whose
-    constants they confirm); the patch rule's final rounding can differ by a token, so its
-    counts are estimates. An image whose size is unknown costs the rule's bound, flagged
-    unknown, except where the size does not matter (a tile family at low detail).
+    constants they confirm). A patch family's image is billed a token or two beyond the guide's
+    figure (:data:`PATCH_IMAGE_FRAMING`), so its counts are estimates. An image whose size is
+    unknown costs the rule's bound, flagged unknown, except where the size does not matter (a
+    tile family at low detail).
     """
     rule = _openai_rule(model)
     if isinstance(rule, _Tiles):
@@ -410,8 +417,8 @@ def openai_image_tokens(model: str, size: Size | None, detail: Any) -> Cost:
     limit = _patch_limit(rule, detail)
     if size is None:
         most = limit[1] if limit[1] is not None else 10_000
-        return Cost(-(-most * rule.multiplier // 100), unknown="image by URL")
-    return Cost(-(-_patches(*size, limit) * rule.multiplier // 100))
+        return Cost(PATCH_IMAGE_FRAMING - (-most * rule.multiplier // 100), unknown="image by URL")
+    return Cost(PATCH_IMAGE_FRAMING - (-_patches(*size, limit) * rule.multiplier // 100))
 
 
 # -- Anthropic images ----------------------------------------------------------------------
@@ -629,16 +636,34 @@ def openai_file_tokens(data: Any, filename: Any, count: Count, *, page_images: b
         if page_images:
             n += openai_page_image_tokens(model) * len(doc.pages)
         return Cost(OPENAI_FILE_FRAMING + n)
+    text, size = _read_file(payload)
+    if text is None:
+        guess = size // UNREAD_BYTES_PER_TOKEN
+        return Cost(OPENAI_FILE_FRAMING + guess, unknown="file of an unread type")
+    return Cost(OPENAI_FILE_FRAMING + count(text))
+
+
+#: Files read (their text, or ``None``, and their size in bytes), by a digest of their base64
+#: text: a file is sent again every round, and an Office document is only inflated once.
+_files_read: OrderedDict[bytes, tuple[str | None, int]] = OrderedDict()
+
+
+def _read_file(payload: str) -> tuple[str | None, int]:
+    digest = hashlib.blake2b(payload.encode("utf-8", "replace"), digest_size=16).digest()
+    with _lock:
+        found = _files_read.get(digest)
+    if found is not None:
+        return found
     try:
         raw = _decode(payload)
     except Exception:
         raw = b""
-    text = file_text(raw)
-    if text is None:
-        return Cost(
-            OPENAI_FILE_FRAMING + len(raw) // UNREAD_BYTES_PER_TOKEN, unknown="file of an unread type"
-        )
-    return Cost(OPENAI_FILE_FRAMING + count(text))
+    found = (file_text(raw), len(raw))
+    with _lock:
+        _files_read[digest] = found
+        while len(_files_read) > _CACHED:
+            _files_read.popitem(last=False)
+    return found
 
 
 def openai_file_bound(model: str = "") -> Cost:
