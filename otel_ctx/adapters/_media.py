@@ -609,6 +609,12 @@ ANTHROPIC_DOCUMENT_FRAMING = 35
 #: A file of a type whose text cannot be read (neither text nor an Office document): a token
 #: per this many bytes, the rate of dense text, as an estimate flagged unknown.
 UNREAD_BYTES_PER_TOKEN = 4
+#: A spreadsheet (``.csv``, ``.tsv``, ``.xlsx`` ...) is read by its first 1,000 rows a sheet, as
+#: the file-inputs guide says, with a summary and header notes the API writes itself: 18 tokens
+#: beyond the file's text and framing on the one recorded bill (a 5-row, 4-column CSV on gpt-5.4);
+#: a larger sheet's may be longer.
+SPREADSHEET_ROWS = 1_000
+SPREADSHEET_SUMMARY_TOKENS = 18
 #: The most bytes read out of one member of an Office document (a zip): a bound on what a
 #: hostile archive can make the reader inflate.
 _MAX_MEMBER_BYTES = 32 << 20
@@ -636,19 +642,35 @@ def openai_file_tokens(data: Any, filename: Any, count: Count, *, page_images: b
         if page_images:
             n += openai_page_image_tokens(model) * len(doc.pages)
         return Cost(OPENAI_FILE_FRAMING + n)
-    text, size = _read_file(payload)
+    text, size, sheet = _read_file(payload)
     if text is None:
         guess = size // UNREAD_BYTES_PER_TOKEN
         return Cost(OPENAI_FILE_FRAMING + guess, unknown="file of an unread type")
+    if sheet or _is_spreadsheet(media, filename):
+        # The API reads a sheet's first rows and adds a summary of its own.
+        text = "\n".join(text.split("\n", SPREADSHEET_ROWS)[:SPREADSHEET_ROWS])
+        return Cost(OPENAI_FILE_FRAMING + SPREADSHEET_SUMMARY_TOKENS + count(text))
     return Cost(OPENAI_FILE_FRAMING + count(text))
 
 
-#: Files read (their text, or ``None``, and their size in bytes), by a digest of their base64
-#: text: a file is sent again every round, and an Office document is only inflated once.
-_files_read: OrderedDict[bytes, tuple[str | None, int]] = OrderedDict()
+#: The text types OpenAI reads as spreadsheets (a delimited text file; an Excel workbook is known
+#: by its parts).
+_SHEET_TYPES = frozenset({"text/csv", "text/tab-separated-values", "application/csv"})
+_SHEET_SUFFIXES = (".csv", ".tsv", ".iif")
 
 
-def _read_file(payload: str) -> tuple[str | None, int]:
+def _is_spreadsheet(media: str | None, filename: Any) -> bool:
+    named = isinstance(filename, str) and filename.lower().endswith(_SHEET_SUFFIXES)
+    return media in _SHEET_TYPES or named
+
+
+#: Files read (their text, or ``None``, their size in bytes, and whether they are an Office
+#: spreadsheet), by a digest of their base64 text: a file is sent again every round, and an
+#: Office document is only inflated once.
+_files_read: OrderedDict[bytes, tuple[str | None, int, bool]] = OrderedDict()
+
+
+def _read_file(payload: str) -> tuple[str | None, int, bool]:
     digest = hashlib.blake2b(payload.encode("utf-8", "replace"), digest_size=16).digest()
     with _lock:
         found = _files_read.get(digest)
@@ -658,7 +680,8 @@ def _read_file(payload: str) -> tuple[str | None, int]:
         raw = _decode(payload)
     except Exception:
         raw = b""
-    found = (file_text(raw), len(raw))
+    text, sheet = _extract(raw)
+    found = (text, len(raw), sheet)
     with _lock:
         _files_read[digest] = found
         while len(_files_read) > _CACHED:
@@ -680,10 +703,16 @@ def openai_file_bound(model: str = "") -> Cost:
 _OFFICE_PARTS = (
     re.compile(r"word/document\.xml"),
     re.compile(r"ppt/slides/slide(\d+)\.xml"),
-    re.compile(r"xl/sharedStrings\.xml"),
     re.compile(r"xl/worksheets/sheet(\d+)\.xml"),
     re.compile(r"content\.xml"),
 )
+_SHEET_RANK = 2
+_SHARED_STRINGS = "xl/sharedStrings.xml"
+#: A spreadsheet's row and cell (its attributes, then its body), a shared string, a cell's value.
+_ROW = re.compile(r"<row\b[^>]*?(?:/>|>(.*?)</row>)", re.S)
+_CELL = re.compile(r"<c\b([^>]*?)(?:/>|>(.*?)</c>)", re.S)
+_SHARED = re.compile(r"<si>(.*?)</si>", re.S)
+_VALUE = re.compile(r"<v>(.*?)</v>", re.S)
 #: A paragraph (Word ``w:p``, DrawingML ``a:p``, OpenDocument ``text:p``/``text:h``), a spreadsheet
 #: row (``row``), and a break or tab inside one.
 _BLOCK_END = re.compile(r"</(?:w:p|a:p|text:p|text:h|row)>")
@@ -701,13 +730,37 @@ def _xml_text(xml: str) -> str:
     return _SPACES.sub("\n", html.unescape(_TAG.sub("", xml))).strip()
 
 
-def _office_text(raw: bytes) -> str | None:
-    """The text of an Office Open XML or OpenDocument file, its parts in reading order; ``None``
-    when the archive holds none of their text parts (or is no archive)."""
+def _sheet_text(xml: str, shared: list[str]) -> str:
+    """A worksheet as the API reads it: its first :data:`SPREADSHEET_ROWS` rows, a line each, the
+    cells comma-separated (a shared string by its text, an inline string, else the value)."""
+    lines: list[str] = []
+    for row in _ROW.finditer(xml):
+        if len(lines) >= SPREADSHEET_ROWS:
+            break
+        cells = []
+        for cell in _CELL.finditer(row.group(1) or ""):
+            attrs, body = cell.group(1), cell.group(2) or ""
+            value = _VALUE.search(body)
+            if 't="s"' in attrs and value is not None and value.group(1).strip().isdigit():
+                k = int(value.group(1))
+                cells.append(shared[k] if k < len(shared) else "")
+            elif value is not None:
+                cells.append(html.unescape(value.group(1)))
+            else:
+                cells.append(_xml_text(body))
+        lines.append(",".join(cells))
+    return "\n".join(lines)
+
+
+def _office_text(raw: bytes) -> tuple[str | None, bool]:
+    """The text of an Office Open XML or OpenDocument file, its parts in reading order (``None``
+    when the archive holds none of their text parts, or is no archive), and whether it is a
+    spreadsheet."""
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            names = archive.namelist()
             found: list[tuple[int, int, str]] = []
-            for name in archive.namelist():
+            for name in names:
                 for rank, pattern in enumerate(_OFFICE_PARTS):
                     match = pattern.fullmatch(name)
                     if match is not None:
@@ -715,29 +768,45 @@ def _office_text(raw: bytes) -> str | None:
                         found.append((rank, number, name))
                         break
             if not found:
-                return None
-            texts = []
-            for _, _, name in sorted(found):
+                return None, False
+
+            def part(name: str) -> str:
                 with archive.open(name) as member:
-                    xml = member.read(_MAX_MEMBER_BYTES).decode("utf-8", "replace")
-                texts.append(_xml_text(xml))
-            return "\n\n".join(t for t in texts if t)
+                    return member.read(_MAX_MEMBER_BYTES).decode("utf-8", "replace")
+
+            shared = (
+                [_xml_text(si) for si in _SHARED.findall(part(_SHARED_STRINGS))]
+                if _SHARED_STRINGS in names
+                else []
+            )
+            texts = [
+                _sheet_text(part(name), shared) if rank == _SHEET_RANK else _xml_text(part(name))
+                for rank, _, name in sorted(found)
+            ]
+            sheet = any(rank == _SHEET_RANK for rank, _, _ in found)
+            return "\n\n".join(t for t in texts if t), sheet
     except Exception:  # a damaged archive: its type is unknown to the reader
         log.debug("otel-ctx: Office document not read", exc_info=True)
-        return None
+        return None, False
 
 
-def file_text(raw: bytes) -> str | None:
-    """The text the API extracts from a non-PDF file: an Office document's text, a text file's
-    own (UTF-8, or UTF-16 with its byte-order mark); ``None`` for any other binary file."""
+def _extract(raw: bytes) -> tuple[str | None, bool]:
+    """:func:`file_text`, and whether the file is an Office spreadsheet."""
     if raw.startswith(b"PK\x03\x04"):
         return _office_text(raw)
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return raw.decode("utf-16", "replace")
+        return raw.decode("utf-16", "replace"), False
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8"), False
     except UnicodeDecodeError:
-        return None
+        return None, False
+
+
+def file_text(raw: bytes) -> str | None:
+    """The text the API extracts from a non-PDF file: an Office document's text (a spreadsheet's
+    first rows), a text file's own (UTF-8, or UTF-16 with its byte-order mark); ``None`` for any
+    other binary file."""
+    return _extract(raw)[0]
 
 
 def anthropic_pdf_tokens(model: str, data: Any, count: Count) -> Cost:

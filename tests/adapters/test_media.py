@@ -486,8 +486,24 @@ def test_an_office_documents_text_is_read_in_order_without_its_markup() -> None:
             '<row><c t="s"><v>1</v></c><c><v>120</v></c></row></sheetData>',
         }
     )
-    found = media.file_text(sheet)
-    assert found is not None and "region" in found and "north" in found and "120" in found
+    # A cell holding a shared string reads as that string, a row as a line of cells.
+    assert media.file_text(sheet) == "region\nnorth,120"
+
+
+def test_a_spreadsheet_is_read_by_its_first_rows_and_a_summary() -> None:
+    rows_ = [f"city{k},{k},{k * 7}" for k in range(media.SPREADSHEET_ROWS + 500)]
+    fitter = _fitter("gpt-5.4")
+    small = _responses_file("sales.csv", "text/csv", "\n".join(rows_[:10]).encode())
+    assert small.breakdown.estimated == _responses_file("n.txt", "text/plain", b"").breakdown.estimated + (
+        media.SPREADSHEET_SUMMARY_TOKENS + fitter.counter.text("\n".join(rows_[:10]))
+    )
+    # Rows past the first thousand are not read: a longer sheet costs what its first rows do.
+    head = _responses_file("sales.csv", "text/csv", "\n".join(rows_[: media.SPREADSHEET_ROWS]).encode())
+    whole = _responses_file("sales.csv", "text/csv", "\n".join(rows_).encode())
+    assert whole.breakdown.estimated == head.breakdown.estimated
+    # The same text as a plain text file is read whole, without a summary.
+    plain = _responses_file("sales.txt", "text/plain", "\n".join(rows_).encode())
+    assert plain.breakdown.estimated > whole.breakdown.estimated
 
 
 def _responses_file(name: str, mime: str, raw: bytes, model: str = "gpt-5.4") -> Any:
