@@ -4,9 +4,11 @@ A provider bills an inline image by its pixel size, never by its bytes, and a PD
 pages and the text on them, never by its base64 length. This module reads what those
 rules need from the body alone: an image's width and height from its header (PNG, JPEG,
 GIF, WebP, without decoding a pixel, from a data URL, a base64 string or raw bytes), and
-a PDF's pages and their text (with :mod:`pypdf`, read once per document and cached). It
-also holds the published token rules: OpenAI's 512px-tile and 32px-patch formulas per
-model family, and Anthropic's 28px-patch rule with its resize limits.
+a PDF's pages and their text (with :mod:`pypdf`, read once per document and cached), and the
+text the API extracts from other files (an Office document's, a spreadsheet's first rows, a
+text file's own; read once and cached). It also holds the published token rules: OpenAI's
+512px-tile and 32px-patch formulas per model family, and Anthropic's 28px-patch rule with its
+resize limits.
 
 Every reader here is total: input it cannot read gives ``None`` (or a stated bound),
 never an exception, because a body the provider accepts must always be measured.
