@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx.adapters._media import image_size
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traffic"
 #: The first truth set: the bodies whose bill the body decides, and those whose bill depends on
@@ -72,6 +73,48 @@ def project(row: Mapping[str, Any]) -> str:
 def decided_by_body(row: Mapping[str, Any]) -> bool:
     """The bill depends on the body alone: not in an indeterminate file, not marked so in place."""
     return not row.get("indeterminate")
+
+
+#: Request keys that shape the answer, never the prompt: two bodies differing only in these (or in
+#: the bytes of an image of the same size) ask the provider to bill the same input.
+_NOT_BILLED = frozenset(
+    {
+        "stream", "stream_options", "temperature", "top_p", "n", "seed", "stop", "max_tokens",
+        "max_completion_tokens", "max_output_tokens", "presence_penalty", "frequency_penalty",
+        "logprobs", "top_logprobs", "user", "metadata", "store", "service_tier",
+    }
+)  # fmt: skip
+
+
+def _billed_input(value: Any) -> Any:
+    """``value`` with each inline image replaced by its pixel size (what an image is billed by)."""
+    if isinstance(value, str) and value.startswith("data:image/"):
+        size = image_size(value)
+        return f"image {size}" if size is not None else value
+    if isinstance(value, Mapping):
+        return {k: _billed_input(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_billed_input(v) for v in value]
+    return value
+
+
+def contradicted(records: Iterable[Mapping[str, Any]]) -> set[tuple[str, int]]:
+    """``(source, interaction)`` of the records whose bill another record contradicts: the same
+    API, model and billed input (answer-shaping keys aside, images by their size), billed two
+    ways. The body does not decide such a bill (the provider billed the same input differently
+    at different times), so the accuracy figures leave every record of such a group out, the
+    one the count agrees with too."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        body = {k: v for k, v in r["request"].items() if k not in _NOT_BILLED}
+        key = json.dumps([r["api"], r["model"], _billed_input(body)], sort_keys=True, default=str)
+        groups.setdefault(key, []).append(r)
+    return {
+        (str(r["source"]), int(r["interaction"]))
+        for group in groups.values()
+        if len({billed(r) for r in group}) > 1
+        for r in group
+    }
 
 
 def read(path: Path) -> list[dict[str, Any]]:

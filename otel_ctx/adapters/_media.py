@@ -4,9 +4,11 @@ A provider bills an inline image by its pixel size, never by its bytes, and a PD
 pages and the text on them, never by its base64 length. This module reads what those
 rules need from the body alone: an image's width and height from its header (PNG, JPEG,
 GIF, WebP, without decoding a pixel, from a data URL, a base64 string or raw bytes), and
-a PDF's pages and their text (with :mod:`pypdf`, read once per document and cached). It
-also holds the published token rules: OpenAI's 512px-tile and 32px-patch formulas per
-model family, and Anthropic's 28px-patch rule with its resize limits.
+a PDF's pages and their text (with :mod:`pypdf`, read once per document and cached), and the
+text the API extracts from other files (an Office document's, a spreadsheet's first rows, a
+text file's own; read once and cached). It also holds the published token rules: OpenAI's
+512px-tile and 32px-patch formulas per model family, and Anthropic's 28px-patch rule with its
+resize limits.
 
 Every reader here is total: input it cannot read gives ``None`` (or a stated bound),
 never an exception, because a body the provider accepts must always be measured.
@@ -17,11 +19,13 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import html
 import io
 import logging
 import math
 import re
 import threading
+import zipfile
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -230,6 +234,16 @@ _PATCH = 32
 _TILE = 512
 
 
+#: Chat Completions puts an image of each PDF page beside its text, and bills it as a fixed
+#: amount per page whatever the page's size (A4 and letter pages cost the same): measured on the
+#: recorded bills, 201-202 tokens on gpt-4o (two projects) and on gpt-5-mini, a tile family and a
+#: patch family alike. The models with the 2,500-patch budget (gpt-5.4 and later) see the page
+#: larger: 981-984 tokens on gpt-5.4. The larger figure is also taken for gpt-5.2/5.3, which no
+#: bill shows (their image budget is as large; erring high).
+PAGE_IMAGE_TOKENS = 202
+PAGE_IMAGE_TOKENS_LARGE = 984
+
+
 @dataclass(frozen=True, slots=True)
 class _Tiles:
     """The 512px-tile rule: ``base`` tokens, plus ``tile`` per tile at high detail."""
@@ -238,6 +252,8 @@ class _Tiles:
     tile: int
     #: The recorded bills reproduce this family's constants exactly.
     confirmed: bool = False
+    #: A PDF page's image in Chat Completions (see :data:`PAGE_IMAGE_TOKENS`).
+    page: int = PAGE_IMAGE_TOKENS
 
 
 #: A sizing limit: the longest side allowed, and the patch budget (``None``: no budget).
@@ -255,7 +271,15 @@ class _Patches:
     original: _Limit | None = None  # None: not supported (read as high)
     #: What ``auto`` (and an omitted detail) means: "high" or "original".
     auto: str = "high"
+    #: A PDF page's image in Chat Completions (see :data:`PAGE_IMAGE_TOKENS`).
+    page: int = PAGE_IMAGE_TOKENS
 
+
+#: A patch family's image costs its patches times the multiplier, rounded up, as the vision guide
+#: has it, and then 1-2 tokens more on every recorded bill (gpt-4.1-nano and gpt-5.4: 1, gpt-5-mini:
+#: 2, in two projects' Chat Completions and Responses bodies): the image's framing, counted high.
+#: A tile family's base already holds it (their bills match the guide to the token).
+PATCH_IMAGE_FRAMING = 2
 
 _T_4O = _Tiles(85, 170, confirmed=True)
 _T_4O_MINI = _Tiles(2833, 5667, confirmed=True)
@@ -265,9 +289,15 @@ _T_CUA = _Tiles(65, 129)
 #: The patch models of 2025 (gpt-4.1-mini/nano, o4-mini, gpt-5-mini/nano): every detail level
 #: sizes alike, to a 2048px side and 1,536 patches.
 _P_1536 = (2048, 1536)
-_P_54 = _Patches(120, high=(2048, 2500), low=(2048, 6144), original=(6000, 10_000), auto="high")
-_P_55 = _Patches(120, high=(2048, 2500), low=(512, None), original=(6000, 10_000), auto="original")
-_P_56 = _Patches(120, high=(2048, 2500), low=(512, None), original=(65_535, None), auto="original")
+_LARGE = PAGE_IMAGE_TOKENS_LARGE
+_P_52 = _Patches(120, high=(2048, 6144), page=_LARGE)
+_P_54 = _Patches(120, high=(2048, 2500), low=(2048, 6144), original=(6000, 10_000), auto="high", page=_LARGE)
+_P_55 = _Patches(
+    120, high=(2048, 2500), low=(512, None), original=(6000, 10_000), auto="original", page=_LARGE
+)
+_P_56 = _Patches(
+    120, high=(2048, 2500), low=(512, None), original=(65_535, None), auto="original", page=_LARGE
+)
 
 #: Model-name prefix -> rule, as OpenAI's vision guide publishes them ("Calculating costs"):
 #: the longest matching prefix wins, so ``gpt-4o-mini`` is not read as ``gpt-4o``.
@@ -292,8 +322,8 @@ _OPENAI_RULES: dict[str, _Tiles | _Patches] = {
     "codex-mini": _Patches(172, high=_P_1536),
     "gpt-5-mini": _Patches(120, high=_P_1536),
     "gpt-5-nano": _Patches(150, high=_P_1536),
-    "gpt-5.2": _Patches(120, high=(2048, 6144)),
-    "gpt-5.3": _Patches(120, high=(2048, 6144)),
+    "gpt-5.2": _P_52,
+    "gpt-5.3": _P_52,
     "gpt-5.4": _P_54,
     "gpt-5.5": _P_55,
     "gpt-5.6": _P_56,
@@ -364,14 +394,20 @@ def _patch_limit(rule: _Patches, detail: Any) -> _Limit:
     return rule.high
 
 
+def openai_page_image_tokens(model: str) -> int:
+    """What Chat Completions bills for the image of one PDF page on ``model`` (an estimate)."""
+    return _openai_rule(model).page
+
+
 def openai_image_tokens(model: str, size: Size | None, detail: Any) -> Cost:
     """What OpenAI bills for one image on ``model`` at ``detail`` (``low``, ``high``, ``auto``,
     ``original`` or absent), by the model family's published rule.
 
     ``exact`` only for a rule the recorded bills reproduce (the 512px-tile families whose
-    constants they confirm); the patch rule's final rounding can differ by a token, so its
-    counts are estimates. An image whose size is unknown costs the rule's bound, flagged
-    unknown, except where the size does not matter (a tile family at low detail).
+    constants they confirm). A patch family's image is billed a token or two beyond the guide's
+    figure (:data:`PATCH_IMAGE_FRAMING`), so its counts are estimates. An image whose size is
+    unknown costs the rule's bound, flagged unknown, except where the size does not matter (a
+    tile family at low detail).
     """
     rule = _openai_rule(model)
     if isinstance(rule, _Tiles):
@@ -383,8 +419,8 @@ def openai_image_tokens(model: str, size: Size | None, detail: Any) -> Cost:
     limit = _patch_limit(rule, detail)
     if size is None:
         most = limit[1] if limit[1] is not None else 10_000
-        return Cost(-(-most * rule.multiplier // 100), unknown="image by URL")
-    return Cost(-(-_patches(*size, limit) * rule.multiplier // 100))
+        return Cost(PATCH_IMAGE_FRAMING - (-most * rule.multiplier // 100), unknown="image by URL")
+    return Cost(PATCH_IMAGE_FRAMING - (-_patches(*size, limit) * rule.multiplier // 100))
 
 
 # -- Anthropic images ----------------------------------------------------------------------
@@ -565,15 +601,25 @@ def _text_tokens(doc: PdfDocument, count: Count, unparsed_page: int) -> int:
     return n
 
 
-#: OpenAI: the framing of a file part (the markers around its text; its name is not billed), measured.
+#: OpenAI: the framing of a file part (the markers around its text; its name is not billed),
+#: measured: 15-16 tokens beside a PDF's page images in Chat Completions; 4-14 in Responses.
 OPENAI_FILE_FRAMING = 15
-#: OpenAI Chat Completions puts an image of each PDF page beside its text; measured on the
-#: recorded bills, a page image costs about the same whatever the model.
-OPENAI_PAGE_IMAGE_TOKENS = 200
 #: Text tokens of a page that could not be read: the upper end of a dense page.
 UNREAD_PAGE_TEXT_TOKENS = 3_000
 #: Anthropic: the framing of a document block (measured: about 35 tokens for a short text document).
 ANTHROPIC_DOCUMENT_FRAMING = 35
+#: A file of a type whose text cannot be read (neither text nor an Office document): a token
+#: per this many bytes, the rate of dense text, as an estimate flagged unknown.
+UNREAD_BYTES_PER_TOKEN = 4
+#: A spreadsheet (``.csv``, ``.tsv``, ``.xlsx`` ...) is read by its first 1,000 rows a sheet, as
+#: the file-inputs guide says, with a summary and header notes the API writes itself: 18 tokens
+#: beyond the file's text and framing on the one recorded bill (a 5-row, 4-column CSV on gpt-5.4);
+#: a larger sheet's may be longer.
+SPREADSHEET_ROWS = 1_000
+SPREADSHEET_SUMMARY_TOKENS = 18
+#: The most bytes read out of one member of an Office document (a zip): a bound on what a
+#: hostile archive can make the reader inflate.
+_MAX_MEMBER_BYTES = 32 << 20
 
 
 def _is_pdf(media: str | None, filename: Any, raw_head: bytes) -> bool:
@@ -581,12 +627,14 @@ def _is_pdf(media: str | None, filename: Any, raw_head: bytes) -> bool:
     return raw_head.startswith(b"%PDF") or media == "application/pdf" or named
 
 
-def openai_file_tokens(data: Any, filename: Any, count: Count, *, page_images: bool) -> Cost:
+def openai_file_tokens(data: Any, filename: Any, count: Count, *, page_images: bool, model: str = "") -> Cost:
     """An inline file (``file_data``) as OpenAI bills it: a PDF's extracted text (and, where the
-    API adds them, an image of each page), any other file its decoded text; never its base64.
-    ``count`` tokenizes text. Always an estimate."""
+    API adds them, an image of each page at ``model``'s rate), an Office document's extracted text
+    (``.docx``, ``.pptx``, ``.xlsx``, OpenDocument), any other text file its text; never its
+    base64. ``count`` tokenizes text. Always an estimate; a binary file of another type is
+    estimated from its size and flagged unknown."""
     if not isinstance(data, str):
-        return openai_file_bound()
+        return openai_file_bound(model)
     found = data_url_payload(data)
     media, payload = found if found is not None else (None, data)
     head = _b64_prefix(payload, 8)
@@ -594,16 +642,173 @@ def openai_file_tokens(data: Any, filename: Any, count: Count, *, page_images: b
         doc = pdf_document(payload)
         n = _text_tokens(doc, count, UNREAD_PAGE_TEXT_TOKENS)
         if page_images:
-            n += OPENAI_PAGE_IMAGE_TOKENS * len(doc.pages)
+            n += openai_page_image_tokens(model) * len(doc.pages)
         return Cost(OPENAI_FILE_FRAMING + n)
-    return Cost(OPENAI_FILE_FRAMING + count(_decode(payload).decode("utf-8", "replace")))
+    text, size, sheet = _read_file(payload)
+    if text is None:
+        guess = size // UNREAD_BYTES_PER_TOKEN
+        return Cost(OPENAI_FILE_FRAMING + guess, unknown="file of an unread type")
+    if sheet or _is_spreadsheet(media, filename):
+        # The API reads a sheet's first rows and adds a summary of its own.
+        text = "\n".join(text.split("\n", SPREADSHEET_ROWS)[:SPREADSHEET_ROWS])
+        return Cost(OPENAI_FILE_FRAMING + SPREADSHEET_SUMMARY_TOKENS + count(text))
+    return Cost(OPENAI_FILE_FRAMING + count(text))
 
 
-def openai_file_bound() -> Cost:
+#: The text types OpenAI reads as spreadsheets (a delimited text file; an Excel workbook is known
+#: by its parts).
+_SHEET_TYPES = frozenset({"text/csv", "text/tab-separated-values", "application/csv"})
+_SHEET_SUFFIXES = (".csv", ".tsv", ".iif")
+
+
+def _is_spreadsheet(media: str | None, filename: Any) -> bool:
+    named = isinstance(filename, str) and filename.lower().endswith(_SHEET_SUFFIXES)
+    return media in _SHEET_TYPES or named
+
+
+#: Files read (their text, or ``None``, their size in bytes, and whether they are an Office
+#: spreadsheet), by a digest of their base64 text: a file is sent again every round, and an
+#: Office document is only inflated once.
+_files_read: OrderedDict[bytes, tuple[str | None, int, bool]] = OrderedDict()
+
+
+def _read_file(payload: str) -> tuple[str | None, int, bool]:
+    digest = hashlib.blake2b(payload.encode("utf-8", "replace"), digest_size=16).digest()
+    with _lock:
+        found = _files_read.get(digest)
+    if found is not None:
+        return found
+    try:
+        raw = _decode(payload)
+    except Exception:
+        raw = b""
+    text, sheet = _extract(raw)
+    found = (text, len(raw), sheet)
+    with _lock:
+        _files_read[digest] = found
+        while len(_files_read) > _CACHED:
+            _files_read.popitem(last=False)
+    return found
+
+
+def openai_file_bound(model: str = "") -> Cost:
     """A file the body only names (a file id or URL): one dense page, flagged unknown."""
     return Cost(
-        OPENAI_FILE_FRAMING + UNREAD_PAGE_TEXT_TOKENS + OPENAI_PAGE_IMAGE_TOKENS, unknown="file by id"
+        OPENAI_FILE_FRAMING + UNREAD_PAGE_TEXT_TOKENS + openai_page_image_tokens(model), unknown="file by id"
     )
+
+
+# -- the text the API extracts from a file ---------------------------------------------------
+
+#: The XML parts of an Office document that hold its text, in reading order: Word's body,
+#: PowerPoint's slides, Excel's shared strings and sheets, and OpenDocument's content.
+_OFFICE_PARTS = (
+    re.compile(r"word/document\.xml"),
+    re.compile(r"ppt/slides/slide(\d+)\.xml"),
+    re.compile(r"xl/worksheets/sheet(\d+)\.xml"),
+    re.compile(r"content\.xml"),
+)
+_SHEET_RANK = 2
+_SHARED_STRINGS = "xl/sharedStrings.xml"
+#: A spreadsheet's row and cell (its attributes, then its body), a shared string, a cell's value.
+_ROW = re.compile(r"<row\b[^>]*?(?:/>|>(.*?)</row>)", re.S)
+_CELL = re.compile(r"<c\b([^>]*?)(?:/>|>(.*?)</c>)", re.S)
+_SHARED = re.compile(r"<si>(.*?)</si>", re.S)
+_VALUE = re.compile(r"<v>(.*?)</v>", re.S)
+#: A paragraph (Word ``w:p``, DrawingML ``a:p``, OpenDocument ``text:p``/``text:h``), a spreadsheet
+#: row (``row``), and a break or tab inside one.
+_BLOCK_END = re.compile(r"</(?:w:p|a:p|text:p|text:h|row)>")
+_BREAK = re.compile(r"<(?:w:br|a:br|text:line-break)\b[^>]*/?>")
+_TAB = re.compile(r"<(?:w:tab|text:tab)\b[^>]*/>")
+_TAG = re.compile(r"<[^>]*>")
+_SPACES = re.compile(r"[ \t]*\n[ \t\n]*")
+
+
+def _xml_text(xml: str) -> str:
+    """The text of an Office XML part: one line a paragraph (or row), tags dropped, entities read."""
+    xml = _BLOCK_END.sub("\n", xml)
+    xml = _BREAK.sub("\n", xml)
+    xml = _TAB.sub("\t", xml)
+    return _SPACES.sub("\n", html.unescape(_TAG.sub("", xml))).strip()
+
+
+def _sheet_text(xml: str, shared: list[str]) -> str:
+    """A worksheet as the API reads it: its first :data:`SPREADSHEET_ROWS` rows, a line each, the
+    cells comma-separated (a shared string by its text, an inline string, else the value)."""
+    lines: list[str] = []
+    for row in _ROW.finditer(xml):
+        if len(lines) >= SPREADSHEET_ROWS:
+            break
+        cells = []
+        for cell in _CELL.finditer(row.group(1) or ""):
+            attrs, body = cell.group(1), cell.group(2) or ""
+            value = _VALUE.search(body)
+            if 't="s"' in attrs and value is not None and value.group(1).strip().isdigit():
+                k = int(value.group(1))
+                cells.append(shared[k] if k < len(shared) else "")
+            elif value is not None:
+                cells.append(html.unescape(value.group(1)))
+            else:
+                cells.append(_xml_text(body))
+        lines.append(",".join(cells))
+    return "\n".join(lines)
+
+
+def _office_text(raw: bytes) -> tuple[str | None, bool]:
+    """The text of an Office Open XML or OpenDocument file, its parts in reading order (``None``
+    when the archive holds none of their text parts, or is no archive), and whether it is a
+    spreadsheet."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            names = archive.namelist()
+            found: list[tuple[int, int, str]] = []
+            for name in names:
+                for rank, pattern in enumerate(_OFFICE_PARTS):
+                    match = pattern.fullmatch(name)
+                    if match is not None:
+                        number = int(match.group(1)) if match.groups() else 0
+                        found.append((rank, number, name))
+                        break
+            if not found:
+                return None, False
+
+            def part(name: str) -> str:
+                with archive.open(name) as member:
+                    return member.read(_MAX_MEMBER_BYTES).decode("utf-8", "replace")
+
+            shared = (
+                [_xml_text(si) for si in _SHARED.findall(part(_SHARED_STRINGS))]
+                if _SHARED_STRINGS in names
+                else []
+            )
+            texts = [
+                _sheet_text(part(name), shared) if rank == _SHEET_RANK else _xml_text(part(name))
+                for rank, _, name in sorted(found)
+            ]
+            sheet = any(rank == _SHEET_RANK for rank, _, _ in found)
+            return "\n\n".join(t for t in texts if t), sheet
+    except Exception:  # a damaged archive: its type is unknown to the reader
+        log.debug("otel-ctx: Office document not read", exc_info=True)
+        return None, False
+
+
+def _extract(raw: bytes) -> tuple[str | None, bool]:
+    """:func:`file_text`, and whether the file is an Office spreadsheet."""
+    if raw.startswith(b"PK\x03\x04"):
+        return _office_text(raw)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", "replace"), False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return None, False
+
+
+def file_text(raw: bytes) -> str | None:
+    """The text the API extracts from a non-PDF file: an Office document's text (a spreadsheet's
+    first rows), a text file's own (UTF-8, or UTF-16 with its byte-order mark); ``None`` for any
+    other binary file."""
+    return _extract(raw)[0]
 
 
 def anthropic_pdf_tokens(model: str, data: Any, count: Count) -> Cost:

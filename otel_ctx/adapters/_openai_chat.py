@@ -198,9 +198,11 @@ class ChatReader:
             file = as_mapping(part.get("file"))
             data = file.get("file_data") if file is not None else None
             name = file.get("filename") if file is not None else None
+            model = self.counter.model
             if isinstance(data, str):
-                return openai_file_tokens(data, name, text, page_images=True).part("document", ctx)
-            return openai_file_bound().part("document", ctx)
+                cost = openai_file_tokens(data, name, text, page_images=True, model=model)
+                return cost.part("document", ctx)
+            return openai_file_bound(model).part("document", ctx)
         # A part type the accounting does not know: charge its JSON text (errs high).
         return Part("other", text(to_json(part, where, index, InvalidMessageError)))
 

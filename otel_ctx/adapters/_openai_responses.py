@@ -159,12 +159,13 @@ class _Reader:
                 data = audio.get("data") if audio is not None else None
                 out.append(Part("other", audio_tokens(data) if isinstance(data, str) else 1, exact=False))
             elif kind == "input_file":
-                # Billed by the document's text (never its base64); a file by id or URL is unknown.
+                # Billed by the document's extracted text (never its base64): the recorded bills
+                # show no PDF page images here, unlike Chat Completions. A file by id or URL is unknown.
                 data, name = part.get("file_data"), part.get("filename")
                 if isinstance(data, str):
                     cost = openai_file_tokens(data, name, text, page_images=False)
                 else:
-                    cost = openai_file_bound()
+                    cost = openai_file_bound(self.counter.model)
                 out.append(cost.part("document", self.ctx))
             elif isinstance(kind, str):
                 # Anything newer: its JSON text (errs high).

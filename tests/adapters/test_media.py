@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
+import io
 import math
 import struct
+import zipfile
 from typing import Any
 
 import pytest
@@ -182,17 +185,19 @@ def test_openai_tile_rule_reproduces_the_vision_guides_examples() -> None:
 
 
 def test_openai_patch_rule_reproduces_the_vision_guides_examples() -> None:
+    # The guide's figures, and the image's framing the bills add besides them.
+    f = media.PATCH_IMAGE_FRAMING
     # "A 1024 x 1024 image is 1024 tokens" before the model's multiplier (gpt-4.1-nano: 2.46).
-    assert openai_image_tokens("gpt-4.1-nano", (1024, 1024), None).tokens == math.ceil(1024 * 2.46)
+    assert openai_image_tokens("gpt-4.1-nano", (1024, 1024), None).tokens == math.ceil(1024 * 2.46) + f
     # "A 1800 x 2400 image is 1452 tokens": resized under the 1,536-patch budget to 1056 x 1408.
-    assert openai_image_tokens("o4-mini", (1800, 2400), "high").tokens == math.ceil(1452 * 1.72)
+    assert openai_image_tokens("o4-mini", (1800, 2400), "high").tokens == math.ceil(1452 * 1.72) + f
     # gpt-5.4 at high detail: "A 1024 x 1024 image ... ceil(1024 x 1.2) = 1229 tokens", and
     # "A 2048 x 2048 image ... reduces it to 1600 x 1600 pixels ... ceil(2500 x 1.2) = 3000 tokens".
-    assert openai_image_tokens("gpt-5.4", (1024, 1024), "high").tokens == 1229
-    assert openai_image_tokens("gpt-5.4", (2048, 2048), "high").tokens == 3000
+    assert openai_image_tokens("gpt-5.4", (1024, 1024), "high").tokens == 1229 + f
+    assert openai_image_tokens("gpt-5.4", (2048, 2048), "high").tokens == 3000 + f
     # gpt-5-mini is billed 1.2 per patch, gpt-5-nano 1.5 (the guide's multiplier table).
-    assert openai_image_tokens("gpt-5-mini", (1024, 1024), None).tokens == math.ceil(1024 * 1.2)
-    assert openai_image_tokens("gpt-5-nano", (1024, 1024), None).tokens == math.ceil(1024 * 1.5)
+    assert openai_image_tokens("gpt-5-mini", (1024, 1024), None).tokens == math.ceil(1024 * 1.2) + f
+    assert openai_image_tokens("gpt-5-nano", (1024, 1024), None).tokens == math.ceil(1024 * 1.5) + f
 
 
 @given(
@@ -205,7 +210,8 @@ def test_a_patch_budget_caps_every_size(w: int, h: int, model: str) -> None:
     assert isinstance(rule, media._Patches)
     budget = rule.high[1]
     assert budget is not None
-    assert openai_image_tokens(model, (w, h), "high").tokens <= math.ceil(budget * rule.multiplier / 100)
+    most = math.ceil(budget * rule.multiplier / 100) + media.PATCH_IMAGE_FRAMING
+    assert openai_image_tokens(model, (w, h), "high").tokens <= most
 
 
 def test_openai_exactness_and_bounds() -> None:
@@ -355,7 +361,7 @@ def test_a_pdf_is_billed_by_its_pages_never_by_its_base64() -> None:
     assert fat.breakdown.estimated == one.breakdown.estimated
     # Each page adds its text and an image of the page, far less than the file's base64 text.
     per_page = (three.breakdown.estimated - one.breakdown.estimated) / 2
-    assert per_page == media.OPENAI_PAGE_IMAGE_TOKENS + fitter.counter.text(text)
+    assert per_page == media.openai_page_image_tokens("gpt-4o") + fitter.counter.text(text)
     assert not one.exact
 
 
@@ -391,6 +397,165 @@ def test_anthropic_pdf_pages_cost_a_page_image_and_their_text() -> None:
     page = two - one
     # A letter page rendered to the standard tier: close to its 1,568 visual tokens.
     assert 1400 <= page - fitter.counter.text("hello there") <= 1568
+
+
+def test_chat_completions_bills_a_page_image_by_the_models_family_and_responses_none() -> None:
+    text = "the quarterly numbers went up by four percent"
+    pages = {k: "data:application/pdf;base64," + b64(make_pdf([text] * k)) for k in (1, 3)}
+
+    def chat(model: str, k: int) -> int:
+        fitter = _fitter(model)
+        body = _chat_file(pages[k]) | {"model": model}
+        return fitter.measure_request(body, provider="openai").breakdown.estimated
+
+    def responses(model: str, k: int) -> int:
+        part = {"type": "input_file", "filename": "report.pdf", "file_data": pages[k]}
+        body = {"model": model, "input": [{"role": "user", "content": [part]}]}
+        return _fitter(model).measure_request(body, provider="openai-responses").breakdown.estimated
+
+    for model in ("gpt-4o", "gpt-5-mini", "gpt-5.4", "gpt-5.5"):
+        words = _fitter(model).counter.text(text)
+        per_page = (chat(model, 3) - chat(model, 1)) / 2
+        assert per_page == media.openai_page_image_tokens(model) + words
+        # Responses bills a PDF by its text alone (no page image on any recorded bill there).
+        assert (responses(model, 3) - responses(model, 1)) / 2 == words
+    # The models with the 2,500-patch image budget see a page larger than the earlier families.
+    assert media.openai_page_image_tokens("gpt-5.4") > media.openai_page_image_tokens("gpt-4o")
+    assert media.openai_page_image_tokens("gpt-4o") == media.openai_page_image_tokens("gpt-5-mini")
+    assert media.openai_page_image_tokens("gpt-6") == media.openai_page_image_tokens("gpt-5.4")
+
+
+# -- Office documents and other files: the text the API extracts -------------------------------
+
+
+def _zip(parts: dict[str, str]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in parts.items():
+            archive.writestr(name, text)
+    return out.getvalue()
+
+
+def docx(paragraphs: list[str], *, styled: bool = False) -> bytes:
+    """A minimal Word document; ``styled`` wraps every word in a run of its own with formatting,
+    as an editor does: more XML, the same text."""
+
+    def runs(text: str) -> str:
+        if not styled:
+            return f'<w:r><w:t xml:space="preserve">{html.escape(text)}</w:t></w:r>'
+        return "".join(
+            f'<w:r><w:rPr><w:b/><w:sz w:val="24"/></w:rPr><w:t xml:space="preserve">'
+            f"{html.escape(word)}{' ' if k < len(text.split(' ')) - 1 else ''}</w:t></w:r>"
+            for k, word in enumerate(text.split(" "))
+        )
+
+    body = "".join(f'<w:p><w:pPr><w:jc w:val="left"/></w:pPr>{runs(t)}</w:p>' for t in paragraphs)
+    document = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f"<w:body>{body}<w:sectPr/></w:body></w:document>"
+    )
+    return _zip(
+        {"[Content_Types].xml": "<Types/>", "_rels/.rels": "<Relationships/>", "word/document.xml": document}
+    )
+
+
+def pptx(slides: list[str]) -> bytes:
+    parts = {"[Content_Types].xml": "<Types/>"}
+    for k, text in enumerate(slides, 1):
+        parts[f"ppt/slides/slide{k}.xml"] = (
+            f"<p:sld><p:cSld><p:spTree><p:sp><p:txBody><a:p><a:r><a:t>{html.escape(text)}</a:t></a:r></a:p>"
+            "</p:txBody></p:sp></p:spTree></p:cSld></p:sld>"
+        )
+    return _zip(parts)
+
+
+def test_an_office_documents_text_is_read_in_order_without_its_markup() -> None:
+    paragraphs = ["Offsite plan & budget", "Held in <Lisbon>, capped at 90 people.", "Owner: the data team."]
+    text = media.file_text(docx(paragraphs))
+    assert text == "\n".join(paragraphs)
+    assert media.file_text(docx(paragraphs, styled=True)) == text
+    # Slides in their order (slide 10 after slide 2), each its own paragraph.
+    assert media.file_text(pptx([f"slide number {k}" for k in range(1, 12)])) == "\n\n".join(
+        f"slide number {k}" for k in range(1, 12)
+    )
+    sheet = _zip(
+        {
+            "xl/sharedStrings.xml": "<sst><si><t>region</t></si><si><t>north</t></si></sst>",
+            "xl/worksheets/sheet1.xml": '<sheetData><row><c t="s"><v>0</v></c></row>'
+            '<row><c t="s"><v>1</v></c><c><v>120</v></c></row></sheetData>',
+        }
+    )
+    # A cell holding a shared string reads as that string, a row as a line of cells.
+    assert media.file_text(sheet) == "region\nnorth,120"
+
+
+def test_a_spreadsheet_is_read_by_its_first_rows_and_a_summary() -> None:
+    rows_ = [f"city{k},{k},{k * 7}" for k in range(media.SPREADSHEET_ROWS + 500)]
+    fitter = _fitter("gpt-5.4")
+    small = _responses_file("sales.csv", "text/csv", "\n".join(rows_[:10]).encode())
+    assert small.breakdown.estimated == _responses_file("n.txt", "text/plain", b"").breakdown.estimated + (
+        media.SPREADSHEET_SUMMARY_TOKENS + fitter.counter.text("\n".join(rows_[:10]))
+    )
+    # Rows past the first thousand are not read: a longer sheet costs what its first rows do.
+    head = _responses_file("sales.csv", "text/csv", "\n".join(rows_[: media.SPREADSHEET_ROWS]).encode())
+    whole = _responses_file("sales.csv", "text/csv", "\n".join(rows_).encode())
+    assert whole.breakdown.estimated == head.breakdown.estimated
+    # The same text as a plain text file is read whole, without a summary.
+    plain = _responses_file("sales.txt", "text/plain", "\n".join(rows_).encode())
+    assert plain.breakdown.estimated > whole.breakdown.estimated
+
+
+def _responses_file(name: str, mime: str, raw: bytes, model: str = "gpt-5.4") -> Any:
+    part = {"type": "input_file", "filename": name, "file_data": f"data:{mime};base64,{b64(raw)}"}
+    body = {"model": model, "input": [{"role": "user", "content": [part]}]}
+    return _fitter(model).measure_request(body, provider="openai-responses")
+
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def test_a_docx_is_billed_by_its_text_never_by_its_zip_or_markup() -> None:
+    paragraphs = ["The offsite is in Lisbon.", "Attendance is capped at ninety.", "The data team owns it."]
+    plain = _responses_file("memo.docx", DOCX, docx(paragraphs))
+    styled = _responses_file("memo.docx", DOCX, docx(paragraphs, styled=True))
+    as_text = _responses_file("memo.txt", "text/plain", "\n".join(paragraphs).encode())
+    assert plain.breakdown.estimated == styled.breakdown.estimated == as_text.breakdown.estimated
+    assert not plain.exact and not plain.unknowns
+
+
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=40), max_size=6))
+@settings(max_examples=40, deadline=None)
+def test_any_paragraphs_round_trip_through_a_docx(paragraphs: list[str]) -> None:
+    found = media.file_text(docx(paragraphs))
+    assert found is not None
+    expected = [" ".join(p.split()) for p in paragraphs]
+    assert " ".join(found.split()) == " ".join(" ".join(expected).split())
+
+
+def test_text_files_are_their_text_and_other_binaries_an_unknown_estimate() -> None:
+    csv = "region,q1,q2\nnorth,120,135\nsouth,98,102\n"
+    fitter = _fitter("gpt-5.4")
+    counted = _responses_file("sales.csv", "text/csv", csv.encode())
+    utf16 = _responses_file("sales.csv", "text/csv", csv.encode("utf-16"))
+    assert counted.breakdown.estimated == utf16.breakdown.estimated
+    assert media.file_text(csv.encode()) == csv
+    blob = bytes(range(128, 256)) * 40  # no text, no archive
+    unread = _responses_file("model.bin", "application/octet-stream", blob)
+    assert "file of an unread type" in unread.unknowns and not unread.exact
+    assert unread.breakdown.estimated >= len(blob) // media.UNREAD_BYTES_PER_TOKEN
+    assert fitter.counter.text(csv) < counted.breakdown.estimated
+    # An archive holding no document part is read as no document.
+    assert media.file_text(_zip({"notes/readme.bin": "x"})) is None
+
+
+@given(st.binary(max_size=600))
+@settings(max_examples=60, deadline=None)
+def test_any_bytes_or_broken_archive_never_raise(junk: bytes) -> None:
+    for raw in (junk, b"PK\x03\x04" + junk, docx(["a b c"])[: len(junk)]):
+        found = media.file_text(raw)
+        assert found is None or isinstance(found, str)
+        assert _responses_file("f.docx", DOCX, raw).breakdown.estimated > 0
 
 
 # -- the observe-only path never refuses media, never touches the body --------------------------

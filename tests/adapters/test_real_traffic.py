@@ -22,6 +22,7 @@ from real_traffic import (
     Case,
     available,
     billed,
+    contradicted,
     decided_by_body,
     files,
     measure,
@@ -45,10 +46,14 @@ def _quiet() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def by_file() -> dict[str, list[Case]]:
-    # A zero bill is no bill (a fixture's made-up usage): there is nothing to compare with.
+    # A zero bill is no bill (a fixture's made-up usage): there is nothing to compare with; nor is
+    # one that a recording of the same input contradicts.
+    names = files(*OPENAI_ANTHROPIC_GLOBS, determinate=True)
+    records = {name: [r for r in rows(name) if decided_by_body(r) and billed(r) > 0] for name in names}
+    twice = contradicted(r for group in records.values() for r in group)
     out = {
-        name: [measure(r, name) for r in rows(name) if decided_by_body(r) and billed(r) > 0]
-        for name in files(*OPENAI_ANTHROPIC_GLOBS, determinate=True)
+        name: [measure(r, name) for r in group if (r["source"], r["interaction"]) not in twice]
+        for name, group in records.items()
     }
     out[POOLED] = [c for group in out.values() for c in group]
     return out

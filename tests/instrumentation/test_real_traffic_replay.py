@@ -1,12 +1,13 @@
 """Recorded real traffic replayed through the real openai and anthropic SDKs, instrumented.
 
-Every request body of the real-traffic truth set (``../shared/data/real-traffic/``, read where
-it lies) is sent as an agent would send it, through one instrumentation with its calibration
-live (one process, the cases in file order), to the fake provider answering each case's
-recorded ``usage``. The replay then checks what otel-ctx promises of every call: a round span
-for each (no dark call), nothing raised into the caller, the same bytes on the wire as without
-otel-ctx, no request content in any span, metric or log, and the accuracy of the counts
-against what the provider really billed.
+Every request body of every OpenAI and Anthropic file of the real-traffic truth set
+(``../shared/data/real-traffic/``, read where it lies: each project's bodies whose bill the body
+decides and those whose bill depends on server state) is sent as an agent would send it, through
+one instrumentation with its calibration live (one process, the cases in file order), to the fake
+provider answering each case's recorded ``usage``. The replay then checks what otel-ctx promises
+of every call: a round span for each (no dark call), nothing raised into the caller, the same
+bytes on the wire as without otel-ctx, no request content in any span, metric or log, and the
+accuracy of the counts against what the provider really billed.
 """
 
 from __future__ import annotations
@@ -22,16 +23,14 @@ import openai
 import pytest
 from fake_provider import FakeProvider, Reply
 from instrument_support import Instrumented
-from real_traffic import FILES, billed, rows
+from real_traffic import OPENAI_ANTHROPIC_GLOBS, billed, contradicted, features, files, project, rows
 
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
 
-#: The truth set proper: bills that depend on the body alone.
-DETERMINATE = FILES[0]
-
-#: Of the rounds flagged exact, at most this share may miss the bill by more than the tolerance.
-EXACT_MISS_SHARE = 0.02
+#: Of the rounds flagged exact, at most this share may miss the bill by more than the tolerance
+#: (a flag that is wrong more often than one time in a hundred teaches its reader to ignore it).
+EXACT_MISS_SHARE = 0.01
 #: Of Anthropic's rounds, at least this share within ±15% of the bill (calibrated estimates).
 ANTHROPIC_WITHIN_15 = 0.85
 
@@ -46,6 +45,12 @@ class Case:
     api: str
     body: dict[str, Any]
     usage: dict[str, Any]
+    #: The public repository the body came from, and what it holds beyond text (for the tables).
+    project: str = ""
+    features: tuple[str, ...] = ()
+    #: Another recording billed the same input differently: the body does not decide this bill, so
+    #: the call is replayed and observed like any other but left out of the accuracy figures.
+    contradicted: bool = False
 
     @property
     def bill(self) -> int:
@@ -67,8 +72,26 @@ class Outcome:
         return dict(self.spans[0].attributes or {}) if len(self.spans) == 1 else {}
 
 
+def _files() -> list[str]:
+    """Every OpenAI and Anthropic file of the truth set: a file added there is replayed too."""
+    return files(*OPENAI_ANTHROPIC_GLOBS)
+
+
 def _cases() -> list[Case]:
-    return [Case(name, r["api"], r["request"], r["usage"]) for name in FILES for r in rows(name)]
+    records = [(name, r) for name in _files() for r in rows(name)]
+    twice = contradicted(r for _, r in records)
+    return [
+        Case(
+            name,
+            r["api"],
+            r["request"],
+            r["usage"],
+            project(r),
+            features(r),
+            (r["source"], r["interaction"]) in twice,
+        )
+        for name, r in records
+    ]
 
 
 class _Sender:
@@ -77,7 +100,9 @@ class _Sender:
 
     def __init__(self, fake: FakeProvider) -> None:
         oc = openai.OpenAI(base_url=fake.openai_url, api_key="test-key", max_retries=0)
-        ac = anthropic.Anthropic(base_url=fake.anthropic_url, api_key="test-key", max_retries=0)
+        # A timeout of its own, as the projects that sent a large ``max_tokens`` without streaming
+        # had: with the default one the SDK refuses such a call itself, before any instrumentation.
+        ac = anthropic.Anthropic(base_url=fake.anthropic_url, api_key="test-key", max_retries=0, timeout=60.0)
         self.methods: dict[str, Callable[..., Any]] = {
             "openai.chat": oc.chat.completions.create,
             "openai.responses": oc.responses.create,
@@ -168,7 +193,7 @@ def replay() -> Iterator[Replay]:
 
 def test_every_call_went_through_unchanged_and_none_was_dark(replay: Replay) -> None:
     outcomes = replay.outcomes
-    assert len(outcomes) == sum(len(rows(f)) for f in FILES)
+    assert len(outcomes) == sum(len(rows(f)) for f in _files())
     raised = [(i, o.case.api, o.error) for i, o in enumerate(outcomes) if o.error]
     assert raised == [], f"{len(raised)} calls raised into the caller: {raised[:10]}"
     dark = [(i, o.case.api, len(o.spans)) for i, o in enumerate(outcomes) if len(o.spans) != 1]
@@ -250,7 +275,11 @@ def test_no_request_content_reaches_a_span_a_metric_or_a_log(replay: Replay) -> 
 
 
 def _row(label: str, outs: list[Outcome]) -> tuple[str, int, int, int, int, int, int]:
-    billed_ = [o for o in outs if n.USAGE_INPUT_TOKENS in o.attrs and n.ESTIMATED_TOKENS in o.attrs]
+    billed_ = [
+        o
+        for o in outs
+        if n.USAGE_INPUT_TOKENS in o.attrs and n.ESTIMATED_TOKENS in o.attrs and not o.case.contradicted
+    ]
     own = [o for o in billed_ if o.attrs.get(n.FIGURE_SOURCE) == n.FIGURE_REQUEST]
     exact = [o for o in own if o.attrs.get(n.EXACT) is True]
     miss = [o for o in exact if abs(o.attrs[n.ESTIMATED_TOKENS] - o.case.bill) > _tolerance(o.case.bill)]
@@ -259,39 +288,67 @@ def _row(label: str, outs: list[Outcome]) -> tuple[str, int, int, int, int, int,
     return label, len(outs), len(own), len(exact), len(miss), len(within), unmeasured
 
 
+def _exact_misses(outs: list[Outcome]) -> list[Outcome]:
+    return [
+        o
+        for o in outs
+        if o.attrs.get(n.FIGURE_SOURCE) == n.FIGURE_REQUEST
+        and not o.case.contradicted
+        and o.attrs.get(n.EXACT) is True
+        and n.USAGE_INPUT_TOKENS in o.attrs
+        and n.ESTIMATED_TOKENS in o.attrs
+        and abs(o.attrs[n.ESTIMATED_TOKENS] - o.case.bill) > _tolerance(o.case.bill)
+    ]
+
+
 def test_the_counts_against_the_bills(replay: Replay) -> None:
-    """Printed per file and API, then the two promises asserted (see the module's constants).
+    """Printed per file and API and per project, then the two promises asserted (see the module's
+    constants): of the rounds flagged exact, few miss the bill; Anthropic's calibrated estimates
+    are near it in every file whose bills the bodies decide.
 
     Only rounds whose figures come from the request itself count (``figure_source=request``): a
     round continuing a chain stored elsewhere reads its server-held part off the bill it is
     compared with.
     """
-    rows = []
-    for name in FILES:
+    names = _files()
+    rows_ = []
+    for name in names:
         for api in ("openai.chat", "openai.responses", "anthropic.messages"):
             outs = [o for o in replay.outcomes if o.case.file == name and o.case.api == api]
-            rows.append(_row(f"{name.removesuffix('.jsonl')} {api}", outs))
-    rows.append(_row("all", replay.outcomes))
+            rows_.append(_row(f"{name.removesuffix('.jsonl')} {api}", outs))
+    for name in sorted({o.case.project for o in replay.outcomes}):
+        rows_.append(_row(name, [o for o in replay.outcomes if o.case.project == name]))
+    rows_.append(_row("all", replay.outcomes))
     print(
-        f"\n{'file / api':48} {'calls':>5} {'own':>5} {'exact':>5} {'exact>tol':>9} {'±15%':>5} {'unmeas':>6}"
+        f"\n{'file / api, then project':48} {'calls':>5} {'own':>5} {'exact':>5} {'exact>tol':>9} "
+        f"{'±15%':>5} {'unmeas':>6}"
     )
-    for label, calls, own, exact, miss, within, unmeasured in rows:
-        print(f"{label:48} {calls:5} {own:5} {exact:5} {miss:9} {within:5} {unmeasured:6}")
-    *_, exact_all, miss_all, _, _ = rows[-1]
+    for label, calls, own, exact, miss, within, unmeasured in rows_:
+        print(f"{label[:48]:48} {calls:5} {own:5} {exact:5} {miss:9} {within:5} {unmeasured:6}")
+    shapes: dict[str, list[int]] = {}
+    for o in _exact_misses(replay.outcomes):
+        key = f"{o.case.project} {o.case.api} {'+'.join(o.case.features) or 'text'}"
+        shapes.setdefault(key, []).append(o.attrs[n.ESTIMATED_TOKENS] - o.case.bill)
+    for key, diffs in sorted(shapes.items()):
+        print(f"flagged exact and off: {key}: {len(diffs)} (count - bill: {sorted(diffs)[:8]})")
+    *_, exact_all, miss_all, _, _ = rows_[-1]
     share_missed = miss_all / max(1, exact_all)
-    anthropic_rows = {
-        name: _row(
-            name, [o for o in replay.outcomes if o.case.file == name and o.case.api == "anthropic.messages"]
-        )
-        for name in FILES
-    }
-    _, _, own_a, _, _, within_a, _ = anthropic_rows[DETERMINATE]
-    share_within = within_a / max(1, own_a)
     print(
         f"flagged exact: {exact_all}, off by more than max(2, 1%): {miss_all} ({share_missed:.1%}, "
-        f"at most {EXACT_MISS_SHARE:.0%}); Anthropic within ±15% ({DETERMINATE}): {within_a}/{own_a} "
-        f"({share_within:.1%}, at least {ANTHROPIC_WITHIN_15:.0%})"
+        f"at most {EXACT_MISS_SHARE:.0%})"
     )
+    low = {}
+    for name in (f for f in names if "indeterminate" not in f):
+        _, _, own_a, _, _, within_a, _ = _row(
+            name, [o for o in replay.outcomes if o.case.file == name and o.case.api == "anthropic.messages"]
+        )
+        share_within = within_a / max(1, own_a)
+        print(
+            f"Anthropic within ±15% ({name}): {within_a}/{own_a} ({share_within:.1%}, "
+            f"at least {ANTHROPIC_WITHIN_15:.0%})"
+        )
+        if share_within < ANTHROPIC_WITHIN_15:
+            low[name] = share_within
     assert exact_all > 0
     assert share_missed <= EXACT_MISS_SHARE
-    assert share_within >= ANTHROPIC_WITHIN_15
+    assert low == {}
