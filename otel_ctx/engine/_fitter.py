@@ -363,7 +363,7 @@ class Fitter:
             capped_tool_results=model.capped,
             raw_tokens=t.total,
             model=self.model,
-            encoding=self.encoding_name,
+            encoding=model.encoding or self.encoding_name,
             summary=d.summary,
             prefix_messages=tuple(block_item(x) for x in d.added) if block_item and d.added else (),
             request=body,
