@@ -77,19 +77,18 @@ def claude_text(counter: TokenCounter, generation: str) -> Callable[[str], int] 
     or ``None`` without the extra.
 
     Counts are cached by text in a cache of the fitter's own group (evicted with its other
-    caches), kept on ``counter`` so it lives and dies with the fitter: the next round of a
-    conversation tiles only its new text.
+    caches) that the counter keeps (:attr:`TokenCounter.text_caches`), so it lives and dies
+    with the fitter: the next round of a conversation tiles only its new text.
     """
     mod = _module()
     if mod is None:
         return None
-    key = f"claude-text-{generation}"
-    count = counter.dialect_state.get(key)
-    if count is not None:
-        return count  # type: ignore[no-any-return]
+    name = tokenizer_name(generation)
+    cache = counter.text_caches.get(name)
+    if cache is None:
+        cache = counter.text_caches.setdefault(name, BoundedCache(group=counter.cache.group))
     frame = _frame(mod, generation)
     token_count = mod.token_count
-    cache: BoundedCache[int] = BoundedCache(group=counter.cache.group)
 
     def text(value: str) -> int:
         n = cache.get(value)
@@ -99,4 +98,4 @@ def claude_text(counter: TokenCounter, generation: str) -> Callable[[str], int] 
             cache.put(value, n)
         return n
 
-    return counter.dialect_state.setdefault(key, text)  # type: ignore[no-any-return]
+    return text

@@ -141,6 +141,8 @@ class Fitter:
     def clear_cache(self) -> None:
         """Forget every counted text and capped tool result (the next fit counts cold)."""
         self.counter.cache.clear()
+        for cache in self.counter.text_caches.values():
+            cache.clear()
         self.counter.dialect_state.clear()
         self._capper.clear()
 
