@@ -85,13 +85,16 @@ TOOL_USE_SYSTEM_PROMPT_FORCED = 594
 #: inside the tool-use system prompt, between separators.
 SYSTEM_WITH_TOOLS = 7
 #: The framing in the reconstructed Claude tokenizer's tokens, measured from the bills: a
-#: message's role marker, the reply's opening, a tool call's and a tool result's wrapper, and
-#: a system prompt set into the tool-use prompt (see :class:`Framing`).
+#: message's role marker, the reply's opening (together the reconstruction's single-message
+#: frame: 7 tokens; the later vocabulary's frame is 6, its reply opening 3), a message that
+#: continues a turn of its role, a tool call's and a tool result's wrapper, and a system prompt
+#: set into the tool-use prompt (see :class:`Framing`).
 OWN_MESSAGE = 3
 OWN_PRIMING = 4
 OWN_TOOL_CALL = 7
 OWN_TOOL_RESULT = 7
 OWN_SYSTEM_WITH_TOOLS = 1
+OWN_JOINED = 1
 #: Structured outputs (``output_config.format`` / ``output_format`` of type ``json_schema``):
 #: the schema is set, indented two spaces, into a fixed instruction of this many tokens.
 OUTPUT_SCHEMA_PROMPT = 102
@@ -145,6 +148,8 @@ class Framing:
 
     message: int
     priming: int
+    #: A message that continues a turn (the one before it has the same role): its separator.
+    joined: int
     tool_call: int
     tool_result: int
     tool_prompt: int
@@ -161,6 +166,7 @@ def _fallback_framing(fam: Family) -> Framing:
     return Framing(
         TOKENS_PER_MESSAGE + 1,
         REPLY_PRIMING,
+        TOKENS_PER_MESSAGE + 1,
         TOKENS_PER_TOOL_CALL,
         TOKENS_PER_TOOL_RESULT,
         fam.tool_prompt,
@@ -201,14 +207,17 @@ def _scaled(count: Callable[[str], int], ratio: float) -> Callable[[str], int]:
     return text
 
 
-def _own(auto: int, forced: int, named: int | None = None, schema: int = 81) -> Framing:
+def _own(
+    auto: int, forced: int, named: int | None = None, schema: int = 81, priming: int = OWN_PRIMING
+) -> Framing:
     """A family's framing in the reconstructed tokenizer's tokens: its tool-use prompts
     (``auto``/``none``, ``any``, a named tool) and structured-output instruction as the bills
     show them over that tokenizer's count of the rendered definitions, and the framing of
     messages, calls and results every family shares."""
     return Framing(
         message=OWN_MESSAGE,
-        priming=OWN_PRIMING,
+        priming=priming,
+        joined=OWN_JOINED,
         tool_call=OWN_TOOL_CALL,
         tool_result=OWN_TOOL_RESULT,
         tool_prompt=auto,
@@ -265,7 +274,7 @@ FAMILIES: dict[str, Family] = {
         keeps_thinking=True,
         text_ratio=1.25,
         generation="4.8",
-        own=_own(289, 382),
+        own=_own(292, 385, priming=3),
     ),
     "claude-5": Family(
         "claude-5",
@@ -275,7 +284,7 @@ FAMILIES: dict[str, Family] = {
         keeps_thinking=True,
         text_ratio=1.25,
         generation="4.8",
-        own=_own(381, 474),
+        own=_own(382, 475, priming=3),
     ),
     "claude-5-sonnet": Family(
         "claude-5-sonnet",
@@ -283,7 +292,7 @@ FAMILIES: dict[str, Family] = {
         TOOL_USE_SYSTEM_PROMPT_FORCED,
         keeps_thinking=True,
         generation="4.8",
-        own=_own(447, 540),
+        own=_own(448, 541, priming=3),
     ),
 }
 _VERSION = re.compile(r"claude-(?:(\d+)(?:[-.](\d))?-([a-z]+)|([a-z]+)-(\d+)(?:[-.](\d{1,2}))?)(?![0-9])")
@@ -462,8 +471,14 @@ class _Reader:
 
     # -- messages ------------------------------------------------------------------------
 
-    def message(self, raw: Any, i: int) -> tuple[str, list[Part], list[str], list[str], list[str]]:
-        """``(role, parts, tool_use ids, tool_result ids, kinds in order)`` of one message."""
+    def message(
+        self, raw: Any, i: int, previous: str | None = None
+    ) -> tuple[str, list[Part], list[str], list[str], list[str]]:
+        """``(role, parts, tool_use ids, tool_result ids, kinds in order)`` of one message.
+
+        ``previous`` is the role of the message before it: the API combines consecutive
+        messages of one role into one turn, so such a message is framed as a continuation.
+        """
         where = f"messages[{i}]"
         m = as_object(raw, where, i)
         role = m.get("role")
@@ -474,7 +489,8 @@ class _Reader:
                 f"{where}.role", f"unknown role {shown(role)}; expected user or assistant", index=i
             )
         line_role = "assistant" if role == "assistant" else "user"
-        parts = [Part("user" if line_role == "user" else "assistant", self.framing.message)]
+        framing = self.framing.joined if previous == line_role else self.framing.message
+        parts = [Part("user" if line_role == "user" else "assistant", framing)]
         content = m.get("content")
         uses: list[str] = []
         results: list[str] = []
@@ -997,7 +1013,7 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
     for i in range(memo.start, len(messages)):
         raw = messages[i]
         problems, unknowns = len(ctx.problems), len(ctx.unknowns)
-        read.append(reader.message(raw, i))
+        read.append(reader.message(raw, i, read[-1][0] if read else None))
         if memo.boundary < 0:
             clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
             memo.add(i, raw, clean and i not in replaced)

@@ -165,3 +165,26 @@ def test_another_providers_count_never_imports_the_claude_tokenizer() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(("model", "generation"), [("claude-sonnet-4-5", "3.0"), ("claude-opus-4-8", "4.8")])
+def test_a_message_continuing_its_roles_turn_costs_a_separator_not_a_message(
+    model: str, generation: str
+) -> None:
+    # The API combines consecutive messages of one role into one turn.
+    ctok = _ctok()
+    own = family(model).own
+    assert own is not None and own.joined < own.message
+    first = "Here is the log of the failed deploy."
+    second = "And here is the config it ran with."
+    frame = sum(1 for t in ctok.tokenize("a", generation) if t == "\u27e8pad\u27e9")
+    added = ctok.token_count(second, generation) - frame
+    one = _body(first, model)
+    two = {**one, "messages": [*one["messages"], {"role": "user", "content": second}]}
+    assert _count(two) - _count(one) == added + own.joined
+    answered = {
+        **one,
+        "messages": [*one["messages"], {"role": "assistant", "content": "Noted."}, two["messages"][1]],
+    }
+    noted = ctok.token_count("Noted.", generation) - frame
+    assert _count(answered) - _count(one) == noted + added + 2 * own.message
