@@ -200,6 +200,13 @@ def counting(counter: TokenCounter, fam: Family) -> Counting:
     return Counting(text, _fallback_framing(fam), fam.text_ratio, None)
 
 
+def _fallback_counting(counter: TokenCounter, ratio: float) -> Counting:
+    """The fallback encoding's count times ``ratio``, framed as every family frames it there
+    (what a reader given only a text ratio counts with)."""
+    text = counter.text if ratio == 1.0 else _scaled(counter.text, ratio)
+    return Counting(text, _fallback_framing(CURRENT), ratio, None)
+
+
 def _scaled(count: Callable[[str], int], ratio: float) -> Callable[[str], int]:
     def text(value: str) -> int:
         return int(count(value) * ratio + 0.5)
@@ -354,7 +361,11 @@ def _without_cache_control(block: Mapping[str, Any]) -> Mapping[str, Any]:
 class _Reader:
     """Reads one request's messages: blocks counted, rules checked, results capped."""
 
-    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: State, how: Counting) -> None:
+    def __init__(
+        self, counter: TokenCounter, ctx: ReadContext, state: State, how: Counting | float = 1.0
+    ) -> None:
+        if not isinstance(how, Counting):
+            how = _fallback_counting(counter, how)
         self.counter = counter
         #: How text is counted (its key is part of what a memo of this reader's counts is keyed on).
         self.how = how
@@ -761,13 +772,17 @@ def render_tools(tools: Sequence[Any]) -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(lines), kinds
 
 
-def _rendered_tools(tools: Sequence[Any], counter: TokenCounter, how: Counting) -> tuple[int, list[str]]:
+def _rendered_tools(
+    tools: Sequence[Any], counter: TokenCounter, how: Counting | float = 1.0
+) -> tuple[int, list[str]]:
     """The rendered definitions' tokens (custom and Anthropic's own types) and the server tool
     types whose cost the body does not show.
 
     A conversation sends the same tool list round after round: the count is kept while the same
     list holds the same objects, or the same JSON, so a warm round renders nothing again.
     """
+    if not isinstance(how, Counting):
+        how = _fallback_counting(counter, how)
     items = tuple(tools)
     last = counter.dialect_state.get("anthropic-tools")
     if last is not None and last[5] != how.key:
