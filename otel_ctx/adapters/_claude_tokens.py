@@ -11,11 +11,14 @@ Why an optional extra and not a dependency: the vocabularies are 4.7 MB of data 
 costs about 50 times tiktoken per character, which only an Anthropic fitter should pay; it is
 imported the first time an Anthropic body is counted, never on another provider's path. Why the
 extra is marked for Python 3.12+: ``ctok`` declares ``Requires-Python >=3.12`` (its metadata,
-not its code: it runs on 3.11, where it can be installed with ``pip install --no-deps
+not its code: it runs on 3.11 and parses as 3.10, where it is installed with ``pip install --no-deps
 --ignore-requires-python ctok``; Unicode data older than 3.12's may price a handful of
 newly-assigned characters differently). Without it the adapter counts with cl100k_base and the
 family's measured ratio, as before. Either way the count is an estimate: the reconstruction
 is not Anthropic's tokenizer, and the framing around the text is measured from bills.
+
+Why not tiktoken's encoder: the data is no BPE merge table but a vocabulary of pieces over a
+marked stream (word, case and byte markers), tiled at the least cost; only ``ctok`` reads it.
 """
 
 from __future__ import annotations
