@@ -52,6 +52,7 @@ from otel_ctx.adapters._base import (
     string_field,
     to_json,
 )
+from otel_ctx.adapters._claude_tokens import claude_text, tokenizer_name
 from otel_ctx.adapters._media import (
     ANTHROPIC_DOCUMENT_FRAMING,
     anthropic_document_bound,
@@ -83,6 +84,17 @@ TOOL_USE_SYSTEM_PROMPT_FORCED = 594
 #: What a caller's system prompt costs beyond its text when tools are given: the API sets it
 #: inside the tool-use system prompt, between separators.
 SYSTEM_WITH_TOOLS = 7
+#: The framing in the reconstructed Claude tokenizer's tokens, measured from the bills: a
+#: message's role marker, the reply's opening (together the reconstruction's single-message
+#: frame: 7 tokens; the later vocabulary's frame is 6, its reply opening 3), a message that
+#: continues a turn of its role, a tool call's and a tool result's wrapper, and a system prompt
+#: set into the tool-use prompt (see :class:`Framing`).
+OWN_MESSAGE = 3
+OWN_PRIMING = 4
+OWN_TOOL_CALL = 7
+OWN_TOOL_RESULT = 7
+OWN_SYSTEM_WITH_TOOLS = 1
+OWN_JOINED = 1
 #: Structured outputs (``output_config.format`` / ``output_format`` of type ``json_schema``):
 #: the schema is set, indented two spaces, into a fixed instruction of this many tokens.
 OUTPUT_SCHEMA_PROMPT = 102
@@ -116,6 +128,83 @@ class Family:
     #: Billed text tokens per token of this module's encoding: an estimate where the family's
     #: tokenizer is known to differ (1.0 where the bills match the encoding).
     text_ratio: float = 1.0
+    #: The family's vocabulary in the reconstructed Claude tokenizer (``"3.0"``, ``"4.7"``,
+    #: ``"4.8"``; see :mod:`otel_ctx.adapters._claude_tokens`), ``None`` for none.
+    generation: str | None = "3.0"
+    #: What the request adds around its text in that tokenizer's tokens (used when it is installed).
+    own: Framing | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """What a request adds around its text, in the tokens of the tokenizer that counts it.
+
+    ``message`` is a message's role marker, ``priming`` the opening of the reply; a tool call
+    and a tool result are framed by ``tool_call``/``tool_result`` beside their ids and text;
+    the tool-use prompt pair is per ``tool_choice`` (as :class:`Family`'s), and
+    ``system_with_tools`` is what the caller's system prompt costs beyond its text when the
+    tool-use prompt holds it.
+    """
+
+    message: int
+    priming: int
+    #: A message that continues a turn (the one before it has the same role): its separator.
+    joined: int
+    tool_call: int
+    tool_result: int
+    tool_prompt: int
+    tool_prompt_forced: int
+    #: ``tool_choice`` naming one tool (``{"type": "tool"}``): its own prompt where bills show it.
+    tool_prompt_named: int
+    system_with_tools: int
+    #: The fixed instruction a ``json_schema`` output format is set into.
+    output_schema: int
+
+
+def _fallback_framing(fam: Family) -> Framing:
+    """The figures measured with the fallback encoding (a role is one token in it)."""
+    return Framing(
+        TOKENS_PER_MESSAGE + 1,
+        REPLY_PRIMING,
+        TOKENS_PER_MESSAGE + 1,
+        TOKENS_PER_TOOL_CALL,
+        TOKENS_PER_TOOL_RESULT,
+        fam.tool_prompt,
+        fam.tool_prompt_forced,
+        fam.tool_prompt_forced,
+        SYSTEM_WITH_TOOLS,
+        OUTPUT_SCHEMA_PROMPT,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Counting:
+    """How one request's text is counted: the counter, the framing in its tokens, and a key
+    that tells a memo of earlier counts made another way apart."""
+
+    text: Callable[[str], int]
+    framing: Framing
+    key: Any
+    #: The reconstructed tokenizer's name when it counts (``None``: the fitter's encoding).
+    encoding: str | None
+
+
+def counting(counter: TokenCounter, fam: Family) -> Counting:
+    """The reconstructed Claude tokenizer of the family when it is installed and the family has
+    measured framing for it; otherwise the fitter's encoding times the family's ratio."""
+    if fam.generation is not None and fam.own is not None:
+        own = claude_text(counter, fam.generation)
+        if own is not None:
+            return Counting(own, fam.own, ("claude", fam.generation), tokenizer_name(fam.generation))
+    text = counter.text if fam.text_ratio == 1.0 else _scaled(counter.text, fam.text_ratio)
+    return Counting(text, _fallback_framing(fam), fam.text_ratio, None)
+
+
+def _fallback_counting(counter: TokenCounter, ratio: float) -> Counting:
+    """The fallback encoding's count times ``ratio``, framed as every family frames it there
+    (what a reader given only a text ratio counts with)."""
+    text = counter.text if ratio == 1.0 else _scaled(counter.text, ratio)
+    return Counting(text, _fallback_framing(CURRENT), ratio, None)
 
 
 def _scaled(count: Callable[[str], int], ratio: float) -> Callable[[str], int]:
@@ -125,28 +214,93 @@ def _scaled(count: Callable[[str], int], ratio: float) -> Callable[[str], int]:
     return text
 
 
+def _own(
+    auto: int, forced: int, named: int | None = None, schema: int = 81, priming: int = OWN_PRIMING
+) -> Framing:
+    """A family's framing in the reconstructed tokenizer's tokens: its tool-use prompts
+    (``auto``/``none``, ``any``, a named tool) and structured-output instruction as the bills
+    show them over that tokenizer's count of the rendered definitions, and the framing of
+    messages, calls and results every family shares."""
+    return Framing(
+        message=OWN_MESSAGE,
+        priming=priming,
+        joined=OWN_JOINED,
+        tool_call=OWN_TOOL_CALL,
+        tool_result=OWN_TOOL_RESULT,
+        tool_prompt=auto,
+        tool_prompt_forced=forced,
+        tool_prompt_named=forced if named is None else named,
+        system_with_tools=OWN_SYSTEM_WITH_TOOLS,
+        output_schema=schema,
+    )
+
+
 #: Claude 4.5 and 4.6 (Sonnet 4.5's hidden tool prompt grew to these figures in November 2025;
 #: requests of that model recorded before then were billed about 180 tokens less).
-CURRENT = Family("claude-4.5", TOOL_USE_SYSTEM_PROMPT, TOOL_USE_SYSTEM_PROMPT_FORCED)
+CURRENT = Family("claude-4.5", TOOL_USE_SYSTEM_PROMPT, TOOL_USE_SYSTEM_PROMPT_FORCED, own=_own(497, 589, 598))
+#: The families. The first figures are the fallback encoding's, ``own`` the reconstructed
+#: tokenizer's; a figure no bill shows (Claude 3 Sonnet; a named tool on most families; the
+#: forced prompt of Opus 4.7 and later) is carried over from the nearest that one does.
 FAMILIES: dict[str, Family] = {
-    "claude-3-opus": Family("claude-3-opus", 530, 281, 0, 0),
-    "claude-3-sonnet": Family("claude-3-sonnet", 159, 235, 0, 0),
-    "claude-3-haiku": Family("claude-3-haiku", 264, 340, 0, 0),
-    "claude-3.5-haiku": Family("claude-3.5-haiku", 271, 340, 0, 0),
-    "claude-3.5-sonnet": Family("claude-3.5-sonnet", 303, 261, 0, 0),
+    "claude-3-opus": Family("claude-3-opus", 530, 281, 0, 0, own=_own(534, 297)),
+    "claude-3-sonnet": Family("claude-3-sonnet", 159, 235, 0, 0, own=_own(159, 235)),
+    "claude-3-haiku": Family("claude-3-haiku", 264, 340, 0, 0, own=_own(264, 356, 361)),
+    "claude-3.5-haiku": Family("claude-3.5-haiku", 271, 340, 0, 0, own=_own(265, 340)),
+    "claude-3.5-sonnet": Family("claude-3.5-sonnet", 303, 261, 0, 0, own=_own(293, 261)),
     # Claude 3.7 Sonnet, Claude 4 and 4.1 (published as 346 / 313 tokens).
-    "claude-4": Family("claude-4", 317, 324),
+    "claude-4": Family("claude-4", 317, 324, own=_own(314, 309, 286)),
     "claude-4.5": CURRENT,
     "claude-4.5-keeps": Family(
-        "claude-4.5-keeps", TOOL_USE_SYSTEM_PROMPT, TOOL_USE_SYSTEM_PROMPT_FORCED, keeps_thinking=True
+        "claude-4.5-keeps",
+        TOOL_USE_SYSTEM_PROMPT,
+        TOOL_USE_SYSTEM_PROMPT_FORCED,
+        keeps_thinking=True,
+        own=CURRENT.own,
     ),
     # Opus 4.7 and later have a new tokenizer, which Anthropic says bills 1.0-1.35 times the
-    # tokens of its predecessors for the same text: the bills of Opus 4.7, 4.8 and 5 read as
-    # 1.25 times this module's count (an estimate; number-heavy text runs higher). Their hidden
-    # tool prompt is the bills' remainder after the scaled definitions; the forced figure keeps
-    # the 4.5 family's difference between the two, as no bill shows it.
-    "claude-4.7": Family("claude-4.7", 305, 398, adaptive=0, keeps_thinking=True, text_ratio=1.25),
-    "claude-5": Family("claude-5", 403, 496, adaptive=0, keeps_thinking=True, text_ratio=1.25),
+    # tokens of its predecessors for the same text: without the reconstruction, the bills of
+    # Opus 4.7, 4.8 and 5 read as 1.25 times the fallback encoding's count (an estimate;
+    # number-heavy text runs higher). Their hidden tool prompt is the bills' remainder after the
+    # definitions; the forced figure keeps the 4.5 family's difference between the two, as no
+    # bill shows it. Opus 4.8, Sonnet 5 and later read the 4.7 vocabulary in a shorter frame.
+    "claude-4.7": Family(
+        "claude-4.7",
+        305,
+        398,
+        adaptive=0,
+        keeps_thinking=True,
+        text_ratio=1.25,
+        generation="4.7",
+        own=_own(289, 382),
+    ),
+    "claude-4.8": Family(
+        "claude-4.8",
+        305,
+        398,
+        adaptive=0,
+        keeps_thinking=True,
+        text_ratio=1.25,
+        generation="4.8",
+        own=_own(292, 385, priming=3),
+    ),
+    "claude-5": Family(
+        "claude-5",
+        403,
+        496,
+        adaptive=0,
+        keeps_thinking=True,
+        text_ratio=1.25,
+        generation="4.8",
+        own=_own(382, 475, priming=3),
+    ),
+    "claude-5-sonnet": Family(
+        "claude-5-sonnet",
+        TOOL_USE_SYSTEM_PROMPT,
+        TOOL_USE_SYSTEM_PROMPT_FORCED,
+        keeps_thinking=True,
+        generation="4.8",
+        own=_own(448, 541, priming=3),
+    ),
 }
 _VERSION = re.compile(r"claude-(?:(\d+)(?:[-.](\d))?-([a-z]+)|([a-z]+)-(\d+)(?:[-.](\d{1,2}))?)(?![0-9])")
 
@@ -176,8 +330,12 @@ def family(model: str) -> Family:
     if tier == "opus":
         if version >= (5, 0):
             return FAMILIES["claude-5"]
+        if version >= (4, 8):
+            return FAMILIES["claude-4.8"]
         return FAMILIES["claude-4.7" if version >= (4, 7) else "claude-4.5-keeps"]
     if tier == "sonnet":
+        if version >= (5, 0):
+            return FAMILIES["claude-5-sonnet"]
         return FAMILIES["claude-4.5-keeps" if version >= (4, 6) else "claude-4.5"]
     if tier == "haiku":
         return FAMILIES["claude-4.5"]
@@ -203,15 +361,18 @@ def _without_cache_control(block: Mapping[str, Any]) -> Mapping[str, Any]:
 class _Reader:
     """Reads one request's messages: blocks counted, rules checked, results capped."""
 
-    def __init__(self, counter: TokenCounter, ctx: ReadContext, state: State, ratio: float = 1.0) -> None:
+    def __init__(
+        self, counter: TokenCounter, ctx: ReadContext, state: State, how: Counting | float = 1.0
+    ) -> None:
+        if not isinstance(how, Counting):
+            how = _fallback_counting(counter, how)
         self.counter = counter
-        #: The family's text ratio (see :attr:`Family.text_ratio`): part of what a memo of this
-        #: reader's counts is keyed on.
-        self.ratio = ratio
-        self.text = counter.text if ratio == 1.0 else _scaled(counter.text, ratio)
+        #: How text is counted (its key is part of what a memo of this reader's counts is keyed on).
+        self.how = how
+        self.text = how.text
         self.ctx = ctx
         self.state = state
-        self.framing = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in _ROLES}
+        self.framing = how.framing
         self.seen_ids: dict[str, int] = {}
 
     # -- blocks --------------------------------------------------------------------------
@@ -288,7 +449,8 @@ class _Reader:
                 raise InvalidMessageError(where, f"a {kind} block needs 'id' and 'name' strings", index=index)
             args = to_json(block.get("input", {}), f"{where}.input", index, InvalidMessageError)
             # The call's id is in the prompt too (the bills grow with it), as is its result's.
-            return Part("tool_call", TOKENS_PER_TOOL_CALL + text(name) + text(args) + text(call_id), call_id)
+            tokens = self.framing.tool_call + text(name) + text(args) + text(call_id)
+            return Part("tool_call", tokens, call_id)
         if not isinstance(kind, str):
             raise InvalidMessageError(f"{where}.type", "is missing or not a string", index=index)
         if kind in _THINKING:
@@ -314,14 +476,20 @@ class _Reader:
             if new_content is not None:
                 new_block = {**block, "content": new_content}
                 content = new_content
-        tokens = TOKENS_PER_TOOL_RESULT + self.text(call_id)
+        tokens = self.framing.tool_result + self.text(call_id)
         tokens += sum(p.tokens for p in self.blocks(content, "user", f"{where}.content", index))
         return Part("tool_result", tokens, call_id, capped=new_block is not None), new_block
 
     # -- messages ------------------------------------------------------------------------
 
-    def message(self, raw: Any, i: int) -> tuple[str, list[Part], list[str], list[str], list[str]]:
-        """``(role, parts, tool_use ids, tool_result ids, kinds in order)`` of one message."""
+    def message(
+        self, raw: Any, i: int, previous: str | None = None
+    ) -> tuple[str, list[Part], list[str], list[str], list[str]]:
+        """``(role, parts, tool_use ids, tool_result ids, kinds in order)`` of one message.
+
+        ``previous`` is the role of the message before it: the API combines consecutive
+        messages of one role into one turn, so such a message is framed as a continuation.
+        """
         where = f"messages[{i}]"
         m = as_object(raw, where, i)
         role = m.get("role")
@@ -332,7 +500,8 @@ class _Reader:
                 f"{where}.role", f"unknown role {shown(role)}; expected user or assistant", index=i
             )
         line_role = "assistant" if role == "assistant" else "user"
-        parts = [Part("user" if line_role == "user" else "assistant", self.framing[line_role])]
+        framing = self.framing.joined if previous == line_role else self.framing.message
+        parts = [Part("user" if line_role == "user" else "assistant", framing)]
         content = m.get("content")
         uses: list[str] = []
         results: list[str] = []
@@ -453,7 +622,8 @@ class AnthropicAdapter(Adapter):
         state = State()
         model_name = body.get("model")
         fam = family(model_name) if isinstance(model_name, str) else CURRENT
-        reader = _Reader(counter, ctx, state, fam.text_ratio)
+        how = counting(counter, fam)
+        reader = _Reader(counter, ctx, state, how)
         text = reader.text
         if not messages:
             rule(ctx, "messages", "needs at least one message")
@@ -469,13 +639,13 @@ class AnthropicAdapter(Adapter):
             system_text = _system_text(system)
             blocks = (Block("system_prompt", system_text, text(system_text)),)
         tools = body.get("tools")
-        tool_schema, schema_inexact = self.tools_tokens(tools, body.get("tool_choice"), fam, ctx)
+        tool_schema, schema_inexact = self.tools_tokens(tools, body.get("tool_choice"), fam, ctx, how)
         if tool_schema and blocks:
-            tool_schema += SYSTEM_WITH_TOOLS
-        output, output_inexact = _output_config_tokens(body, text)
+            tool_schema += how.framing.system_with_tools
+        output, output_inexact = _output_config_tokens(body, text, how.framing.output_schema)
         # A request that ends with the assistant's message (a prefill) has the model continue
         # that message: no new reply is opened.
-        priming = 0 if read and read[-1][0] == "assistant" else REPLY_PRIMING
+        priming = 0 if read and read[-1][0] == "assistant" else how.framing.priming
         model = RequestModel(
             turns=turns,
             starts=starts,
@@ -488,11 +658,14 @@ class AnthropicAdapter(Adapter):
             capped=len(state.replaced),
             schema_inexact=schema_inexact + output_inexact,
             unknowns=tuple(ctx.unknowns),
+            encoding=how.encoding,
         )
         return Reading(model=model, body=body, items=messages, state=state)
 
     @staticmethod
-    def tools_tokens(tools: Any, tool_choice: Any, fam: Family, ctx: ReadContext) -> tuple[int, int]:
+    def tools_tokens(
+        tools: Any, tool_choice: Any, fam: Family, ctx: ReadContext, how: Counting | None = None
+    ) -> tuple[int, int]:
         """``(tokens, estimated)``: what the tool definitions add, and the part of it estimated.
 
         The API renders each definition the model can see into a hidden tool-use system prompt
@@ -505,12 +678,17 @@ class AnthropicAdapter(Adapter):
             raise InvalidToolSchemaError(
                 "tools", f"must be a list of tool objects, got {type(tools).__name__}"
             )
-        rendered, unknown = _rendered_tools(tools, ctx.counter, fam.text_ratio)
+        how = how if how is not None else counting(ctx.counter, fam)
+        rendered, unknown = _rendered_tools(tools, ctx.counter, how)
         for kind in unknown:
             ctx.unknown(f"server tool {kind}")
         choice = as_mapping(tool_choice) if tool_choice is not None else None
-        forced = choice is not None and choice.get("type") in ("any", "tool")
-        prompt = fam.tool_prompt_forced if forced else fam.tool_prompt
+        choice_type = choice.get("type") if choice is not None else None
+        framing = how.framing
+        if choice_type == "tool":
+            prompt = framing.tool_prompt_named
+        else:
+            prompt = framing.tool_prompt_forced if choice_type == "any" else framing.tool_prompt
         return prompt + rendered, rendered
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
@@ -594,16 +772,20 @@ def render_tools(tools: Sequence[Any]) -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(lines), kinds
 
 
-def _rendered_tools(tools: Sequence[Any], counter: TokenCounter, ratio: float) -> tuple[int, list[str]]:
+def _rendered_tools(
+    tools: Sequence[Any], counter: TokenCounter, how: Counting | float = 1.0
+) -> tuple[int, list[str]]:
     """The rendered definitions' tokens (custom and Anthropic's own types) and the server tool
     types whose cost the body does not show.
 
     A conversation sends the same tool list round after round: the count is kept while the same
     list holds the same objects, or the same JSON, so a warm round renders nothing again.
     """
+    if not isinstance(how, Counting):
+        how = _fallback_counting(counter, how)
     items = tuple(tools)
     last = counter.dialect_state.get("anthropic-tools")
-    if last is not None and last[5] != ratio:
+    if last is not None and last[5] != how.key:
         last = None
     if (
         last is not None
@@ -614,10 +796,10 @@ def _rendered_tools(tools: Sequence[Any], counter: TokenCounter, ratio: float) -
         return last[3], last[4]
     key = to_json(tools, "tools", None, InvalidToolSchemaError)
     if last is not None and key == last[2]:
-        counter.dialect_state["anthropic-tools"] = (tools, items, key, last[3], last[4], ratio)
+        counter.dialect_state["anthropic-tools"] = (tools, items, key, last[3], last[4], how.key)
         return last[3], last[4]
     text, kinds = render_tools(tools)
-    count = counter.text if ratio == 1.0 else _scaled(counter.text, ratio)
+    count = how.text
     n = count(text) if text else 0
     unknown: list[str] = []
     for k, kind in kinds:
@@ -630,7 +812,7 @@ def _rendered_tools(tools: Sequence[Any], counter: TokenCounter, ratio: float) -
         tool = as_mapping(tools[k]) or {}
         n += count(to_json(_without_cache_control(tool), f"tools[{k}]", None, InvalidToolSchemaError))
         unknown.append(kind)
-    counter.dialect_state["anthropic-tools"] = (tools, items, key, n, unknown, ratio)
+    counter.dialect_state["anthropic-tools"] = (tools, items, key, n, unknown, how.key)
     return n, unknown
 
 
@@ -764,7 +946,9 @@ def _thinking_tokens(thinking: Any, fam: Family) -> int:
     return 0
 
 
-def _output_config_tokens(body: Mapping[str, Any], count: Callable[[str], int]) -> tuple[int, int]:
+def _output_config_tokens(
+    body: Mapping[str, Any], count: Callable[[str], int], prompt: int = OUTPUT_SCHEMA_PROMPT
+) -> tuple[int, int]:
     """``(tokens, estimated)`` of structured outputs and the task budget.
 
     A ``json_schema`` format (``output_config.format``, or the earlier ``output_format``) puts
@@ -787,7 +971,7 @@ def _output_config_tokens(body: Mapping[str, Any], count: Callable[[str], int]) 
     spec = as_mapping(fmt) if fmt is not None else None
     if spec is not None and spec.get("type") == "json_schema":
         schema = count(_dumps(spec.get("schema"), f"{where}.schema", InvalidRequestError, indent=2))
-        n += OUTPUT_SCHEMA_PROMPT + schema
+        n += prompt + schema
         estimated += schema
     return n, estimated
 
@@ -835,8 +1019,8 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
     that said a problem or an unknown, or was cut, is read every round, so it is recorded.
     """
     key = cut_key(ctx)
-    if key is not None and reader.ratio != 1.0:
-        key = (*key, reader.ratio)
+    if key is not None and reader.how.key != 1.0:
+        key = (*key, reader.how.key)
     memo = PrefixRound(reader.counter, "anthropic-memo", messages, key, lambda: Prefix(1))
     (reader.seen_ids,) = memo.ids()
     read = memo.reads
@@ -844,7 +1028,7 @@ def _read_messages(reader: _Reader, messages: Sequence[Any], ctx: ReadContext) -
     for i in range(memo.start, len(messages)):
         raw = messages[i]
         problems, unknowns = len(ctx.problems), len(ctx.unknowns)
-        read.append(reader.message(raw, i))
+        read.append(reader.message(raw, i, read[-1][0] if read else None))
         if memo.boundary < 0:
             clean = len(ctx.problems) == problems and len(ctx.unknowns) == unknowns
             memo.add(i, raw, clean and i not in replaced)

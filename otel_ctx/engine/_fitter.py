@@ -141,6 +141,8 @@ class Fitter:
     def clear_cache(self) -> None:
         """Forget every counted text and capped tool result (the next fit counts cold)."""
         self.counter.cache.clear()
+        for cache in self.counter.text_caches.values():
+            cache.clear()
         self.counter.dialect_state.clear()
         self._capper.clear()
 
@@ -363,7 +365,7 @@ class Fitter:
             capped_tool_results=model.capped,
             raw_tokens=t.total,
             model=self.model,
-            encoding=self.encoding_name,
+            encoding=model.encoding or self.encoding_name,
             summary=d.summary,
             prefix_messages=tuple(block_item(x) for x in d.added) if block_item and d.added else (),
             request=body,

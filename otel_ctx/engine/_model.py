@@ -172,6 +172,9 @@ class RequestModel:
     #: What the provider bills that the body does not show, one short reason each ("image by URL",
     #: "server tool web_search"): the count is then a bound, and its bill teaches no calibration.
     unknowns: tuple[str, ...] = ()
+    #: The tokenizer the dialect counted the text with when it is not the fitter's encoding (a
+    #: family tokenizer of its own); reported in place of the encoding's name.
+    encoding: str | None = None
 
     @property
     def fixed(self) -> int:

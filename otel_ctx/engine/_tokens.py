@@ -137,6 +137,9 @@ class TokenCounter:
         #: What dialect adapters keep between rounds for this counter (their turn caches),
         #: by provider: it lives and dies with the fitter that owns the counter.
         self.dialect_state: dict[str, Any] = {}
+        #: Text counts in a family tokenizer of a dialect's own (by the tokenizer's name): counts of
+        #: texts like :attr:`cache`'s, so a reset of the dialects' turn state keeps them.
+        self.text_caches: dict[str, BoundedCache[int]] = {}
 
     # -- text ----------------------------------------------------------------------------
 

@@ -5,11 +5,16 @@ choice, the definitions as the prompt renders them (deferred tools left out), th
 configuration and the thinking blocks the API strips, structured outputs, a prefill, the ids
 of tool calls and results, and the families' text ratio. How close the counts come to the
 recorded bills is the real-traffic test's (tests/adapters/test_real_traffic.py).
+
+The rules are checked here in the fallback encoding's tokens (the count without Claude's
+reconstructed tokenizer), which these tests count themselves; the same rules in the
+reconstructed tokenizer's tokens are tests/adapters/test_claude_tokenizer.py's.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import otel_ctx.adapters._anthropic as anthropic_adapter
+import otel_ctx.adapters._claude_tokens as claude_tokens
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx.adapters._anthropic import (
     ADAPTER,
@@ -31,6 +37,16 @@ from otel_ctx.engine._model import RequestModel
 from otel_ctx.engine._tokens import REPLY_PRIMING
 
 ROOMY = BudgetPolicy(context_length=10**7, reserved_output=0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _without_the_claude_tokenizer() -> Iterator[None]:
+    """Count as an installation without the claude-tokenizer extra does (module-wide, so the
+    hypothesis tests share it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(claude_tokens, "_module", lambda: None)
+        yield
+
 
 WEATHER = {
     "name": "get_weather",
@@ -88,7 +104,7 @@ def _tokens(text: str) -> int:
         ("claude-3-opus-20240229", "claude-3-opus"),
         ("claude-2.1", "claude-3-haiku"),
         ("claude-opus-4-7", "claude-4.7"),
-        ("anthropic.claude-opus-4-8-v1:0", "claude-4.7"),
+        ("anthropic.claude-opus-4-8-v1:0", "claude-4.8"),
         ("claude-opus-5", "claude-5"),
         ("claude-newtier-6", "claude-5"),
         ("some-proxy-alias", "claude-4.5"),

@@ -30,7 +30,9 @@ from real_traffic import (
     share,
     table,
 )
+from support import missing
 
+import otel_ctx.adapters._claude_tokens as claude_tokens
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._encodings import is_known_model
 
@@ -115,10 +117,13 @@ def test_anthropic(by_file: dict[str, list[Case]], name: str) -> None:
     images = [c for c in anthropic if "image" in c.features]
     assert plain
     assert share(plain, lambda c: c.within(0.15)) >= 0.90
-    assert share(plain, lambda c: c.within(0.05)) >= 0.80
     assert share(images, lambda c: c.within(0.15)) >= 0.85
     # Flagged exact only where a rule reproduces the bills: then it is the bill.
     assert all(c.within(0.01, 2) for c in anthropic if c.exact)
+    if not claude_tokens.available():
+        # The fallback (cl100k_base and a ratio) holds the 15% figure, not the 5% one.
+        missing("the claude-tokenizer extra (ctok) counts Anthropic text; the 5% figure needs it")
+    assert share(plain, lambda c: c.within(0.05)) >= 0.80
 
 
 @pytest.mark.parametrize("name", available(*OPENAI_ANTHROPIC_GLOBS) or ["real_traffic.jsonl"])

@@ -83,9 +83,9 @@ def test_the_history_read_before_is_not_read_again() -> None:
     seen: list[int] = []
     original = anthropic._Reader.message
 
-    def message(self: Any, raw: Any, i: int) -> Any:
+    def message(self: Any, raw: Any, i: int, *rest: Any) -> Any:
         seen.append(i)
-        return original(self, raw, i)
+        return original(self, raw, i, *rest)
 
     anthropic._Reader.message = message  # type: ignore[method-assign]
     try:
