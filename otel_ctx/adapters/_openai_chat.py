@@ -56,6 +56,7 @@ from otel_ctx.adapters._media import (
 from otel_ctx.adapters._openai_tools import (
     add_forced_function,
     add_output_schema,
+    answer_channel,
     chat_call_tokens,
     count_functions,
     is_reasoning_model,
@@ -131,6 +132,11 @@ class ChatReader:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.role_cost = {role: TOKENS_PER_MESSAGE + counter.text(role) for role in ROLE_LINES}
+        # An assistant message that makes tool calls is framed as the calls are (see
+        # :func:`chat_call_tokens`); an earlier answer of a harmony-format model is read with its
+        # channel marked, as in the Responses API (see :func:`answer_channel`).
+        self.call_cost = self.role_cost["assistant"]
+        self.role_cost["assistant"] += answer_channel(counter.model)
 
         # A plain {"role", "content": str} message costs the same every round: its turn is
         # kept by content, one cache per role, so an already-seen message costs one lookup.
@@ -347,9 +353,8 @@ class ChatReader:
                 else text(name) + TOKENS_PER_NAME
             )
             parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), cost))
-        return Turn(
-            line, parts, self.role_cost[str(role)], calls=made, answers=answers, has_user_text=line == "user"
-        )
+        cost = self.call_cost if made else self.role_cost[str(role)]
+        return Turn(line, parts, cost, calls=made, answers=answers, has_user_text=line == "user")
 
     def _tool_result(
         self, m: Mapping[str, Any], here: str, i: int, ctx: ReadContext, calls: ChatCalls
@@ -520,7 +525,7 @@ class ChatReader:
                 self.counter, [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
             )
             parts += [Part("tool_call", n, c["id"]) for c, n in zip(calls, tokens)]
-            turn = Turn(ROLE_LINES["assistant"], parts, self.role_cost["assistant"], calls=tuple(ids))
+            turn = Turn(ROLE_LINES["assistant"], parts, self.call_cost, calls=tuple(ids))
             self.call_turns.put(key, turn)
         for call_id in ids:
             rules.declared[call_id] = i

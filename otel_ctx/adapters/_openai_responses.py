@@ -52,6 +52,7 @@ from otel_ctx.adapters._openai_tools import (
     call_overhead,
     count_functions,
     is_reasoning_model,
+    responses_call_framing,
     section_framing,
 )
 from otel_ctx.engine._errors import (
@@ -114,6 +115,7 @@ class _Reader:
         self.declared: dict[str, int] = {}
         self.answered: dict[str, int] = {}
         self.role_cost = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in (*_ROLE_LINES, "tool")}
+        self.call_framing = responses_call_framing(counter.model)
         if is_reasoning_model(counter.model):
             # The reasoning models read an earlier answer with its channel marked (measured).
             self.role_cost["assistant"] += REASONING_ANSWER_CHANNEL
@@ -122,7 +124,7 @@ class _Reader:
         """A function call with its framing: the function's name is read twice, in the call and
         in the header of the output that answers it (measured), so it is booked with the call."""
         text = self.counter.text
-        n = call_overhead(self.counter.model, 1) + 2 * text(name) + text(args)
+        n = call_overhead(self.counter.model, 1) + self.call_framing + 2 * text(name) + text(args)
         return n + STORED_CALL_EXTRA if item.get("id") else n
 
     def content(self, content: Any, line: Line, where: str, index: int) -> list[Part]:

@@ -100,6 +100,60 @@ REASONING_CALL_EXTRA = 6
 REASONING_CHAT_CALL = -2
 
 
+#: The shapes whose rule reproduced the bills of every project that sent them, each with what
+#: confirmed it. A part of a request whose shape is not here is counted as well as the rules allow
+#: and flagged an estimate (its line in ``estimated_lines``): a rule that held on one project's
+#: bills and missed on another's is not the provider's count, and saying ``exact`` for it would
+#: teach the reader to ignore the flag. A shape joins this table when the bills of several projects
+#: agree with its rule to the token, never for one project's cases.
+CONFIRMED: Mapping[str, str] = {
+    # Plain messages (text, names, refusals) in both APIs: every project's text-only bills, both
+    # encodings, chat and reasoning models, to the token.
+    "messages": "text-only Chat Completions and Responses bills of every project",
+    # The earlier answers of a harmony-format model (gpt-5 family) carry their channel: the
+    # open-weight renderer writes ``<|channel|>final`` into every assistant message of the history,
+    # and the Responses API's bills of several projects, and Chat Completions', show those tokens.
+    "answer-channel": "gpt-5 family transcripts with earlier answers, both APIs",
+}
+#: The shapes the rules count but no set of bills confirms across projects, for the record (the
+#: count of each is an estimate): tool sections (a token or two either way on some schemas), the
+#: ``json_schema`` response-format section (Chat Completions and Responses: off by one to three
+#: tokens on some projects' pydantic schemas), a forced function (``tool_choice`` naming one: one
+#: or two tokens apart between projects), ``tool_choice: "required"`` (billed 0 to 6 tokens more
+#: by project), custom and built-in tools (their definition's JSON).
+UNCONFIRMED = ("tools", "response-format", "forced-function", "required-tool-choice", "custom-tools")
+
+
+def confirmed(shape: str) -> bool:
+    """Whether ``shape``'s rule reproduced the bills of every project that sent it (see
+    :data:`CONFIRMED`): only then may its part of a count say it is exact."""
+    return shape in CONFIRMED
+
+
+def answer_channel(model: str) -> int:
+    """What an earlier answer of ``model`` costs beyond its text and role: the harmony-format
+    models (the gpt-5 family) read it with its channel marked, two tokens (the renderer's
+    ``<|channel|>final``; measured on their bills); the other models nothing."""
+    name = model.removeprefix("openai/")
+    return 2 if name.startswith("gpt-5") and not name.startswith("gpt-5-chat") else 0
+
+
+#: Per model family, what a function call in a Responses input costs beside
+#: :func:`call_overhead`: the gpt-5.4 models frame a replayed call three tokens longer than the
+#: other gpt-5 models (measured on every gpt-5.4 bill with calls; an estimate like the calls'
+#: tool section). A family is one row here.
+RESPONSES_CALL_FRAMING: tuple[tuple[str, int], ...] = (("gpt-5.4", 3),)
+
+
+def responses_call_framing(model: str) -> int:
+    """The :data:`RESPONSES_CALL_FRAMING` row of ``model`` (0 for a family with none)."""
+    name = model.removeprefix("openai/")
+    for prefix, delta in RESPONSES_CALL_FRAMING:
+        if name.startswith(prefix):
+            return delta
+    return 0
+
+
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """A JSON object: a dict at once (the schemas agents send are), any Mapping otherwise."""
     return value.__class__ is dict or isinstance(value, Mapping)
@@ -565,9 +619,11 @@ def render_output_format(name: Any, description: Any, schema: Any) -> str:
 
 
 #: A ``tool_choice`` naming one function: the chat models are told its name, with this framing in
-#: Chat Completions and two tokens more in the Responses API (measured; the reasoning models'
-#: bills show no such cost).
+#: Chat Completions (the cl100k models; the o200k models two tokens more) and in the Responses API
+#: (measured; the reasoning models' bills show no such cost). The o200k models' bills of three
+#: projects are this or a token less (by schema): the count errs high, and is an estimate.
 FORCED_FUNCTION = 5
+FORCED_FUNCTION_O200K = 7
 FORCED_FUNCTION_RESPONSES = 7
 
 
@@ -594,7 +650,13 @@ def add_forced_function(
     nested = tool_choice.get("function")
     name = nested.get("name") if _is_mapping(nested) else tool_choice.get("name")
     if isinstance(name, str) and name:
-        n = counter.text(name) + (FORCED_FUNCTION_RESPONSES if responses else FORCED_FUNCTION)
+        if responses:
+            framing = FORCED_FUNCTION_RESPONSES
+        elif counter.resolved.name == "cl100k_base":
+            framing = FORCED_FUNCTION
+        else:
+            framing = FORCED_FUNCTION_O200K
+        n = counter.text(name) + framing
         model.tool_schema += n
         model.schema_inexact += n
 
@@ -628,7 +690,7 @@ def add_output_schema(
         else:
             n += FORMAT_NEW_SYSTEM
     model.tool_schema += n
-    if estimate:
+    if estimate or not confirmed("response-format"):
         model.schema_inexact += n
 
 
