@@ -708,9 +708,11 @@ _ROLE = attrgetter("role")
 def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy: bool = False) -> None:
     """The tool section's tokens on ``model``, an estimate: the rendering reproduces most bills to
     the token, but not all of them (a token or two either way), so the count does not claim it."""
-    section = count_functions(counter, tools)
     # ``in`` over the roles runs in C: a long transcript with no system message costs no Python loop.
     has_system = model.tool_schema > 0 or "system" in map(_ROLE, model.turns)
+    # Joined into the system message, the section writes a property's lone title as the Responses
+    # API does (one comment line); a section of its own adds a blank comment (measured).
+    section = count_functions(counter, tools, lone_titles=has_system)
     framing = section_framing(counter.model, counter.resolved.name, has_system, section, legacy=legacy)
     n = max(0, section.tokens + framing)
     model.tool_schema += n

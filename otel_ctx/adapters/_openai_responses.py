@@ -455,7 +455,7 @@ class OpenAIResponsesAdapter(Adapter):
         n = 0
         if functions:
             try:
-                section = count_functions(counter, functions, responses=True)
+                section = count_functions(counter, functions, lone_titles=True)
             except InvalidToolSchemaError as exc:
                 # The counter names the wrapped shape; name the caller's flat tool instead.
                 raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None

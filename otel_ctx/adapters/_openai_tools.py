@@ -312,8 +312,10 @@ def _object(
     schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str, Any]], lone: bool = False
 ) -> str:
     """An object's members, one a line. ``lone``: a property's title with no description is one
-    comment line (the Responses API); else a blank comment follows it, as when a description does
-    (Chat Completions; measured on both APIs' bills)."""
+    comment line (the Responses API, and Chat Completions when the section joins the request's
+    system or developer message); else a blank comment follows it, as when a description does (a
+    Chat Completions section of its own). Measured on both APIs' bills, of five projects: pydantic
+    models give every property a title, so this is most tool sections agents send."""
     props = schema.get("properties") or {}
     if not _is_mapping(props):
         known[0] = False
@@ -427,10 +429,12 @@ def _comment(description: Any) -> str:
     return "".join(f"// {line}\n" if line else "//\n" for line in lines)
 
 
-def render_functions(functions: Sequence[Mapping[str, Any]], *, responses: bool = False) -> tuple[str, bool]:
+def render_functions(
+    functions: Sequence[Mapping[str, Any]], *, lone_titles: bool = False
+) -> tuple[str, bool]:
     """The tool section's text for ``functions`` (``{"name", "description", "parameters"}`` each),
-    and whether every schema keyword in them has a rendering the bills confirm (``responses``: as
-    the Responses API writes a property's lone title, see :func:`_object`)."""
+    and whether every schema keyword in them has a rendering the bills confirm (``lone_titles``: a
+    property's title with no description as one comment line, see :func:`_object`)."""
     known = [True]
     out = []
     for fn in functions:
@@ -442,7 +446,7 @@ def render_functions(functions: Sequence[Mapping[str, Any]], *, responses: bool 
             # The schema's own title and description open the type as comments (``(_: // Args``).
             about = params.get("description")
             head = _titled(params) + (f"// {about}\n" if isinstance(about, str) and about else "")
-            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs, responses)}) => any;"
+            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs, lone_titles)}) => any;"
             for key in params:
                 if key not in _RENDERED and key not in ("$defs", "definitions"):
                     known[0] = False
@@ -519,9 +523,10 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: bool = False) -> Section:
-    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`; ``responses``: as the
-    Responses API renders them, see :func:`render_functions`).
+def count_functions(counter: TokenCounter, tools: Sequence[Any], *, lone_titles: bool = False) -> Section:
+    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`; ``lone_titles``: as the
+    Responses API, and Chat Completions when the section joins a system message, write a
+    property's title, see :func:`_object`).
 
     Tool lists are static in practice, but an SDK builds its request anew every call: the count
     is kept with a private copy of the list last seen (and its JSON), so an unchanged list is
@@ -532,7 +537,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
         raise InvalidToolSchemaError("tools", f"must be a list of tool objects, got {type(tools).__name__}")
     items = tuple(tools)
     state = counter.dialect_state
-    slot = "openai-tools-responses" if responses else "openai-tools"
+    slot = "openai-tools-joined" if lone_titles else "openai-tools"
     last = state.get(slot)
     if last is not None:
         copy, held = last[0], last[1]
@@ -546,7 +551,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
         state[slot] = (private_copy(list(items)), items, key, last[3])
         return last[3]  # type: ignore[no-any-return]
     try:
-        text, known = render_functions(fns, responses=responses)
+        text, known = render_functions(fns, lone_titles=lone_titles)
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
     found = Section(

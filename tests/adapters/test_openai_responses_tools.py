@@ -44,12 +44,12 @@ def _tool_cost(functions: list[dict[str, Any]], **extra: Any) -> int:
 
 
 def _text_tokens(functions: list[dict[str, Any]]) -> int:
-    text, _ = render_functions(functions, responses=True)
+    text, _ = render_functions(functions, lone_titles=True)
     return TokenCounter(resolve_encoding("gpt-4o")).text(text)
 
 
 def test_titles_open_what_they_name_as_comments() -> None:
-    text, known = render_functions([ORDER], responses=True)
+    text, known = render_functions([ORDER], lone_titles=True)
     assert known
     # The schema's title opens its type, a nested object's title its brace.
     assert "type place_order = (_: // place_order_args\n{\npart: // Part\n{\n" in text
@@ -61,9 +61,42 @@ def test_titles_open_what_they_name_as_comments() -> None:
 
 def test_chat_completions_keeps_a_blank_comment_after_a_lone_title() -> None:
     chat, _ = render_functions([ORDER])
-    responses, _ = render_functions([ORDER], responses=True)
+    responses, _ = render_functions([ORDER], lone_titles=True)
     assert "// Note\n//\nnote: string," in chat
     assert chat.replace("//\n", "") == responses.replace("//\n", "")
+
+
+def test_joined_into_a_system_message_a_lone_title_is_one_comment_line() -> None:
+    """Chat Completions writes a lone title as the Responses API does when the section joins the
+    request's system message, and with a blank comment after it in a section of its own."""
+    tool = {"type": "function", "function": ORDER}
+    user = {"role": "user", "content": "hi"}
+    counter = TokenCounter(resolve_encoding("gpt-4o"))
+    own, _ = render_functions([ORDER])
+    joined, _ = render_functions([ORDER], lone_titles=True)
+    blanks = counter.text(own) - counter.text(joined)
+    assert blanks > 0
+
+    def cost(messages: list[dict[str, Any]]) -> int:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gpt-4o")
+        body = {"model": "gpt-4o", "messages": messages}
+        with_tools = fitter.measure_request({**body, "tools": [tool]}, provider="openai")
+        return int(
+            with_tools.breakdown.estimated
+            - fitter.measure_request(body, provider="openai").breakdown.estimated
+        )
+
+    alone = cost([user])
+    in_system = cost([{"role": "system", "content": "Be brief."}, user])
+    own_section = openai_tools.count_functions(counter, [tool])
+    joined_section = openai_tools.count_functions(counter, [tool], lone_titles=True)
+    assert own_section.tokens - joined_section.tokens == blanks
+    assert alone == own_section.tokens + openai_tools.section_framing(
+        "gpt-4o", "o200k_base", False, own_section
+    )
+    assert in_system == joined_section.tokens + openai_tools.section_framing(
+        "gpt-4o", "o200k_base", True, joined_section
+    )
 
 
 def test_a_string_default_is_quoted_and_an_enum_value_is_not() -> None:
