@@ -606,14 +606,15 @@ def _shown_schema(schema: Any, depth: int = 0) -> Any:
     return out
 
 
-def render_output_format(name: Any, description: Any, schema: Any) -> str:
+def render_output_format(name: Any, description: Any, schema: Any, *, responses: bool = False) -> str:
     """The response-format section a ``json_schema`` format writes into the prompt: its name as a
     heading, its description as a comment, and the schema as compact JSON without the keywords
     that are enforced rather than shown (``required``, ``additionalProperties``, ``$schema``).
 
-    A format without a description of its own is described by its schema's: the schema's
-    top-level ``description`` becomes the comment and leaves the JSON (measured)."""
-    if not (isinstance(description, str) and description) and _is_mapping(schema):
+    In Chat Completions a format without a description of its own is described by its schema's:
+    the schema's top-level ``description`` becomes the comment and leaves the JSON. The Responses
+    API leaves it in the JSON (``responses``; both measured, each on two projects' bills)."""
+    if not responses and not (isinstance(description, str) and description) and _is_mapping(schema):
         about = schema.get("description")
         if isinstance(about, str) and about:
             description = about
@@ -679,7 +680,7 @@ def add_output_schema(
         return
     name, description, schema = found
     try:
-        text = render_output_format(name, description, schema)
+        text = render_output_format(name, description, schema, responses=responses)
     except (TypeError, ValueError, RecursionError):
         return
     n = counter.text(text)

@@ -148,6 +148,18 @@ def test_naming_the_function_to_call_costs_its_name_on_the_chat_models_only() ->
     assert _count(no_tools, "openai") == _count({k: v for k, v in base.items() if k != "tools"}, "openai")
 
 
+def test_the_responses_api_keeps_a_schema_description_in_the_json() -> None:
+    described = {**SCHEMA, "description": "An answer to file"}
+    text = render_output_format("Answer", None, described, responses=True)
+    _, _, shown = text.partition("## Answer\n\n")
+    assert "//" not in shown
+    assert json.loads(shown)["description"] == "An answer to file"
+    # A format's own description is the comment in both APIs.
+    assert render_output_format("Answer", "Why", described, responses=True) == render_output_format(
+        "Answer", "Why", described
+    )
+
+
 def test_a_schema_description_is_the_formats_comment_when_the_format_has_none() -> None:
     described = {**SCHEMA, "description": "An answer to file"}
     text = render_output_format("Answer", None, described)
