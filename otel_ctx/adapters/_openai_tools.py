@@ -258,6 +258,9 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: b
         known[0] = False
         return "any"
     ref = schema.get("$ref")
+    if ref is not None:
+        # The open-weight renderer writes a reference as ``any``; otel-ctx writes what it names.
+        known[0] = False
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) and len(refs) < 32:
         target = refs[0].get(ref.rsplit("/", 1)[-1])
         if _is_mapping(target):  # written in place, as the model reads it
@@ -272,16 +275,22 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: b
     if isinstance(kind, list):
         return " | ".join("number" if k == "integer" else str(k) for k in kind)
     if _is_object(schema):
+        # A nested object: the open-weight renderer indents its members, which no bill confirms.
+        known[0] = False
         return _titled(schema) + _object(schema, known, refs, lone)
     enum = schema.get("enum")
     if isinstance(enum, Sequence) and not isinstance(enum, str) and enum:
         return " | ".join(json.dumps(e, ensure_ascii=False) for e in enum)
     if kind in ("number", "integer"):
         return "number"
+    if kind == "null":
+        known[0] = False  # ``any`` in the open-weight renderer
     if kind in ("string", "boolean", "null"):
         return str(kind)
     if kind == "array":
         items = schema.get("items")
+        if items is None:
+            known[0] = False  # ``Array<any>`` in the open-weight renderer
         return f"{_type(items, known, refs, lone)}[]" if items is not None else "any[]"
     if kind is not None:
         known[0] = False
@@ -330,7 +339,11 @@ def _object(
             if isinstance(title, str) and title and not _is_object(prop):
                 lines.append(f"// {title}" if lone and not described else f"// {title}\n//")
             if described:
-                # A property's description is commented line by line like a function's (measured).
+                # A property's description is commented line by line like a function's (measured;
+                # the open-weight renderer comments its first line only, so a multi-line one is an
+                # estimate).
+                if "\n" in str(desc).strip():
+                    known[0] = False
                 lines.append(_comment(desc)[:-1])
         opt = "" if key in required else "?"
         alternatives = _union(prop) if _is_mapping(prop) else None
