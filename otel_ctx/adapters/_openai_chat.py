@@ -713,7 +713,14 @@ def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy
     # Joined into the system message, the section writes a property's lone title as the Responses
     # API does (one comment line); a section of its own adds a blank comment (measured).
     section = count_functions(counter, tools, lone_titles=has_system)
-    framing = section_framing(counter.model, counter.resolved.name, has_system, section, legacy=legacy)
+    framing = section_framing(
+        counter.model,
+        counter.resolved.name,
+        has_system,
+        section,
+        legacy=legacy,
+        leading_system=model.system_in_turns,
+    )
     n = max(0, section.tokens + framing)
     model.tool_schema += n
     model.schema_inexact += n

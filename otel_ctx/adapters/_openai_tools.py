@@ -73,6 +73,10 @@ LEGACY_FUNCTIONS_IN_SYSTEM = 1
 #: The reasoning models' tool preamble, whatever the request's system message; their functions
 #: after the first and those :func:`commented` counts shift it as they do the chat models' (measured).
 REASONING_PREAMBLE = 84
+#: In Chat Completions a reasoning model's section joined into a leading system or developer
+#: message costs a token less (measured on gpt-5.4 bills; a system message after the first
+#: message leaves the preamble as it is, measured on gpt-5).
+REASONING_IN_SYSTEM = -1
 #: The Responses API frames the section alike with or without instructions: two tokens for the
 #: reasoning models (their functions shift it as in Chat Completions), three fewer than its text
 #: for the others (measured).
@@ -237,12 +241,17 @@ def section_framing(
     *,
     responses: bool = False,
     legacy: bool = False,
+    leading_system: bool = False,
 ) -> int:
     """Tokens the tool section adds besides its rendered text, by the measured rules above
-    (``responses``: in the Responses API; ``legacy``: sent as Chat Completions' ``functions``)."""
+    (``responses``: in the Responses API; ``legacy``: sent as Chat Completions' ``functions``;
+    ``leading_system``: the request's first message is a system or developer message)."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if is_reasoning_model(model):
-        return (RESPONSES_REASONING if responses else REASONING_PREAMBLE) + further + section.commented
+        if responses:
+            return RESPONSES_REASONING + further + section.commented
+        joined = REASONING_IN_SYSTEM if leading_system else 0
+        return REASONING_PREAMBLE + joined + further + section.commented
     joined = BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
     if responses:
         return RESPONSES_CHAT + joined
