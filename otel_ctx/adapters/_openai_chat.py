@@ -721,9 +721,9 @@ def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy
         legacy=legacy,
         leading_system=model.system_in_turns,
     )
-    n = max(0, section.tokens + framing)
-    model.tool_schema += n
-    model.schema_inexact += n
+    n = max(0, section.tokens + framing) if section.functions else 0
+    model.tool_schema += n + section.other
+    model.schema_inexact += n + section.other
 
 
 def _tool_dicts(tools: Any) -> Any:

@@ -52,6 +52,7 @@ from otel_ctx.adapters._openai_tools import (
     call_overhead,
     count_functions,
     is_reasoning_model,
+    other_tool_tokens,
     responses_call_framing,
     section_framing,
 )
@@ -447,6 +448,8 @@ class OpenAIResponsesAdapter(Adapter):
                     if tool.get(key) is not None
                 }
                 functions.append({"type": "function", "function": fn})
+            elif tool.get("type") == "custom":  # its definition is all the body says: an estimate
+                other += other_tool_tokens(counter, tool, f"tools[{k}]")
             else:  # built-in tools (web search, file search, MCP...): their JSON text, a bound
                 other += counter.text(to_json(tool, f"tools[{k}]", None, InvalidToolSchemaError))
                 reason = f"server tool {tool.get('type')}"
