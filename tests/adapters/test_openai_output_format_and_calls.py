@@ -204,3 +204,19 @@ def test_a_reasoning_models_format_in_responses_is_an_estimate_framed_apart() ->
     assert not measured.exact
     assert "tool_schema" in measured.estimated_lines
     assert not openai_tools.confirmed("response-format")
+
+
+def test_under_a_format_an_earlier_answer_costs_more_on_the_chat_models() -> None:
+    fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA}}
+    user = {"role": "user", "content": "Pick one."}
+    answer = {"role": "assistant", "content": '{"value":7}'}
+
+    def added(model: str, extra: dict[str, Any]) -> int:
+        bodies = [{"model": model, "messages": m, **extra} for m in ([user, answer, user], [user, user])]
+        with_answer, without = (_count(b, "openai", model) for b in bodies)
+        return with_answer - without
+
+    assert added("gpt-4o", {"response_format": fmt}) == added("gpt-4o", {}) + openai_tools.FORMAT_ANSWER
+    assert added("gpt-5-mini", {"response_format": fmt}) == added("gpt-5-mini", {})
+    # A format that is no schema changes nothing.
+    assert added("gpt-4o", {"response_format": {"type": "json_object"}}) == added("gpt-4o", {})
