@@ -62,6 +62,7 @@ from otel_ctx.adapters._openai_tools import (
     is_reasoning_model,
     parallel_results,
     section_framing,
+    unconfirmed_tools,
 )
 from otel_ctx.engine._cache import BoundedCache
 from otel_ctx.engine._errors import (
@@ -723,7 +724,7 @@ def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy
     )
     n = max(0, section.tokens + framing) if section.functions else 0
     model.tool_schema += n + section.other
-    model.schema_inexact += n + section.other
+    model.schema_inexact += unconfirmed_tools(n, section.other)
 
 
 def _tool_dicts(tools: Any) -> Any:

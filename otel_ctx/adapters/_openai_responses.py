@@ -55,6 +55,7 @@ from otel_ctx.adapters._openai_tools import (
     other_tool_tokens,
     responses_call_framing,
     section_framing,
+    unconfirmed_tools,
 )
 from otel_ctx.engine._errors import (
     InvalidMessageError,
@@ -468,7 +469,7 @@ class OpenAIResponsesAdapter(Adapter):
             # An estimate, as in Chat Completions: most bills to the token, not all of them.
             n = max(0, section.tokens + framing)
         model.tool_schema += n + other
-        model.schema_inexact += n + other
+        model.schema_inexact += unconfirmed_tools(n, other)
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state

@@ -119,13 +119,11 @@ CONFIRMED: Mapping[str, str] = {
     # and the Responses API's bills of several projects, and Chat Completions', show those tokens.
     "answer-channel": "gpt-5 family transcripts with earlier answers, both APIs",
 }
-#: The shapes the rules count but no set of bills confirms across projects, for the record (the
-#: count of each is an estimate): tool sections (a token or two either way on some schemas), the
-#: ``json_schema`` response-format section (Chat Completions and Responses: off by one to three
-#: tokens on some projects' pydantic schemas), a forced function (``tool_choice`` naming one: one
-#: or two tokens apart between projects), ``tool_choice: "required"`` (billed 0 to 6 tokens more
-#: by project), custom and built-in tools (their definition's JSON).
-UNCONFIRMED = ("tools", "response-format", "forced-function", "required-tool-choice", "custom-tools")
+# Not in the table, so counted as estimates: "tools" (the function section: a token or two either
+# way on some projects' schemas), "response-format" (the json_schema section: one to three tokens
+# off on some projects' pydantic schemas, in both APIs), "forced-function" (``tool_choice`` naming
+# one: a token apart between projects), "custom-tools" (tools of other types: their definition's
+# JSON, no bill confirms how the model reads them).
 
 
 def confirmed(shape: str) -> bool:
@@ -542,6 +540,12 @@ def is_function_tool(tool: Any) -> bool:
     return kind == "function" or "function" in tool
 
 
+def unconfirmed_tools(section_tokens: int, other_tokens: int) -> int:
+    """The part of a tool section's tokens that is an estimate: the function section unless its
+    rules are in :data:`CONFIRMED`, and always the tools of other types."""
+    return (0 if confirmed("tools") else section_tokens) + other_tokens
+
+
 def other_tool_tokens(counter: TokenCounter, tool: Mapping[str, Any], where: str) -> int:
     """A tool of another type than ``function``: its definition's JSON text and its allowance."""
     return counter.text(to_json(tool, where, None, InvalidToolSchemaError)) + CUSTOM_TOOL_FRAMING
@@ -704,9 +708,9 @@ def add_forced_function(
     tools: Any = None,
 ) -> None:
     """What naming the function to call costs (``{"type": "function", ...}`` in either API), booked
-    with the tool definitions, as an estimate like them. In the Responses API ``"required"`` with
-    a single tool, a function, names that function (measured: billed as naming it; Chat
-    Completions bills ``"required"`` nothing whatever the tools)."""
+    with the tool definitions, as an estimate unless :data:`CONFIRMED` says otherwise. In the
+    Responses API ``"required"`` with a single tool, a function, names that function (measured:
+    billed as naming it; Chat Completions bills ``"required"`` nothing whatever the tools)."""
     if responses and tool_choice == "required" and isinstance(tools, Sequence) and len(tools) == 1:
         only = tools[0]
         if _is_mapping(only) and only.get("type") == "function":
@@ -726,7 +730,8 @@ def add_forced_function(
             framing = FORCED_FUNCTION_O200K
         n = counter.text(name) + framing
         model.tool_schema += n
-        model.schema_inexact += n
+        if not confirmed("forced-function"):
+            model.schema_inexact += n
 
 
 def add_output_schema(

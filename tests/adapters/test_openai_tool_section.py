@@ -242,3 +242,34 @@ def test_a_custom_tool_is_counted_by_its_definition_as_an_estimate_never_refused
         assert not with_custom.exact
         assert "tool_schema" in with_custom.estimated_lines
         assert not with_custom.unknowns  # what the model reads is in the body: no bound
+
+
+def test_exact_only_for_the_shapes_the_table_confirms() -> None:
+    """The flag by construction: a request of plain messages (and a gpt-5 model's earlier answers)
+    is exact; any tool section, response format, forced function or tool of another type makes the
+    count an estimate, named in ``estimated_lines``, because no rule of them is in the table."""
+    for shape in ("tools", "response-format", "forced-function", "custom-tools"):
+        assert not openai_tools.confirmed(shape)
+    assert openai_tools.confirmed("messages") and openai_tools.confirmed("answer-channel")
+    user = {"role": "user", "content": "hi"}
+    answer = {"role": "assistant", "content": "hello"}
+    function = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
+    forced = {"type": "function", "function": {"name": "lookup"}}
+
+    def measure(model: str, **extra: Any) -> Any:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        body = {"model": model, "messages": [user, answer, user], **extra}
+        return fitter.measure_request(body, provider="openai")
+
+    for model in ("gpt-4o", "gpt-5-mini"):
+        assert measure(model).exact
+        for extra in (
+            {"tools": [function]},
+            {"response_format": fmt},
+            {"tools": [function], "tool_choice": forced},
+            {"tools": [CUSTOM]},
+        ):
+            result = measure(model, **extra)
+            assert not result.exact, extra
+            assert result.estimated_lines == ("tool_schema",)
