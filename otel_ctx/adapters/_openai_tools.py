@@ -271,7 +271,14 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: b
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) and len(refs) < 32:
         target = refs[0].get(ref.rsplit("/", 1)[-1])
         if _is_mapping(target):  # written in place, as the model reads it
-            return _type(target, known, [*refs, target], lone)
+            shown = _type(target, known, [*refs, target], lone)
+            about = target.get("description")
+            if _is_object(target) and _text(about):
+                # A referenced object's description is not the property's (written above it): it
+                # opens the object, after its title (measured, a token over on one schema).
+                title = _titled(target)
+                shown = f"{title}// {about}\n{shown[len(title) :]}"
+            return shown
     if not set(schema) <= _RENDERED:
         known[0] = False
     for key in ("anyOf", "oneOf"):

@@ -162,3 +162,15 @@ def test_empty_instructions_make_the_count_a_bound() -> None:
     assert not empty.exact
     assert "empty instructions" in empty.unknowns
     assert _measure(body).exact
+
+
+def test_a_referenced_objects_description_opens_it_after_its_title() -> None:
+    described = {**PART, "description": "One part of an order."}
+    fn = {**ORDER, "parameters": {**ORDER["parameters"], "$defs": {"Part": described}}}
+    text, known = render_functions([fn], lone_titles=True)
+    assert "part: // Part\n// One part of an order.\n{\n" in text
+    assert not known  # a reference: an estimate
+    # A property's own description is written once, above the property, not again at its brace.
+    inline = {**ORDER, "parameters": {**ORDER["parameters"], "properties": {"part": described}}}
+    text, _ = render_functions([inline], lone_titles=True)
+    assert text.count("One part of an order.") == 1
