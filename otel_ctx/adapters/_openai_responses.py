@@ -117,7 +117,7 @@ class _Reader:
         self.declared: dict[str, int] = {}
         self.answered: dict[str, int] = {}
         self.role_cost = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in (*_ROLE_LINES, "tool")}
-        self.call_framing = responses_call_framing(counter.model)
+        self.call_framing, self.grouped_call_framing = responses_call_framing(counter.model)
         if is_reasoning_model(counter.model):
             # The reasoning models read an earlier answer with its channel marked (measured).
             self.role_cost["assistant"] += REASONING_ANSWER_CHANNEL
@@ -388,7 +388,7 @@ class OpenAIResponsesAdapter(Adapter):
                 side = _side(item)
             if side != group_side or side == _OWN:
                 if group:
-                    turns.append(_group_turn(group, group_side))
+                    turns.append(_group_turn(group, group_side, reader.grouped_call_framing))
                     group = []
                 if side != _OUTPUT:
                     self._unanswered(pending, i, ctx)
@@ -408,7 +408,7 @@ class OpenAIResponsesAdapter(Adapter):
                 pending.pop(a, None)
             group.append(read)
         if group:
-            turns.append(_group_turn(group, group_side))
+            turns.append(_group_turn(group, group_side, reader.grouped_call_framing))
         memo.keep(reader.counter, (reader.declared, reader.answered))
         self._unanswered(pending, len(items), ctx)
         return turns, starts, memo.replies
@@ -539,12 +539,15 @@ def _input_items(raw_input: Any) -> tuple[Sequence[Any], _State]:
     raise InvalidRequestError("input", f"must be a string or a list of items, got {type(raw_input).__name__}")
 
 
-def _group_turn(group: list[ItemRead], side: str) -> Turn:
-    """The turn of one side's consecutive items."""
+def _group_turn(group: list[ItemRead], side: str, grouped_call: int = 0) -> Turn:
+    """The turn of one side's consecutive items (``grouped_call``: what each call of a parallel
+    group costs more, by the model family's row)."""
     role: Line = "assistant" if side == _ASSISTANT else ("tool" if side == _OUTPUT else group[0][0])
     parts = [p for g in group for p in g[1]]
     calls = tuple(c for g in group for c in g[3])
     answers = tuple(a for g in group for a in g[4])
     overhead = sum(g[2] for g in group)
+    if grouped_call and len(calls) > 1:
+        overhead += grouped_call * len(calls)
     has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
     return Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user)

@@ -141,19 +141,21 @@ def answer_channel(model: str) -> int:
 
 
 #: Per model family, what a function call in a Responses input costs beside
-#: :func:`call_overhead`: the gpt-5.4 models frame a replayed call three tokens longer than the
-#: other gpt-5 models (measured on every gpt-5.4 bill with calls; an estimate like the calls'
-#: tool section). A family is one row here.
-RESPONSES_CALL_FRAMING: tuple[tuple[str, int], ...] = (("gpt-5.4", 3),)
+#: :func:`call_overhead`, alone and as one of a parallel group (consecutive calls): the gpt-5.4
+#: models frame a replayed call three tokens longer than the other gpt-5 models, and a call of a
+#: parallel group five more (measured on every gpt-5.4 bill with calls; an estimate like the
+#: calls' tool section). A family is one row here: (name prefix, per call, per call in a group).
+RESPONSES_CALL_FRAMING: tuple[tuple[str, int, int], ...] = (("gpt-5.4", 3, 5),)
 
 
-def responses_call_framing(model: str) -> int:
-    """The :data:`RESPONSES_CALL_FRAMING` row of ``model`` (0 for a family with none)."""
+def responses_call_framing(model: str) -> tuple[int, int]:
+    """The :data:`RESPONSES_CALL_FRAMING` row of ``model``: what a call costs more alone and in a
+    parallel group ((0, 0) for a family with no row)."""
     name = model.removeprefix("openai/")
-    for prefix, delta in RESPONSES_CALL_FRAMING:
+    for prefix, delta, grouped in RESPONSES_CALL_FRAMING:
         if name.startswith(prefix):
-            return delta
-    return 0
+            return delta, grouped
+    return 0, 0
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:

@@ -162,17 +162,21 @@ def test_an_earlier_answer_of_a_harmony_model_carries_its_channel(model: str, ch
 
 def test_a_family_row_frames_a_responses_call_apart() -> None:
     """A replayed function call in a Responses input costs what its family's row says beside the
-    common framing: the same body differs between two gpt-5 models by that row, call by call."""
+    common framing, alone and in a parallel group: the same body differs between two gpt-5 models
+    by that row, call by call."""
     calls = [
         {"type": "function_call", "call_id": f"c{i}", "name": "paint_fence", "arguments": '{"colour":"red"}'}
         for i in range(2)
     ]
     outputs = [{"type": "function_call_output", "call_id": f"c{i}", "output": "done"} for i in range(2)]
-    items = [{"role": "user", "content": "Paint twice."}, calls[0], outputs[0], calls[1], outputs[1]]
+    user = {"role": "user", "content": "Paint twice."}
+    one_by_one = [user, calls[0], outputs[0], calls[1], outputs[1]]
+    parallel = [user, *calls, *outputs]
 
-    def count(model: str) -> int:
+    def count(model: str, items: list[dict[str, Any]]) -> int:
         fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
         return fitter.count_request({"model": model, "input": items}, provider="openai-responses")
 
-    ((family, delta),) = RESPONSES_CALL_FRAMING
-    assert count(family) - count("gpt-5.2") == 2 * delta
+    ((family, alone, grouped),) = RESPONSES_CALL_FRAMING
+    assert count(family, one_by_one) - count("gpt-5.2", one_by_one) == 2 * alone
+    assert count(family, parallel) - count("gpt-5.2", parallel) == 2 * (alone + grouped)
