@@ -56,11 +56,13 @@ from otel_ctx.adapters._media import (
 from otel_ctx.adapters._openai_tools import (
     add_forced_function,
     add_output_schema,
+    answer_channel,
     chat_call_tokens,
     count_functions,
     is_reasoning_model,
     parallel_results,
     section_framing,
+    unconfirmed_tools,
 )
 from otel_ctx.engine._cache import BoundedCache
 from otel_ctx.engine._errors import (
@@ -131,6 +133,11 @@ class ChatReader:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.role_cost = {role: TOKENS_PER_MESSAGE + counter.text(role) for role in ROLE_LINES}
+        # An assistant message that makes tool calls is framed as the calls are (see
+        # :func:`chat_call_tokens`); an earlier answer of a harmony-format model is read with its
+        # channel marked, as in the Responses API (see :func:`answer_channel`).
+        self.call_cost = self.role_cost["assistant"]
+        self.role_cost["assistant"] += answer_channel(counter.model)
 
         # A plain {"role", "content": str} message costs the same every round: its turn is
         # kept by content, one cache per role, so an already-seen message costs one lookup.
@@ -349,9 +356,8 @@ class ChatReader:
                 else text(name) + TOKENS_PER_NAME
             )
             parts.append(Part(_TEXT_COMPONENT.get(line, "tool_result"), cost))
-        return Turn(
-            line, parts, self.role_cost[str(role)], calls=made, answers=answers, has_user_text=line == "user"
-        )
+        cost = self.call_cost if made else self.role_cost[str(role)]
+        return Turn(line, parts, cost, calls=made, answers=answers, has_user_text=line == "user")
 
     def _tool_result(
         self, m: Mapping[str, Any], here: str, i: int, ctx: ReadContext, calls: ChatCalls
@@ -522,7 +528,7 @@ class ChatReader:
                 self.counter, [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
             )
             parts += [Part("tool_call", n, c["id"]) for c, n in zip(calls, tokens)]
-            turn = Turn(ROLE_LINES["assistant"], parts, self.role_cost["assistant"], calls=tuple(ids))
+            turn = Turn(ROLE_LINES["assistant"], parts, self.call_cost, calls=tuple(ids))
             self.call_turns.put(key, turn)
         for call_id in ids:
             rules.declared[call_id] = i
@@ -705,13 +711,22 @@ _ROLE = attrgetter("role")
 def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy: bool = False) -> None:
     """The tool section's tokens on ``model``, an estimate: the rendering reproduces most bills to
     the token, but not all of them (a token or two either way), so the count does not claim it."""
-    section = count_functions(counter, tools)
     # ``in`` over the roles runs in C: a long transcript with no system message costs no Python loop.
     has_system = model.tool_schema > 0 or "system" in map(_ROLE, model.turns)
-    framing = section_framing(counter.model, counter.resolved.name, has_system, section, legacy=legacy)
-    n = max(0, section.tokens + framing)
-    model.tool_schema += n
-    model.schema_inexact += n
+    # Joined into the system message, the section writes a property's lone title as the Responses
+    # API does (one comment line); a section of its own adds a blank comment (measured).
+    section = count_functions(counter, tools, lone_titles=has_system)
+    framing = section_framing(
+        counter.model,
+        counter.resolved.name,
+        has_system,
+        section,
+        legacy=legacy,
+        leading_system=model.system_in_turns,
+    )
+    n = max(0, section.tokens + framing) if section.functions else 0
+    model.tool_schema += n + section.other
+    model.schema_inexact += unconfirmed_tools(n, section.other)
 
 
 def _tool_dicts(tools: Any) -> Any:

@@ -52,7 +52,10 @@ from otel_ctx.adapters._openai_tools import (
     call_overhead,
     count_functions,
     is_reasoning_model,
+    other_tool_tokens,
+    responses_call_framing,
     section_framing,
+    unconfirmed_tools,
 )
 from otel_ctx.engine._errors import (
     InvalidMessageError,
@@ -114,6 +117,7 @@ class _Reader:
         self.declared: dict[str, int] = {}
         self.answered: dict[str, int] = {}
         self.role_cost = {r: TOKENS_PER_MESSAGE + counter.text(r) for r in (*_ROLE_LINES, "tool")}
+        self.call_framing, self.grouped_call_framing = responses_call_framing(counter.model)
         if is_reasoning_model(counter.model):
             # The reasoning models read an earlier answer with its channel marked (measured).
             self.role_cost["assistant"] += REASONING_ANSWER_CHANNEL
@@ -122,7 +126,7 @@ class _Reader:
         """A function call with its framing: the function's name is read twice, in the call and
         in the header of the output that answers it (measured), so it is booked with the call."""
         text = self.counter.text
-        n = call_overhead(self.counter.model, 1) + 2 * text(name) + text(args)
+        n = call_overhead(self.counter.model, 1) + self.call_framing + 2 * text(name) + text(args)
         return n + STORED_CALL_EXTRA if item.get("id") else n
 
     def content(self, content: Any, line: Line, where: str, index: int) -> list[Part]:
@@ -385,7 +389,7 @@ class OpenAIResponsesAdapter(Adapter):
                 side = _side(item)
             if side != group_side or side == _OWN:
                 if group:
-                    turns.append(_group_turn(group, group_side))
+                    turns.append(_group_turn(group, group_side, reader.grouped_call_framing))
                     group = []
                 if side != _OUTPUT:
                     self._unanswered(pending, i, ctx)
@@ -405,7 +409,7 @@ class OpenAIResponsesAdapter(Adapter):
                 pending.pop(a, None)
             group.append(read)
         if group:
-            turns.append(_group_turn(group, group_side))
+            turns.append(_group_turn(group, group_side, reader.grouped_call_framing))
         memo.keep(reader.counter, (reader.declared, reader.answered))
         self._unanswered(pending, len(items), ctx)
         return turns, starts, memo.replies
@@ -446,6 +450,8 @@ class OpenAIResponsesAdapter(Adapter):
                     if tool.get(key) is not None
                 }
                 functions.append({"type": "function", "function": fn})
+            elif tool.get("type") == "custom":  # its definition is all the body says: an estimate
+                other += other_tool_tokens(counter, tool, f"tools[{k}]")
             else:  # built-in tools (web search, file search, MCP...): their JSON text, a bound
                 other += counter.text(to_json(tool, f"tools[{k}]", None, InvalidToolSchemaError))
                 reason = f"server tool {tool.get('type')}"
@@ -454,7 +460,7 @@ class OpenAIResponsesAdapter(Adapter):
         n = 0
         if functions:
             try:
-                section = count_functions(counter, functions, responses=True)
+                section = count_functions(counter, functions, lone_titles=True)
             except InvalidToolSchemaError as exc:
                 # The counter names the wrapped shape; name the caller's flat tool instead.
                 raise InvalidToolSchemaError(exc.where.replace(".function", ""), exc.problem) from None
@@ -464,7 +470,7 @@ class OpenAIResponsesAdapter(Adapter):
             # An estimate, as in Chat Completions: most bills to the token, not all of them.
             n = max(0, section.tokens + framing)
         model.tool_schema += n + other
-        model.schema_inexact += n + other
+        model.schema_inexact += unconfirmed_tools(n, other)
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
@@ -534,12 +540,15 @@ def _input_items(raw_input: Any) -> tuple[Sequence[Any], _State]:
     raise InvalidRequestError("input", f"must be a string or a list of items, got {type(raw_input).__name__}")
 
 
-def _group_turn(group: list[ItemRead], side: str) -> Turn:
-    """The turn of one side's consecutive items."""
+def _group_turn(group: list[ItemRead], side: str, grouped_call: int = 0) -> Turn:
+    """The turn of one side's consecutive items (``grouped_call``: what each call of a parallel
+    group costs more, by the model family's row)."""
     role: Line = "assistant" if side == _ASSISTANT else ("tool" if side == _OUTPUT else group[0][0])
     parts = [p for g in group for p in g[1]]
     calls = tuple(c for g in group for c in g[3])
     answers = tuple(a for g in group for a in g[4])
     overhead = sum(g[2] for g in group)
+    if grouped_call and len(calls) > 1:
+        overhead += grouped_call * len(calls)
     has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
     return Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user)

@@ -73,6 +73,10 @@ LEGACY_FUNCTIONS_IN_SYSTEM = 1
 #: The reasoning models' tool preamble, whatever the request's system message; their functions
 #: after the first and those :func:`commented` counts shift it as they do the chat models' (measured).
 REASONING_PREAMBLE = 84
+#: In Chat Completions a reasoning model's section joined into a leading system or developer
+#: message costs a token less (measured on gpt-5.4 bills; a system message after the first
+#: message leaves the preamble as it is, measured on gpt-5).
+REASONING_IN_SYSTEM = -1
 #: The Responses API frames the section alike with or without instructions: two tokens for the
 #: reasoning models (their functions shift it as in Chat Completions), three fewer than its text
 #: for the others (measured).
@@ -98,6 +102,60 @@ REASONING_CALL_EXTRA = 6
 #: A reasoning model's Chat call reads its name twice as well, in the call and in the header of
 #: the tool message that answers it, and is framed with 2 tokens fewer than that (measured).
 REASONING_CHAT_CALL = -2
+
+
+#: The shapes whose rule reproduced the bills of every project that sent them, each with what
+#: confirmed it. A part of a request whose shape is not here is counted as well as the rules allow
+#: and flagged an estimate (its line in ``estimated_lines``): a rule that held on one project's
+#: bills and missed on another's is not the provider's count, and saying ``exact`` for it would
+#: teach the reader to ignore the flag. A shape joins this table when the bills of several projects
+#: agree with its rule to the token, never for one project's cases.
+CONFIRMED: Mapping[str, str] = {
+    # Plain messages (text, names, refusals) in both APIs: every project's text-only bills, both
+    # encodings, chat and reasoning models, to the token.
+    "messages": "text-only Chat Completions and Responses bills of every project",
+    # The earlier answers of a harmony-format model (gpt-5 family) carry their channel: the
+    # open-weight renderer writes ``<|channel|>final`` into every assistant message of the history,
+    # and the Responses API's bills of several projects, and Chat Completions', show those tokens.
+    "answer-channel": "gpt-5 family transcripts with earlier answers, both APIs",
+}
+# Not in the table, so counted as estimates: "tools" (the function section: a token or two either
+# way on some projects' schemas), "response-format" (the json_schema section: one to three tokens
+# off on some projects' pydantic schemas, in both APIs), "forced-function" (``tool_choice`` naming
+# one: a token apart between projects), "custom-tools" (tools of other types: their definition's
+# JSON, no bill confirms how the model reads them).
+
+
+def confirmed(shape: str) -> bool:
+    """Whether ``shape``'s rule reproduced the bills of every project that sent it (see
+    :data:`CONFIRMED`): only then may its part of a count say it is exact."""
+    return shape in CONFIRMED
+
+
+def answer_channel(model: str) -> int:
+    """What an earlier answer of ``model`` costs beyond its text and role: the harmony-format
+    models (the gpt-5 family) read it with its channel marked, two tokens (the renderer's
+    ``<|channel|>final``; measured on their bills); the other models nothing."""
+    name = model.removeprefix("openai/")
+    return 2 if name.startswith("gpt-5") and not name.startswith("gpt-5-chat") else 0
+
+
+#: Per model family, what a function call in a Responses input costs beside
+#: :func:`call_overhead`, alone and as one of a parallel group (consecutive calls): the gpt-5.4
+#: models frame a replayed call three tokens longer than the other gpt-5 models, and a call of a
+#: parallel group five more (measured on every gpt-5.4 bill with calls; an estimate like the
+#: calls' tool section). A family is one row here: (name prefix, per call, per call in a group).
+RESPONSES_CALL_FRAMING: tuple[tuple[str, int, int], ...] = (("gpt-5.4", 3, 5),)
+
+
+def responses_call_framing(model: str) -> tuple[int, int]:
+    """The :data:`RESPONSES_CALL_FRAMING` row of ``model``: what a call costs more alone and in a
+    parallel group ((0, 0) for a family with no row)."""
+    name = model.removeprefix("openai/")
+    for prefix, delta, grouped in RESPONSES_CALL_FRAMING:
+        if name.startswith(prefix):
+            return delta, grouped
+    return 0, 0
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -183,12 +241,17 @@ def section_framing(
     *,
     responses: bool = False,
     legacy: bool = False,
+    leading_system: bool = False,
 ) -> int:
     """Tokens the tool section adds besides its rendered text, by the measured rules above
-    (``responses``: in the Responses API; ``legacy``: sent as Chat Completions' ``functions``)."""
+    (``responses``: in the Responses API; ``legacy``: sent as Chat Completions' ``functions``;
+    ``leading_system``: the request's first message is a system or developer message)."""
     further = PER_FURTHER_FUNCTION * max(0, section.functions - 1)
     if is_reasoning_model(model):
-        return (RESPONSES_REASONING if responses else REASONING_PREAMBLE) + further + section.commented
+        if responses:
+            return RESPONSES_REASONING + further + section.commented
+        joined = REASONING_IN_SYSTEM if leading_system else 0
+        return REASONING_PREAMBLE + joined + further + section.commented
     joined = BARE_FIRST * section.bare_first + PLAIN_AFTER_FIRST * section.plain_after_first
     if responses:
         return RESPONSES_CHAT + joined
@@ -204,10 +267,20 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: b
         known[0] = False
         return "any"
     ref = schema.get("$ref")
+    if ref is not None:
+        # The open-weight renderer writes a reference as ``any``; otel-ctx writes what it names.
+        known[0] = False
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")) and len(refs) < 32:
         target = refs[0].get(ref.rsplit("/", 1)[-1])
         if _is_mapping(target):  # written in place, as the model reads it
-            return _type(target, known, [*refs, target], lone)
+            shown = _type(target, known, [*refs, target], lone)
+            about = target.get("description")
+            if _is_object(target) and _text(about):
+                # A referenced object's description is not the property's (written above it): it
+                # opens the object, after its title (measured, a token over on one schema).
+                title = _titled(target)
+                shown = f"{title}// {about}\n{shown[len(title) :]}"
+            return shown
     if not set(schema) <= _RENDERED:
         known[0] = False
     for key in ("anyOf", "oneOf"):
@@ -218,16 +291,22 @@ def _type(schema: Any, known: list[bool], refs: list[Mapping[str, Any]], lone: b
     if isinstance(kind, list):
         return " | ".join("number" if k == "integer" else str(k) for k in kind)
     if _is_object(schema):
+        # A nested object: the open-weight renderer indents its members, which no bill confirms.
+        known[0] = False
         return _titled(schema) + _object(schema, known, refs, lone)
     enum = schema.get("enum")
     if isinstance(enum, Sequence) and not isinstance(enum, str) and enum:
         return " | ".join(json.dumps(e, ensure_ascii=False) for e in enum)
     if kind in ("number", "integer"):
         return "number"
+    if kind == "null":
+        known[0] = False  # ``any`` in the open-weight renderer
     if kind in ("string", "boolean", "null"):
         return str(kind)
     if kind == "array":
         items = schema.get("items")
+        if items is None:
+            known[0] = False  # ``Array<any>`` in the open-weight renderer
         return f"{_type(items, known, refs, lone)}[]" if items is not None else "any[]"
     if kind is not None:
         known[0] = False
@@ -258,8 +337,10 @@ def _object(
     schema: Mapping[str, Any], known: list[bool], refs: list[Mapping[str, Any]], lone: bool = False
 ) -> str:
     """An object's members, one a line. ``lone``: a property's title with no description is one
-    comment line (the Responses API); else a blank comment follows it, as when a description does
-    (Chat Completions; measured on both APIs' bills)."""
+    comment line (the Responses API, and Chat Completions when the section joins the request's
+    system or developer message); else a blank comment follows it, as when a description does (a
+    Chat Completions section of its own). Measured on both APIs' bills, of five projects: pydantic
+    models give every property a title, so this is most tool sections agents send."""
     props = schema.get("properties") or {}
     if not _is_mapping(props):
         known[0] = False
@@ -274,7 +355,11 @@ def _object(
             if isinstance(title, str) and title and not _is_object(prop):
                 lines.append(f"// {title}" if lone and not described else f"// {title}\n//")
             if described:
-                # A property's description is commented line by line like a function's (measured).
+                # A property's description is commented line by line like a function's (measured;
+                # the open-weight renderer comments its first line only, so a multi-line one is an
+                # estimate).
+                if "\n" in str(desc).strip():
+                    known[0] = False
                 lines.append(_comment(desc)[:-1])
         opt = "" if key in required else "?"
         alternatives = _union(prop) if _is_mapping(prop) else None
@@ -373,10 +458,12 @@ def _comment(description: Any) -> str:
     return "".join(f"// {line}\n" if line else "//\n" for line in lines)
 
 
-def render_functions(functions: Sequence[Mapping[str, Any]], *, responses: bool = False) -> tuple[str, bool]:
+def render_functions(
+    functions: Sequence[Mapping[str, Any]], *, lone_titles: bool = False
+) -> tuple[str, bool]:
     """The tool section's text for ``functions`` (``{"name", "description", "parameters"}`` each),
-    and whether every schema keyword in them has a rendering the bills confirm (``responses``: as
-    the Responses API writes a property's lone title, see :func:`_object`)."""
+    and whether every schema keyword in them has a rendering the bills confirm (``lone_titles``: a
+    property's title with no description as one comment line, see :func:`_object`)."""
     known = [True]
     out = []
     for fn in functions:
@@ -388,7 +475,7 @@ def render_functions(functions: Sequence[Mapping[str, Any]], *, responses: bool 
             # The schema's own title and description open the type as comments (``(_: // Args``).
             about = params.get("description")
             head = _titled(params) + (f"// {about}\n" if isinstance(about, str) and about else "")
-            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs, responses)}) => any;"
+            text += f"type {fn['name']} = (_: {head}{_object(params, known, refs, lone_titles)}) => any;"
             for key in params:
                 if key not in _RENDERED and key not in ("$defs", "definitions"):
                     known[0] = False
@@ -441,6 +528,36 @@ class Section(NamedTuple):
     commented: int
     bare_first: bool = False
     plain_after_first: int = 0
+    #: Tools of another type than ``function`` (custom grammar tools, ...): their definitions'
+    #: JSON and :data:`CUSTOM_TOOL_FRAMING` each, an estimate.
+    other: int = 0
+
+
+#: What a tool of another type than ``function`` (a custom tool with a grammar or free-form
+#: input, ...) adds beside its definition's JSON text: no bill here confirms how the model reads
+#: one, and counts of their definition alone were 11 to 18 tokens short of the bill, so each is
+#: allowed this much on top, an estimate that errs high.
+CUSTOM_TOOL_FRAMING = 20
+
+
+def is_function_tool(tool: Any) -> bool:
+    """A function tool, or a malformed one (which :func:`count_functions` names); a tool of another
+    type the API accepts (``custom``, ...) is not, and is counted by its definition instead."""
+    if not _is_mapping(tool):
+        return True
+    kind = tool.get("type", "function")
+    return kind == "function" or "function" in tool
+
+
+def unconfirmed_tools(section_tokens: int, other_tokens: int) -> int:
+    """The part of a tool section's tokens that is an estimate: the function section unless its
+    rules are in :data:`CONFIRMED`, and always the tools of other types."""
+    return (0 if confirmed("tools") else section_tokens) + other_tokens
+
+
+def other_tool_tokens(counter: TokenCounter, tool: Mapping[str, Any], where: str) -> int:
+    """A tool of another type than ``function``: its definition's JSON text and its allowance."""
+    return counter.text(to_json(tool, where, None, InvalidToolSchemaError)) + CUSTOM_TOOL_FRAMING
 
 
 def _properties(fn: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -465,9 +582,10 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: bool = False) -> Section:
-    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`; ``responses``: as the
-    Responses API renders them, see :func:`render_functions`).
+def count_functions(counter: TokenCounter, tools: Sequence[Any], *, lone_titles: bool = False) -> Section:
+    """The rendered section of Chat-shaped ``tools`` (see :class:`Section`; ``lone_titles``: as the
+    Responses API, and Chat Completions when the section joins a system message, write a
+    property's title, see :func:`_object`).
 
     Tool lists are static in practice, but an SDK builds its request anew every call: the count
     is kept with a private copy of the list last seen (and its JSON), so an unchanged list is
@@ -478,7 +596,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
         raise InvalidToolSchemaError("tools", f"must be a list of tool objects, got {type(tools).__name__}")
     items = tuple(tools)
     state = counter.dialect_state
-    slot = "openai-tools-responses" if responses else "openai-tools"
+    slot = "openai-tools-joined" if lone_titles else "openai-tools"
     last = state.get(slot)
     if last is not None:
         copy, held = last[0], last[1]
@@ -486,13 +604,22 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
             return last[3]  # type: ignore[no-any-return]
         if copy is None and len(held) == len(items) and all(map(is_, held, items)):
             return last[3]  # type: ignore[no-any-return]
-    fns = [_function(tool, f"tools[{i}]") for i, tool in enumerate(items)]
+    fns = [_function(tool, f"tools[{i}]") for i, tool in enumerate(items) if is_function_tool(tool)]
+    other = sum(
+        other_tool_tokens(counter, tool, f"tools[{i}]")
+        for i, tool in enumerate(items)
+        if not is_function_tool(tool)
+    )
     key = to_json(fns, "tools", None, InvalidToolSchemaError)  # a typed error for what JSON cannot say
-    if last is not None and key == last[2]:
+    if last is not None and key == last[2] and other == last[3].other:
         state[slot] = (private_copy(list(items)), items, key, last[3])
         return last[3]  # type: ignore[no-any-return]
+    if not fns:  # no function namespace at all
+        found = Section(0, 0, True, 0, other=other)
+        state[slot] = (private_copy(list(items)), items, key, found)
+        return found
     try:
-        text, known = render_functions(fns, responses=responses)
+        text, known = render_functions(fns, lone_titles=lone_titles)
     except RecursionError:
         raise TooDeeplyNestedError("tools", "is nested too deeply to be a request") from None
     found = Section(
@@ -502,6 +629,7 @@ def count_functions(counter: TokenCounter, tools: Sequence[Any], *, responses: b
         commented(fns, is_reasoning_model(counter.model)),
         bare_first(fns),
         plain_after_first(fns),
+        other,
     )
     state[slot] = (private_copy(list(items)), items, key, found)
     return found
@@ -525,6 +653,12 @@ FORMAT_AFTER_TOOLS = 1
 #: chat models, none for the reasoning models (measured; the latter on one bill, so an estimate).
 FORMAT_RESPONSES = 1
 FORMAT_RESPONSES_REASONING = 0
+#: In Chat Completions, with a ``json_schema`` format in force, each earlier answer in the
+#: transcript (an assistant message that makes no call) costs more than an answer without one:
+#: the model reads it as written to that format. Three tokens on the chat models (measured on
+#: gpt-4o; booked with the format section, as an estimate like it). The reasoning models' bills
+#: show answers costing more too, but by amounts no constant reproduces: nothing is added there.
+FORMAT_ANSWER = 3
 
 
 def _shown_schema(schema: Any, depth: int = 0) -> Any:
@@ -547,14 +681,15 @@ def _shown_schema(schema: Any, depth: int = 0) -> Any:
     return out
 
 
-def render_output_format(name: Any, description: Any, schema: Any) -> str:
+def render_output_format(name: Any, description: Any, schema: Any, *, responses: bool = False) -> str:
     """The response-format section a ``json_schema`` format writes into the prompt: its name as a
     heading, its description as a comment, and the schema as compact JSON without the keywords
     that are enforced rather than shown (``required``, ``additionalProperties``, ``$schema``).
 
-    A format without a description of its own is described by its schema's: the schema's
-    top-level ``description`` becomes the comment and leaves the JSON (measured)."""
-    if not (isinstance(description, str) and description) and _is_mapping(schema):
+    In Chat Completions a format without a description of its own is described by its schema's:
+    the schema's top-level ``description`` becomes the comment and leaves the JSON. The Responses
+    API leaves it in the JSON (``responses``; both measured, each on two projects' bills)."""
+    if not responses and not (isinstance(description, str) and description) and _is_mapping(schema):
         about = schema.get("description")
         if isinstance(about, str) and about:
             description = about
@@ -565,9 +700,11 @@ def render_output_format(name: Any, description: Any, schema: Any) -> str:
 
 
 #: A ``tool_choice`` naming one function: the chat models are told its name, with this framing in
-#: Chat Completions and two tokens more in the Responses API (measured; the reasoning models'
-#: bills show no such cost).
+#: Chat Completions (the cl100k models; the o200k models two tokens more) and in the Responses API
+#: (measured; the reasoning models' bills show no such cost). The o200k models' bills of three
+#: projects are this or a token less (by schema): the count errs high, and is an estimate.
 FORCED_FUNCTION = 5
+FORCED_FUNCTION_O200K = 7
 FORCED_FUNCTION_RESPONSES = 7
 
 
@@ -580,9 +717,9 @@ def add_forced_function(
     tools: Any = None,
 ) -> None:
     """What naming the function to call costs (``{"type": "function", ...}`` in either API), booked
-    with the tool definitions, as an estimate like them. In the Responses API ``"required"`` with
-    a single tool, a function, names that function (measured: billed as naming it; Chat
-    Completions bills ``"required"`` nothing whatever the tools)."""
+    with the tool definitions, as an estimate unless :data:`CONFIRMED` says otherwise. In the
+    Responses API ``"required"`` with a single tool, a function, names that function (measured:
+    billed as naming it; Chat Completions bills ``"required"`` nothing whatever the tools)."""
     if responses and tool_choice == "required" and isinstance(tools, Sequence) and len(tools) == 1:
         only = tools[0]
         if _is_mapping(only) and only.get("type") == "function":
@@ -594,9 +731,16 @@ def add_forced_function(
     nested = tool_choice.get("function")
     name = nested.get("name") if _is_mapping(nested) else tool_choice.get("name")
     if isinstance(name, str) and name:
-        n = counter.text(name) + (FORCED_FUNCTION_RESPONSES if responses else FORCED_FUNCTION)
+        if responses:
+            framing = FORCED_FUNCTION_RESPONSES
+        elif counter.resolved.name == "cl100k_base":
+            framing = FORCED_FUNCTION
+        else:
+            framing = FORCED_FUNCTION_O200K
+        n = counter.text(name) + framing
         model.tool_schema += n
-        model.schema_inexact += n
+        if not confirmed("forced-function"):
+            model.schema_inexact += n
 
 
 def add_output_schema(
@@ -612,7 +756,7 @@ def add_output_schema(
         return
     name, description, schema = found
     try:
-        text = render_output_format(name, description, schema)
+        text = render_output_format(name, description, schema, responses=responses)
     except (TypeError, ValueError, RecursionError):
         return
     n = counter.text(text)
@@ -621,6 +765,8 @@ def add_output_schema(
     if responses:
         n += FORMAT_RESPONSES_REASONING if reasoning else FORMAT_RESPONSES
     else:
+        if not reasoning:
+            n += FORMAT_ANSWER * sum(1 for t in model.turns if t.role == "assistant" and not t.calls)
         if model.tool_schema > 0:
             n += FORMAT_AFTER_TOOLS
         elif any(t.role == "system" for t in model.turns) or model.blocks:
@@ -628,7 +774,7 @@ def add_output_schema(
         else:
             n += FORMAT_NEW_SYSTEM
     model.tool_schema += n
-    if estimate:
+    if estimate or not confirmed("response-format"):
         model.schema_inexact += n
 
 

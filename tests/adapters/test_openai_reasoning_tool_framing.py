@@ -17,12 +17,15 @@ from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._encodings import get_encoding
 from otel_ctx.adapters._openai_tools import (
     REASONING_CHAT_CALL,
+    REASONING_IN_SYSTEM,
     REASONING_PREAMBLE,
+    RESPONSES_CALL_FRAMING,
     RESPONSES_REASONING,
+    answer_channel,
     call_overhead,
     count_functions,
 )
-from otel_ctx.engine._tokens import TokenCounter, resolve_encoding
+from otel_ctx.engine._tokens import TOKENS_PER_MESSAGE, TokenCounter, resolve_encoding
 
 MODEL = "gpt-5-mini"
 
@@ -121,3 +124,59 @@ def test_a_chat_call_costs_its_framing_its_name_twice_and_its_arguments() -> Non
     call = call_overhead(MODEL, 1) + REASONING_CHAT_CALL + 2 * _tokens("paint_fence") + _tokens(args)
     rest = 3 + _tokens("assistant") + 3 + _tokens("tool") + _tokens("done")
     assert one - without == call + rest
+
+
+def test_joined_into_a_leading_system_message_the_section_costs_a_token_less() -> None:
+    """A leading system (or developer) message takes the section in with a token less; one after
+    the first message leaves its framing as it is."""
+    system = {"role": "system", "content": "Be brief."}
+    user = {"role": "user", "content": "Garden."}
+    for role in ("system", "developer"):
+        leading = [{**system, "role": role}, user]
+        assert _chat([PLAIN], leading) - _chat([], leading) == (
+            _section([PLAIN]) + REASONING_PREAMBLE + REASONING_IN_SYSTEM
+        )
+    later = [user, system, user]
+    assert _chat([PLAIN], later) - _chat([], later) == _section([PLAIN]) + REASONING_PREAMBLE
+
+
+@pytest.mark.parametrize(
+    ("model", "channel"), [("gpt-5-mini", 2), ("gpt-5-chat-latest", 0), ("o3-mini", 0), ("gpt-4o", 0)]
+)
+def test_an_earlier_answer_of_a_harmony_model_carries_its_channel(model: str, channel: int) -> None:
+    """The gpt-5 family reads an earlier answer with its channel marked (two tokens, as the
+    open-weight renderer writes ``<|channel|>final``); a message that makes calls is framed as
+    its calls are, and the other models add nothing."""
+    assert answer_channel(model) == channel
+
+    def count(messages: list[dict[str, Any]]) -> int:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        return fitter.count_request({"model": model, "messages": messages}, provider="openai")
+
+    user = {"role": "user", "content": "Garden."}
+    answer = {"role": "assistant", "content": "Done."}
+    counter = TokenCounter(resolve_encoding(model), model=model)
+    framing = TOKENS_PER_MESSAGE + counter.text("assistant") + counter.text("Done.")
+    assert count([user, answer, user]) - count([user, user]) == framing + channel
+
+
+def test_a_family_row_frames_a_responses_call_apart() -> None:
+    """A replayed function call in a Responses input costs what its family's row says beside the
+    common framing, alone and in a parallel group: the same body differs between two gpt-5 models
+    by that row, call by call."""
+    calls = [
+        {"type": "function_call", "call_id": f"c{i}", "name": "paint_fence", "arguments": '{"colour":"red"}'}
+        for i in range(2)
+    ]
+    outputs = [{"type": "function_call_output", "call_id": f"c{i}", "output": "done"} for i in range(2)]
+    user = {"role": "user", "content": "Paint twice."}
+    one_by_one = [user, calls[0], outputs[0], calls[1], outputs[1]]
+    parallel = [user, *calls, *outputs]
+
+    def count(model: str, items: list[dict[str, Any]]) -> int:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        return fitter.count_request({"model": model, "input": items}, provider="openai-responses")
+
+    ((family, alone, grouped),) = RESPONSES_CALL_FRAMING
+    assert count(family, one_by_one) - count("gpt-5.2", one_by_one) == 2 * alone
+    assert count(family, parallel) - count("gpt-5.2", parallel) == 2 * (alone + grouped)

@@ -44,13 +44,13 @@ def _tool_cost(functions: list[dict[str, Any]], **extra: Any) -> int:
 
 
 def _text_tokens(functions: list[dict[str, Any]]) -> int:
-    text, _ = render_functions(functions, responses=True)
+    text, _ = render_functions(functions, lone_titles=True)
     return TokenCounter(resolve_encoding("gpt-4o")).text(text)
 
 
 def test_titles_open_what_they_name_as_comments() -> None:
-    text, known = render_functions([ORDER], responses=True)
-    assert known
+    text, known = render_functions([ORDER], lone_titles=True)
+    assert not known  # a reference to a nested object: an estimate (no bill confirms its rendering)
     # The schema's title opens its type, a nested object's title its brace.
     assert "type place_order = (_: // place_order_args\n{\npart: // Part\n{\n" in text
     # A lone title is one comment line; with a description a blank comment parts the two.
@@ -61,9 +61,42 @@ def test_titles_open_what_they_name_as_comments() -> None:
 
 def test_chat_completions_keeps_a_blank_comment_after_a_lone_title() -> None:
     chat, _ = render_functions([ORDER])
-    responses, _ = render_functions([ORDER], responses=True)
+    responses, _ = render_functions([ORDER], lone_titles=True)
     assert "// Note\n//\nnote: string," in chat
     assert chat.replace("//\n", "") == responses.replace("//\n", "")
+
+
+def test_joined_into_a_system_message_a_lone_title_is_one_comment_line() -> None:
+    """Chat Completions writes a lone title as the Responses API does when the section joins the
+    request's system message, and with a blank comment after it in a section of its own."""
+    tool = {"type": "function", "function": ORDER}
+    user = {"role": "user", "content": "hi"}
+    counter = TokenCounter(resolve_encoding("gpt-4o"))
+    own, _ = render_functions([ORDER])
+    joined, _ = render_functions([ORDER], lone_titles=True)
+    blanks = counter.text(own) - counter.text(joined)
+    assert blanks > 0
+
+    def cost(messages: list[dict[str, Any]]) -> int:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gpt-4o")
+        body = {"model": "gpt-4o", "messages": messages}
+        with_tools = fitter.measure_request({**body, "tools": [tool]}, provider="openai")
+        return int(
+            with_tools.breakdown.estimated
+            - fitter.measure_request(body, provider="openai").breakdown.estimated
+        )
+
+    alone = cost([user])
+    in_system = cost([{"role": "system", "content": "Be brief."}, user])
+    own_section = openai_tools.count_functions(counter, [tool])
+    joined_section = openai_tools.count_functions(counter, [tool], lone_titles=True)
+    assert own_section.tokens - joined_section.tokens == blanks
+    assert alone == own_section.tokens + openai_tools.section_framing(
+        "gpt-4o", "o200k_base", False, own_section
+    )
+    assert in_system == joined_section.tokens + openai_tools.section_framing(
+        "gpt-4o", "o200k_base", True, joined_section
+    )
 
 
 def test_a_string_default_is_quoted_and_an_enum_value_is_not() -> None:
@@ -129,3 +162,15 @@ def test_empty_instructions_make_the_count_a_bound() -> None:
     assert not empty.exact
     assert "empty instructions" in empty.unknowns
     assert _measure(body).exact
+
+
+def test_a_referenced_objects_description_opens_it_after_its_title() -> None:
+    described = {**PART, "description": "One part of an order."}
+    fn = {**ORDER, "parameters": {**ORDER["parameters"], "$defs": {"Part": described}}}
+    text, known = render_functions([fn], lone_titles=True)
+    assert "part: // Part\n// One part of an order.\n{\n" in text
+    assert not known  # a reference: an estimate
+    # A property's own description is written once, above the property, not again at its brace.
+    inline = {**ORDER, "parameters": {**ORDER["parameters"], "properties": {"part": described}}}
+    text, _ = render_functions([inline], lone_titles=True)
+    assert text.count("One part of an order.") == 1

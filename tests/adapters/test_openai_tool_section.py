@@ -6,7 +6,10 @@ or as the section's text written out by hand.
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx.adapters import _openai_tools as openai_tools
@@ -196,3 +199,77 @@ def test_an_equal_tool_list_built_anew_each_call_is_found_without_rendering(monk
     monkeypatch.setattr(openai_tools, "_function", lambda *a, **k: rendered.append(1) or None)
     assert f.measure(messages, tools=copy.deepcopy(tools)).breakdown.estimated == first
     assert rendered == []
+
+
+CUSTOM = {
+    "type": "custom",
+    "custom": {
+        "name": "run_sql",
+        "description": "Run one SQL query.",
+        "format": {
+            "type": "grammar",
+            "grammar": {"syntax": "lark", "definition": 'start: "SELECT " /[a-z]+/'},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("api", ["openai", "openai-responses"])
+def test_a_custom_tool_is_counted_by_its_definition_as_an_estimate_never_refused(api: str) -> None:
+    """A tool of another type than ``function`` (a custom grammar tool) is accepted by the API, so
+    it is counted, never refused: its definition's JSON and an allowance, flagged an estimate."""
+    function = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    if api == "openai":
+        base: dict[str, Any] = {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}
+        custom, plain = CUSTOM, function
+    else:
+        base = {"model": "gpt-5", "input": "hi"}
+        custom = {"type": "custom", **CUSTOM["custom"]}
+        plain = {"type": "function", **function["function"]}
+
+    def measure(tools: list[Any]) -> Any:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gpt-5")
+        body = {**base, "tools": tools} if tools else base
+        fitter.count_request(body, provider=api)
+        return fitter.measure_request(body, provider=api)
+
+    counter = TokenCounter(resolve_encoding("gpt-5"), model="gpt-5")
+    definition = counter.text(json.dumps(custom, ensure_ascii=False, separators=(",", ":")))
+    for others in ([], [plain]):
+        with_custom = measure([*others, custom])
+        added = with_custom.breakdown.estimated - measure(others).breakdown.estimated
+        assert added >= definition  # errs high: the definition and an allowance
+        assert not with_custom.exact
+        assert "tool_schema" in with_custom.estimated_lines
+        assert not with_custom.unknowns  # what the model reads is in the body: no bound
+
+
+def test_exact_only_for_the_shapes_the_table_confirms() -> None:
+    """The flag by construction: a request of plain messages (and a gpt-5 model's earlier answers)
+    is exact; any tool section, response format, forced function or tool of another type makes the
+    count an estimate, named in ``estimated_lines``, because no rule of them is in the table."""
+    for shape in ("tools", "response-format", "forced-function", "custom-tools"):
+        assert not openai_tools.confirmed(shape)
+    assert openai_tools.confirmed("messages") and openai_tools.confirmed("answer-channel")
+    user = {"role": "user", "content": "hi"}
+    answer = {"role": "assistant", "content": "hello"}
+    function = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
+    forced = {"type": "function", "function": {"name": "lookup"}}
+
+    def measure(model: str, **extra: Any) -> Any:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        body = {"model": model, "messages": [user, answer, user], **extra}
+        return fitter.measure_request(body, provider="openai")
+
+    for model in ("gpt-4o", "gpt-5-mini"):
+        assert measure(model).exact
+        for extra in (
+            {"tools": [function]},
+            {"response_format": fmt},
+            {"tools": [function], "tool_choice": forced},
+            {"tools": [CUSTOM]},
+        ):
+            result = measure(model, **extra)
+            assert not result.exact, extra
+            assert result.estimated_lines == ("tool_schema",)

@@ -114,8 +114,10 @@ def test_nested_schemas_are_charged_at_least_their_json(gpt4: ContextFitter) -> 
     # Nested objects and arrays are written as the model reads them: a TypeScript type.
     text, known = render_functions([t["function"] for t in nested])
     assert "// Refund items.\ntype create_refund = (_: {\nitems?: {\nsku?: string,\n}[],\n}) => any;" in text
-    assert known
-    assert count_functions(gpt4.counter, nested)[:4] == (gpt4.counter.text(text), 1, True, 0)
+    # An estimate: the open-weight renderer indents a nested object's members, and no bill
+    # confirms either way.
+    assert not known
+    assert count_functions(gpt4.counter, nested)[:4] == (gpt4.counter.text(text), 1, False, 0)
 
 
 def test_encoding_comes_from_the_offline_bundle() -> None:
