@@ -2,7 +2,8 @@
 PDFs by page, text files as their text.
 
 Gemini 2.x bills an image whose sides are both at most 384 pixels 258 tokens, a larger one 258
-per tile (tiles of a side two thirds of its shorter side, at least 256 and at most 768 pixels);
+per tile (tiles of a side two thirds of its shorter side, at least 256 and at most 768 pixels)
+and one more for the whole image;
 a PDF 258 a page; audio 32 tokens a second; video 263 a second (a frame a second and its
 sound). Gemini 3's default media resolution is higher: 1,120 an image, 560 a PDF page, 70 a
 video frame. The length of audio and video is read from the container's header (MP3 frames,
@@ -34,6 +35,7 @@ GEMINI3_VIDEO_PER_SECOND = 70 + AUDIO_PER_SECOND
 _AUDIO_BYTES_PER_SECOND = 16_000
 _VIDEO_BYTES_PER_SECOND = 125_000
 _MP3_BITRATES = (0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 0)
+_MP3_V2_BITRATES = (0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 0)
 _MP3_RATES = (44_100, 48_000, 32_000, 0)
 
 
@@ -69,7 +71,9 @@ def image_tokens(data: Any, third: bool) -> MediaCost:
     if width <= SMALL_IMAGE_SIDE and height <= SMALL_IMAGE_SIDE:
         return MediaCost(IMAGE_TILE, True)
     unit = min(768, max(256, min(width, height) * 2 // 3))
-    return MediaCost(IMAGE_TILE * math.ceil(width / unit) * math.ceil(height / unit), False)
+    tiles = math.ceil(width / unit) * math.ceil(height / unit)
+    # Tiled, the image is also seen whole, downscaled: one tile more (measured on a 540x360 JPEG).
+    return MediaCost(IMAGE_TILE * (tiles + (tiles > 1)), False)
 
 
 def pdf_tokens(data: Any, third: bool) -> MediaCost:
@@ -112,7 +116,8 @@ def _wav_seconds(raw: bytes) -> float | None:
 
 
 def _mp3_seconds(raw: bytes) -> float | None:
-    """The length of constant-bit-rate MP3 from its first frame header (ID3 tag skipped)."""
+    """An MP3's length: its Xing/Info frame count where the encoder wrote one (VBR and most
+    CBR files), else its size over the first frame's bit rate (ID3 tag skipped)."""
     start = 0
     if raw[:3] == b"ID3" and len(raw) >= 10:
         size = 0
@@ -121,13 +126,24 @@ def _mp3_seconds(raw: bytes) -> float | None:
         start = 10 + size
     limit = min(len(raw) - 4, start + 65_536)
     for i in range(start, max(start, limit)):
-        if raw[i] == 0xFF and raw[i + 1] & 0xE0 == 0xE0:
-            version = (raw[i + 1] >> 3) & 3
-            layer = (raw[i + 1] >> 1) & 3
-            bitrate = _MP3_BITRATES[raw[i + 2] >> 4]
-            rate = _MP3_RATES[(raw[i + 2] >> 2) & 3]
-            if version == 3 and layer == 1 and bitrate and rate:  # MPEG-1 layer III
-                return (len(raw) - i) * 8 / (bitrate * 1000)
+        if raw[i] != 0xFF or raw[i + 1] & 0xE0 != 0xE0:
+            continue
+        version = (raw[i + 1] >> 3) & 3  # 3: MPEG-1, 2: MPEG-2, 0: MPEG-2.5
+        layer = (raw[i + 1] >> 1) & 3  # 1: layer III
+        rate = _MP3_RATES[(raw[i + 2] >> 2) & 3] >> (0 if version == 3 else 1 if version == 2 else 2)
+        index = raw[i + 2] >> 4
+        bitrate = (_MP3_BITRATES if version == 3 else _MP3_V2_BITRATES)[index]
+        if layer != 1 or version == 1 or not bitrate or not rate:
+            continue
+        samples = 1152 if version == 3 else 576
+        head = raw[i : i + 200]
+        for tag in (b"Xing", b"Info"):
+            at = head.find(tag)
+            if at > 0 and len(head) >= at + 12 and head[at + 7] & 1:
+                frames = int.from_bytes(head[at + 8 : at + 12], "big")
+                if frames > 0:
+                    return frames * samples / rate
+        return (len(raw) - i) * 8 / (bitrate * 1000)
     return None
 
 

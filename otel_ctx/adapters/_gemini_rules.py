@@ -36,6 +36,8 @@ TOKENS_PER_CALL = 3
 GEMINI3_DESCRIPTION = 5
 #: Gemini 2.0's framing of one declaration (it bills its names and descriptions, little else).
 LEGACY_DECLARATION = 2
+#: Gemini 2.0's framing of a function call or response.
+LEGACY_CALL = 2
 #: The one-token quote markers around string values in the rendering.
 QUOTE = 1
 #: A model string that names Vertex (LiteLLM's route, or the resource path Vertex's SDK calls).
@@ -146,8 +148,9 @@ class Renderer:
         return n + (GEMINI3_DESCRIPTION if description and third else 0)
 
     def schema(self, schema: Any) -> int:
-        """A response schema as Gemini 2.0 renders it with the request."""
-        return self.count(render_schema(schema))
+        """A response schema as Gemini 2.0 bills it with the request: like a declaration's
+        parameters."""
+        return LEGACY_DECLARATION + self._legacy(schema)
 
     def _legacy(self, schema: Any) -> int:
         """Gemini 2.0's rendering: each property's name, description and one token."""
@@ -163,8 +166,27 @@ class Renderer:
                     n += self.text(desc) if isinstance(desc, str) else 0
                     n += self._legacy(s)
         items = schema.get("items")
-        return n + (self._legacy(items) if isinstance(items, Mapping) else 0)
+        n += self._legacy(items) if isinstance(items, Mapping) else 0
+        for key in ("anyOf", "any_of", "oneOf", "one_of"):
+            options = schema.get(key)
+            if isinstance(options, (list, tuple)):
+                n += sum(self._legacy(o) for o in options)
+        enum = schema.get("enum")
+        if isinstance(enum, (list, tuple)):
+            n += sum(self.text(str(e)) for e in enum)
+        return n
 
-    def call(self, kind: str, name: str, value: Any) -> int:
-        """A function call (``kind`` ``call``) or response (``response``) with its markers."""
+    def call(self, kind: str, name: str, value: Any, model: str) -> int:
+        """A function call (``kind`` ``call``) or response (``response``) with its markers;
+        Gemini 2.0 bills the name and the values' text alone."""
+        if is_legacy(model):
+            return LEGACY_CALL + self.text(name) + _leaves(value, self.text)
         return TOKENS_PER_CALL + self.count(f"{kind}:{name}" + _value(value if value is not None else {}))
+
+
+def _leaves(value: Any, text: Callable[[str], int]) -> int:
+    if isinstance(value, Mapping):
+        return sum(_leaves(x, text) for x in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_leaves(x, text) for x in value)
+    return text(value if isinstance(value, str) else json.dumps(value))

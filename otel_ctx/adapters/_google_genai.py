@@ -166,7 +166,7 @@ class _Reader:
         self.ctx = ctx
         self.state = state
         self.text = ctx.counter.text
-        model = ctx.counter.model
+        model = self.model = ctx.counter.model
         self.legacy = rules.is_legacy(model)
         self.third = rules.is_third(model)
         self.render = rules.Renderer(self.text)
@@ -231,7 +231,7 @@ class _Reader:
             del args  # checked serialisable; counted as Gemini renders it
             call_id = call.get("id")
             key = call_id if isinstance(call_id, str) and call_id else name
-            tokens = self.render.call("call", name, _jsonable(call.get("args") or {}))
+            tokens = self.render.call("call", name, _jsonable(call.get("args") or {}), self.model)
             return Part("tool_call", tokens, key, exact=False), kind, None
         if kind == "function_response":
             return self.function_response(p, where, index)
@@ -276,7 +276,7 @@ class _Reader:
                     break
         shown_result = _jsonable(result) if result is not None else {}
         to_json(shown_result, f"{where}.function_response.response", index, InvalidMessageError)
-        tokens = self.render.call("response", name, shown_result)
+        tokens = self.render.call("response", name, shown_result, self.model)
         inner = resp.get("parts")
         if isinstance(inner, (list, tuple)):  # a multimodal response: its own media parts
             for k, raw_part in enumerate(inner):
