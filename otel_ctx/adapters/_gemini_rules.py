@@ -41,7 +41,9 @@ LEGACY_CALL = 2
 #: The one-token quote markers around string values in the rendering.
 QUOTE = 1
 #: A model string that names Vertex (LiteLLM's route, or the resource path Vertex's SDK calls).
-_VERTEX_MODEL = re.compile(r"^(?:vertex_ai(?:_beta)?/|projects/|publishers/google/)|/publishers/google/models/")
+_VERTEX_MODEL = re.compile(
+    r"^(?:vertex_ai(?:_beta)?/|projects/|publishers/google/)|/publishers/google/models/"
+)
 
 #: Schema keywords Gemini leaves out of the rendering it bills.
 _DROPPED = frozenset({"additionalProperties", "title", "default", "$defs", "definitions", "$schema", "$id"})

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from otel_ctx.adapters import _gemini_media as media
+from otel_ctx.adapters import _gemini_rules as rules
 from otel_ctx.adapters._base import (
     SUMMARY_PREFIX,
     Adapter,
@@ -42,8 +44,6 @@ from otel_ctx.adapters._base import (
     string_field,
     to_json,
 )
-from otel_ctx.adapters import _gemini_media as media
-from otel_ctx.adapters import _gemini_rules as rules
 from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -279,8 +279,8 @@ class _Reader:
         tokens = self.render.call("response", name, shown_result, self.model)
         inner = resp.get("parts")
         if isinstance(inner, (list, tuple)):  # a multimodal response: its own media parts
-            for k, raw_part in enumerate(inner):
-                part, _, _ = self.part(raw_part, "user", f"{where}.function_response.parts[{k}]", index)
+            for j, raw_part in enumerate(inner):
+                part, _, _ = self.part(raw_part, "user", f"{where}.function_response.parts[{j}]", index)
                 tokens += part.tokens
         return (
             Part("tool_result", tokens, key, capped=new_part is not None, exact=False),
@@ -428,7 +428,7 @@ class GoogleGenAIAdapter(Adapter):
         server bills what the tool does)."""
         if not tools:
             return 0
-        if isinstance(tools, Mapping) or as_mapping(tools) is not None and not isinstance(tools, (list, tuple)):
+        if not isinstance(tools, (list, tuple)) and as_mapping(tools) is not None:
             tools = [tools]  # one tool object where a list is expected: the API reads it as one
         if not isinstance(tools, (list, tuple)):
             raise InvalidToolSchemaError(where, f"must be a list of tools, got {type(tools).__name__}")

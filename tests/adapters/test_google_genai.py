@@ -66,7 +66,8 @@ def test_a_generate_content_body_is_detected_and_counted_line_by_line() -> None:
     b = result.breakdown
     fitter = _fitter()
     # The system instruction is one more content: one token of framing on Gemini 2.5.
-    assert b.system_prompt == fitter.counter.text("You are a support agent.") + gemini_rules.TOKENS_PER_CONTENT
+    framing = gemini_rules.TOKENS_PER_CONTENT
+    assert b.system_prompt == fitter.counter.text("You are a support agent.") + framing
     assert b.tool_schema > fitter.counter.text(str(DECLARATION["name"])) + fitter.counter.text(
         str(DECLARATION["description"])
     )
@@ -114,7 +115,8 @@ def test_the_rest_shape_counts_the_same_as_the_sdk_call() -> None:
 
 
 def _png(width: int, height: int) -> bytes:
-    return b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes(5)
+    header = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    return header + width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes(5)
 
 
 def test_media_is_charged_at_the_documented_figures() -> None:
