@@ -48,7 +48,7 @@ def _quiet() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def gemini_rows() -> list[tuple[dict[str, Any], str]]:
-    if tokenizer("gemma3") is None:
+    if tokenizer("gemma4") is None:
         message = "Gemini's tokenizer is not installed: pip install otel-ctx[gemini]"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message)
