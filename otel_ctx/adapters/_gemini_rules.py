@@ -10,7 +10,9 @@ text counted with Gemma 3's vocabulary:
   string values between one-token quote markers, types in capitals, names of required fields
   bare, ``$ref`` expanded, and ``title``/``default``/``additionalProperties`` left out.
   Gemini 2.5 renders an empty description; 3.x leaves it out and spends five tokens more on
-  one it has. Gemini 2.0 bills about the names and descriptions alone; Vertex the names.
+  one it has. Gemini 2.0 bills about the names and descriptions alone (a ``parameters``
+  schema's property names and descriptions, a ``parametersJsonSchema`` not at all); Vertex the
+  names.
 * A function call and a function response are rendered the same way
   (``call:NAME{args}``, ``response:NAME{…}``) with three tokens of markers each.
 * A ``responseSchema`` is billed on Gemini 2.0 only (as a declaration's parameters);

@@ -467,13 +467,16 @@ class GoogleGenAIAdapter(Adapter):
                 if not isinstance(desc, str):
                     raise InvalidToolSchemaError(f"{at}.description", "must be a string")
                 schema = None
+                json_schema = False
                 for key in ("parameters", "parameters_json_schema", "parametersJsonSchema"):
                     if decl.get(key) is not None:
-                        schema = decl[key]
+                        schema, json_schema = decl[key], key != "parameters"
                         to_json(schema, f"{at}.{key}", None, InvalidToolSchemaError)
                         break
                 if vertex:  # Vertex bills a declaration's name alone
                     n += counter.text(decl["name"])
+                elif json_schema and rules.is_legacy(model):  # Gemini 2.0 bills no JSON Schema
+                    n += render.declaration(decl["name"], desc, None, model)
                 else:
                     n += render.declaration(decl["name"], desc, schema, model)
         return n
