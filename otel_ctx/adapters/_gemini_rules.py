@@ -180,10 +180,10 @@ class Renderer:
             n += sum(self.text(str(e)) for e in enum)
         return n
 
-    def call(self, kind: str, name: str, value: Any, model: str) -> int:
+    def call(self, kind: str, name: str, value: Any, model: str, vertex: bool = False) -> int:
         """A function call (``kind`` ``call``) or response (``response``) with its markers;
-        Gemini 2.0 bills the name and the values' text alone."""
-        if is_legacy(model):
+        Gemini 2.0 and Vertex bill the name and the values' text alone."""
+        if vertex or is_legacy(model):
             return LEGACY_CALL + self.text(name) + _leaves(value, self.text)
         return TOKENS_PER_CALL + self.count(f"{kind}:{name}" + _value(value if value is not None else {}))
 

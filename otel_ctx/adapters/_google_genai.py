@@ -170,6 +170,7 @@ class _Reader:
         self.legacy = rules.is_legacy(model)
         self.third = rules.is_third(model)
         self.render = rules.Renderer(self.text)
+        self.vertex = vertex
         self.framing = 0 if (vertex or self.legacy) else rules.TOKENS_PER_CONTENT
         self.framing_exact = framing_exact
         #: Gemini 2.0 and 1.5's text is Gemma 3's within a few tokens, not to the token.
@@ -231,7 +232,7 @@ class _Reader:
             del args  # checked serialisable; counted as Gemini renders it
             call_id = call.get("id")
             key = call_id if isinstance(call_id, str) and call_id else name
-            tokens = self.render.call("call", name, _jsonable(call.get("args") or {}), self.model)
+            tokens = self.render.call("call", name, _jsonable(call.get("args") or {}), self.model, self.vertex)
             return Part("tool_call", tokens, key, exact=False), kind, None
         if kind == "function_response":
             return self.function_response(p, where, index)
@@ -276,7 +277,7 @@ class _Reader:
                     break
         shown_result = _jsonable(result) if result is not None else {}
         to_json(shown_result, f"{where}.function_response.response", index, InvalidMessageError)
-        tokens = self.render.call("response", name, shown_result, self.model)
+        tokens = self.render.call("response", name, shown_result, self.model, self.vertex)
         inner = resp.get("parts")
         if isinstance(inner, (list, tuple)):  # a multimodal response: its own media parts
             for j, raw_part in enumerate(inner):
