@@ -232,7 +232,9 @@ class _Reader:
             del args  # checked serialisable; counted as Gemini renders it
             call_id = call.get("id")
             key = call_id if isinstance(call_id, str) and call_id else name
-            tokens = self.render.call("call", name, _jsonable(call.get("args") or {}), self.model, self.vertex)
+            tokens = self.render.call(
+                "call", name, _jsonable(call.get("args") or {}), self.model, self.vertex
+            )
             return Part("tool_call", tokens, key, exact=False), kind, None
         if kind == "function_response":
             return self.function_response(p, where, index)
