@@ -86,8 +86,9 @@ def _response(content: str) -> Any:
     return found if isinstance(found, dict) else {"content": content}
 
 
-def gemini_body(chat: Mapping[str, Any]) -> dict[str, Any]:
-    """The Gemini body for a Chat Completions request (``model`` carried over)."""
+def gemini_body(chat: Mapping[str, Any], *, vertex: bool = False) -> dict[str, Any]:
+    """The Gemini body for a Chat Completions request (``model`` carried over); one for Vertex
+    carries Vertex's own ``labels`` field, so it is counted as Vertex bills."""
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # a tool call's id -> its function's name, for the responses
@@ -133,6 +134,8 @@ def gemini_body(chat: Mapping[str, Any]) -> dict[str, Any]:
         else:
             add("user", _text_parts(m.get("content")))
     body: dict[str, Any] = {"model": chat.get("model"), "contents": contents}
+    if vertex:
+        body["labels"] = {}
     if system:
         body["systemInstruction"] = {"parts": system}
     declarations = []

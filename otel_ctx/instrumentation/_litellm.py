@@ -134,7 +134,7 @@ def _open(observer: Observer, dialect: str, args: tuple[Any, ...], kwargs: Mappi
         and str(body.get("model", "")).startswith("gemini")
     ):
         try:
-            body, dialect = gemini_body(body), "google"
+            body, dialect = gemini_body(body, vertex=routed_to != "gemini"), "google"
         except Exception as exc:  # measured as LiteLLM received it instead
             log_failure("reading a LiteLLM call to Gemini", exc)
     round_ = observer.start(body, dialect)
