@@ -342,23 +342,24 @@ class _Reader:
         return line, parts, calls, answers
 
 
-def _instruction_text(raw: Any, where: str) -> str:
-    """The system instruction's text: a string, a content of text parts, or a list of them."""
+def _instruction_texts(raw: Any, where: str) -> list[str]:
+    """The system instruction's text parts: a string, a content of text parts, or a list of them.
+    Gemini tokenizes each part on its own (no separator is billed between parts)."""
     if isinstance(raw, str):
-        return raw
+        return [raw]
     if isinstance(raw, (list, tuple)):
-        return "\n".join(_instruction_text(x, f"{where}[{k}]") for k, x in enumerate(raw))
+        return [t for k, x in enumerate(raw) for t in _instruction_texts(x, f"{where}[{k}]")]
     m = as_mapping(raw)
     if m is None:
         raise InvalidRequestError(
             where, f"must be a string or a content of text parts, got {type(raw).__name__}"
         )
     if "parts" in m:
-        return _instruction_text(m.get("parts") or [], f"{where}.parts")
+        return _instruction_texts(m.get("parts") or [], f"{where}.parts")
     text = m.get("text")
     if not isinstance(text, str):
         raise InvalidRequestError(where, "must be a text part {'text': ...}")
-    return text
+    return [text]
 
 
 class GoogleGenAIAdapter(Adapter):
@@ -395,8 +396,9 @@ class GoogleGenAIAdapter(Adapter):
         turns, starts = _exchanges(read, ctx)
         blocks: tuple[Block, ...] = ()
         if instruction is not None:
-            text = _instruction_text(instruction, where)
-            blocks = (Block("system_prompt", text, ctx.counter.text(text) + reader.framing),)
+            texts = _instruction_texts(instruction, where)
+            tokens = sum(ctx.counter.text(t) for t in texts) + reader.framing
+            blocks = (Block("system_prompt", "\n".join(texts), tokens),)
         tools, tools_where = _setting(body, "tools", "tools")
         unknowns = reader.unknowns
         tool_schema = self.tools_tokens(tools, tools_where, ctx.counter, vertex=vertex, unknowns=unknowns)

@@ -267,3 +267,12 @@ def test_a_chat_request_maps_to_the_contents_a_router_sends_gemini() -> None:
     assert (
         fitter.count_request(on_vertex, provider="google") < fitter.count_request(body, provider="google") - 5
     )
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(words, min_size=1, max_size=4))
+def test_a_system_instructions_parts_are_counted_each_on_its_own_and_framed_once(parts: list[str]) -> None:
+    counter = _fitter().counter
+    body = {"contents": _contents("Hi"), "systemInstruction": {"parts": [{"text": t} for t in parts]}}
+    expected = counter.text("Hi") + sum(counter.text(t) for t in parts) + 2 * rules.TOKENS_PER_CONTENT
+    assert _text(body)[0] == expected
