@@ -5,10 +5,12 @@ Gemini 2.x bills an image whose sides are both at most 384 pixels 258 tokens, a 
 per tile (tiles of a side two thirds of its shorter side, at least 256 and at most 768 pixels)
 and one more for the whole image;
 a PDF 258 a page; audio 32 tokens a second; video 263 a second (a frame a second and its
-sound). Gemini 3's default media resolution is higher: 1,120 an image, 560 a PDF page, 70 a
-video frame. The length of audio and video is read from the container's header (MP3 frames,
-WAV's byte rate, MP4's ``mvhd``); when it cannot be read the count is an estimate from the
-size at a common bit rate.
+sound). Gemini 3 bills by media resolution (the request's ``mediaResolution`` or a part's own):
+an image 280, 560, 1,120 (the default) or 2,240 tokens from low to ultra high, a PDF page 280,
+560 (the default) or 1,120, a video frame 70 (the default) or 280 at high. On Gemini 2.x a low
+resolution bills 64 tokens an image, page or frame. The length of audio and video is read from
+the container's header (MP3 frames, WAV's byte rate, MP4's ``mvhd``); when it cannot be read the
+count is an estimate from the size at a common bit rate.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ VIDEO_PER_SECOND = 263
 GEMINI3_IMAGE = 1_120
 GEMINI3_PDF_PAGE = 560
 GEMINI3_VIDEO_PER_SECOND = 70 + AUDIO_PER_SECOND
+#: Gemini 3 by media resolution: an image, a PDF page, a video frame.
+_GEMINI3_IMAGE = {"low": 280, "medium": 560, "high": GEMINI3_IMAGE, "ultra_high": 2_240}
+_GEMINI3_PAGE = {"low": 280, "medium": GEMINI3_PDF_PAGE, "high": 1_120, "ultra_high": 1_120}
+_GEMINI3_FRAME = {"low": 70, "medium": 70, "high": 280, "ultra_high": 280}
+#: Gemini 2.x at low media resolution: an image, a page or a frame.
+LOW_RESOLUTION = 64
 #: When a length cannot be read: the size at 128 kbit/s (audio) or 1 Mbit/s (video), erring long.
 _AUDIO_BYTES_PER_SECOND = 16_000
 _VIDEO_BYTES_PER_SECOND = 125_000
@@ -60,10 +68,23 @@ def _bytes(data: Any) -> bytes:
         return b""
 
 
-def image_tokens(data: Any, third: bool) -> MediaCost:
+def resolution(raw: Any) -> str | None:
+    """``MEDIA_RESOLUTION_LOW`` (or ``{"level": ...}``, or ``low``) as ``low``; None when unset."""
+    if isinstance(raw, dict):
+        raw = raw.get("level")
+    name = getattr(raw, "value", raw)  # the SDK's enum
+    if not isinstance(name, str):
+        return None
+    name = name.lower().removeprefix("media_resolution_")
+    return name if name in _GEMINI3_IMAGE else None
+
+
+def image_tokens(data: Any, third: bool, level: str | None = None) -> MediaCost:
     """An inline image: by its size read from the header (Gemini 2.x), or Gemini 3's figure."""
     if third:
-        return MediaCost(GEMINI3_IMAGE, False)
+        return MediaCost(_GEMINI3_IMAGE.get(level or "high", GEMINI3_IMAGE), False)
+    if level == "low":
+        return MediaCost(LOW_RESOLUTION, False)
     size = image_size(data)
     if size is None:
         return MediaCost(IMAGE_TILE * 4, False)  # unreadable: four tiles, a common photo's
@@ -76,11 +97,15 @@ def image_tokens(data: Any, third: bool) -> MediaCost:
     return MediaCost(IMAGE_TILE * (tiles + (tiles > 1)), False)
 
 
-def pdf_tokens(data: Any, third: bool) -> MediaCost:
+def pdf_tokens(data: Any, third: bool, level: str | None = None) -> MediaCost:
     """A PDF: its pages at the per-page figure."""
     raw = data if isinstance(data, (str, bytes, bytearray)) else b""
     pages = pdf_pages(raw) if raw else 1
-    return MediaCost((GEMINI3_PDF_PAGE if third else PDF_PAGE) * pages, False)
+    if third:
+        page = _GEMINI3_PAGE.get(level or "medium", GEMINI3_PDF_PAGE)
+    else:
+        page = LOW_RESOLUTION if level == "low" else PDF_PAGE
+    return MediaCost(page * pages, False)
 
 
 def audio_tokens(data: Any) -> MediaCost:
@@ -92,10 +117,14 @@ def audio_tokens(data: Any) -> MediaCost:
     return MediaCost(math.ceil(seconds * AUDIO_PER_SECOND), False)
 
 
-def video_tokens(data: Any, third: bool) -> MediaCost:
-    """Video at its per-second figure; a length that cannot be read is estimated from its size."""
+def video_tokens(data: Any, third: bool, level: str | None = None) -> MediaCost:
+    """Video at its per-second figure (a frame a second and its sound); a length that cannot be
+    read is estimated from its size."""
     raw = _bytes(data)
-    rate = GEMINI3_VIDEO_PER_SECOND if third else VIDEO_PER_SECOND
+    if third:
+        rate = _GEMINI3_FRAME.get(level or "medium", 70) + AUDIO_PER_SECOND
+    else:
+        rate = LOW_RESOLUTION + AUDIO_PER_SECOND if level == "low" else VIDEO_PER_SECOND
     seconds = _mp4_seconds(raw)
     if seconds is None:
         seconds = len(raw) / _VIDEO_BYTES_PER_SECOND

@@ -176,6 +176,8 @@ class _Reader:
         #: Gemini 2.0 and 1.5's text is Gemma 3's within a few tokens, not to the token.
         self.text_exact = not self.legacy
         self.unknowns: list[str] = []
+        #: The request's media resolution (a part may set its own on Gemini 3).
+        self.resolution: str | None = None
 
     def opening(self, role: Component) -> Part:
         """A content's own framing."""
@@ -184,7 +186,7 @@ class _Reader:
     def said(self, component: Component, text: str) -> Part:
         return Part(component, self.text(text), exact=self.text_exact)
 
-    def media(self, data: Mapping[str, Any], where: str, index: int) -> Part:
+    def media(self, data: Mapping[str, Any], where: str, index: int, level: str | None = None) -> Part:
         mime = _get(data, "mime_type", "mimeType")
         if not isinstance(mime, str):
             raise InvalidMessageError(f"{where}.mime_type", "must be a MIME type string", index=index)
@@ -197,15 +199,16 @@ class _Reader:
                 else media._bytes(raw).decode("utf-8", "replace")
             )
             return Part("document", self.text(text), exact=False)
+        level = level or self.resolution
         if mime.startswith("image/"):
-            cost = media.image_tokens(raw, self.third)
+            cost = media.image_tokens(raw, self.third, level)
             return Part("image", cost.tokens, exact=False)
         if mime == "application/pdf":
-            cost = media.pdf_tokens(raw, self.third)
+            cost = media.pdf_tokens(raw, self.third, level)
         elif mime.startswith("audio/"):
             cost = media.audio_tokens(raw)
         elif mime.startswith("video/"):
-            cost = media.video_tokens(raw, self.third)
+            cost = media.video_tokens(raw, self.third, level)
         else:
             cost = media.MediaCost(UNKNOWN_MEDIA_TOKENS, False)
         return Part("document", cost.tokens, exact=False)
@@ -245,7 +248,8 @@ class _Reader:
             if kind == "file_data":
                 self.unknowns.append("file by URI")
                 return Part("document", UNKNOWN_MEDIA_TOKENS, exact=False), kind, None
-            return self.media(data, f"{where}.{kind}", index), kind, None
+            level = media.resolution(_get(p, "media_resolution", "mediaResolution"))
+            return self.media(data, f"{where}.{kind}", index, level), kind, None
         if kind is None and not any(k not in _METADATA for k in p):
             raise InvalidMessageError(
                 where, "a part needs text, a function call or response, or data", index=index
@@ -390,6 +394,7 @@ class GoogleGenAIAdapter(Adapter):
         # name: counted, but claimed exact only while it stays within the tolerance either way.
         framed = len(items) + (instruction is not None)
         reader = _Reader(ctx, state, vertex, framing_exact=vertex or framed <= 2)
+        reader.resolution = media.resolution(_generation_setting(body, "media_resolution", "mediaResolution"))
         if not items:
             rule(ctx, "contents", "needs at least one content")
         read = [reader.content(raw, i) for i, raw in enumerate(items)]
@@ -532,15 +537,21 @@ class GoogleGenAIAdapter(Adapter):
         return item, Turn("system", [Part("system", counter.text(item["text"]))], 0)
 
 
+def _generation_setting(body: Mapping[str, Any], snake: str, camel: str) -> Any:
+    """A generation setting: from the SDK's ``config`` or the REST body's ``generationConfig``."""
+    value, _ = _setting(body, snake, camel)
+    if value is None:
+        generation = as_mapping(_get(body, "generation_config", "generationConfig") or {})
+        value = _get(generation, snake, camel) if generation else None
+    return value
+
+
 def _response_schema_tokens(body: Mapping[str, Any], reader: _Reader) -> int:
     """A structured output's ``responseSchema``: Gemini 2.0 bills it with the request (as a
     declaration's parameters), later models do not; ``responseJsonSchema`` is not billed."""
     if not reader.legacy:
         return 0
-    schema, _ = _setting(body, "response_schema", "responseSchema")
-    if schema is None:
-        generation = as_mapping(_get(body, "generation_config", "generationConfig") or {})
-        schema = _get(generation, "response_schema", "responseSchema") if generation else None
+    schema = _generation_setting(body, "response_schema", "responseSchema")
     if schema is None:
         return 0
     return reader.render.schema(_jsonable(schema))

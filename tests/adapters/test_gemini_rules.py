@@ -276,3 +276,30 @@ def test_a_system_instructions_parts_are_counted_each_on_its_own_and_framed_once
     body = {"contents": _contents("Hi"), "systemInstruction": {"parts": [{"text": t} for t in parts]}}
     expected = counter.text("Hi") + sum(counter.text(t) for t in parts) + 2 * rules.TOKENS_PER_CONTENT
     assert _text(body)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("setting", "gemini3", "gemini2"),
+    [
+        (None, 1_120, 258),
+        ("MEDIA_RESOLUTION_LOW", 280, 64),
+        ("MEDIA_RESOLUTION_MEDIUM", 560, 258),
+        ("MEDIA_RESOLUTION_HIGH", 1_120, 258),
+    ],
+)
+def test_an_image_is_billed_by_the_requests_media_resolution(
+    setting: str | None, gemini3: int, gemini2: int
+) -> None:
+    image = {"inlineData": {"mimeType": "image/png", "data": _png(200, 200)}}
+    body: dict[str, object] = {"contents": [{"role": "user", "parts": [image]}]}
+    if setting is not None:
+        body["generationConfig"] = {"mediaResolution": setting}
+    framing = rules.TOKENS_PER_CONTENT
+    assert _text(body, "gemini-3-flash-preview")[0] == gemini3 + framing
+    assert _text(body, "gemini-2.5-flash")[0] == gemini2 + framing
+    # On Gemini 3 a part's own resolution wins over the request's.
+    low_part = {**image, "mediaResolution": {"level": "MEDIA_RESOLUTION_LOW"}}
+    assert (
+        _text({**body, "contents": [{"role": "user", "parts": [low_part]}]}, "gemini-3-flash-preview")[0]
+        == 280 + framing
+    )
