@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from otel_ctx import _families as families
 from otel_ctx.adapters import _gemini_media as media
 from otel_ctx.adapters import _gemini_rules as rules
 from otel_ctx.adapters._base import (
@@ -173,8 +174,11 @@ class _Reader:
         self.vertex = vertex
         self.framing = 0 if (vertex or self.legacy) else rules.TOKENS_PER_CONTENT
         self.framing_exact = framing_exact
-        #: Gemini 2.0 and 1.5's text is Gemma 3's within a few tokens, not to the token.
-        self.text_exact = not self.legacy
+        #: Text is the bill's only with Gemini's own vocabulary (not an encoding the caller chose),
+        #: and on Gemini 2.0 and 1.5 Gemma's pieces bill within a few tokens, not to the token.
+        family = families.family_for(model)
+        own = family is not None and family.tokenizer == ctx.counter.resolved.name
+        self.text_exact = own and not self.legacy
         self.unknowns: list[str] = []
         #: The request's media resolution (a part may set its own on Gemini 3).
         self.resolution: str | None = None

@@ -303,3 +303,14 @@ def test_an_image_is_billed_by_the_requests_media_resolution(
         _text({**body, "contents": [{"role": "user", "parts": [low_part]}]}, "gemini-3-flash-preview")[0]
         == 280 + framing
     )
+
+
+def test_an_encoding_the_caller_chose_is_never_claimed_as_geminis_own() -> None:
+    body = {"contents": _contents("Where is my parcel?")}
+    chosen = ContextFitter(
+        BudgetPolicy(context_length=10**6, reserved_output=0),
+        model="gemini-2.5-flash",
+        encoding="cl100k_base",
+    )
+    assert _text(body)[1] is True
+    assert chosen.measure_request(body, provider="google").exact is False
