@@ -235,8 +235,8 @@ class _Reader:
             name = call.get("name") if call is not None else None
             if call is None or not isinstance(name, str):
                 raise InvalidMessageError(f"{where}.function_call", "needs a 'name' string", index=index)
-            args = to_json(call.get("args") or {}, f"{where}.function_call.args", index, InvalidMessageError)
-            del args  # checked serialisable; counted as Gemini renders it
+            # Checked serialisable here (a typed error naming it), then counted as Gemini renders it.
+            to_json(call.get("args") or {}, f"{where}.function_call.args", index, InvalidMessageError)
             call_id = call.get("id")
             key = call_id if isinstance(call_id, str) and call_id else name
             tokens = self.render.call(
