@@ -15,7 +15,7 @@ from typing import Any
 from unittest import mock
 
 import otel_ctx.adapters._claude_tokens as claude_tokens
-from bench import inputs
+from bench import gemini_bench, inputs
 from bench.report import Figure
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
 from otel_ctx import BudgetPolicy, ContextFitter
@@ -260,6 +260,9 @@ def run(*, quick: bool = False) -> FitBenchResult:
     figures += anthropic_langchain_figures(conv, trials=trials)
     figures += tool_rule_figures(trials=trials, warm_trials=warm_trials)
     figures += claude_tokenizer_figures(conv, trials=trials, warm_trials=warm_trials)
+    gemini, gemini_notes = gemini_bench.figures(conv, trials=trials, warm_trials=warm_trials)
+    figures += gemini
+    notes += gemini_notes
     noisy = [x for x in (*t.values(), *(x for pair in warm.values() for x in pair)) if x.spread > 0.5]
     if noisy:
         notes.append(

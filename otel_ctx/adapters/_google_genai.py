@@ -11,9 +11,13 @@ the SDK's pydantic objects (``response.candidates[0].content`` appended as is).
 A turn is an *exchange*, the model's contents with the user contents after them, since a call
 is answered in the next user content: dropping one never separates a call from its answer.
 
-Counting is an estimate (``exact=False``): Google publishes no offline Gemini tokenizer, so text
-is counted with the fitter's encoding and media at the documented per-item figures; the reported
-``usage_metadata.prompt_token_count`` calibrates it as the conversation goes.
+Text is counted with Gemini's own vocabulary (Gemma 3's, the ``gemini`` extra) and the framing
+its bills show (:mod:`otel_ctx.adapters._gemini_rules`); media at Google's documented rates
+(:mod:`otel_ctx.adapters._gemini_media`). Text and system instructions on Gemini 2.5 and 3.x are
+counted exactly; tool declarations, calls, media and Gemini 2.0 are flagged estimates, and what
+the server adds unseen (thought signatures, cached content, server tools, files by URI) makes the
+count a bound. Vertex bills no per-content token and only tools' names: a Vertex route or path
+as the model, or a Vertex-only field (``labels``), says so.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from otel_ctx import _families as families
+from otel_ctx.adapters import _gemini_media as media
+from otel_ctx.adapters import _gemini_rules as rules
 from otel_ctx.adapters._base import (
     SUMMARY_PREFIX,
     Adapter,
@@ -38,7 +45,6 @@ from otel_ctx.adapters._base import (
     string_field,
     to_json,
 )
-from otel_ctx.adapters._media import pdf_pages
 from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
@@ -46,21 +52,35 @@ from otel_ctx.engine._errors import (
     shown,
 )
 from otel_ctx.engine._model import Block, Component, Line, Part, RequestModel, Turn
-from otel_ctx.engine._tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL_CALL, TokenCounter
+from otel_ctx.engine._tokens import TokenCounter
 
-#: An image at the high media resolution, the default for images on current Gemini models
-#: (older models charge 258 per 768×768 tile): the size is not read offline, so the
-#: documented per-image ceiling is used.
-IMAGE_TOKENS = 1_120
-#: A PDF page is billed as an image of the page (the documented figure at the default resolution).
-PDF_PAGE_TOKENS = 560
-#: Audio, video or a file by URI: its length cannot be read offline; one image's worth is
-#: charged and calibration from the reported usage corrects the rest.
-UNKNOWN_MEDIA_TOKENS = IMAGE_TOKENS
-#: The wrapper of a function response (its name, id and markers), like a call's.
-TOKENS_PER_TOOL_RESULT = TOKENS_PER_TOOL_CALL
-#: The framing of one function declaration.
+#: A file by URI or of a kind whose length cannot be read offline: Gemini 3's image figure,
+#: flagged a bound (the server reads the file; the body does not show it).
+UNKNOWN_MEDIA_TOKENS = media.GEMINI3_IMAGE
+#: A Python function the SDK declares from its signature: its name and docstring and this.
 TOKENS_PER_TOOL = 8
+#: Built-in (server) tools: their results are billed from what the server does, not the body.
+_SERVER_TOOLS = frozenset(
+    {
+        "google_search",
+        "googleSearch",
+        "google_search_retrieval",
+        "googleSearchRetrieval",
+        "code_execution",
+        "codeExecution",
+        "file_search",
+        "fileSearch",
+        "url_context",
+        "urlContext",
+        "retrieval",
+        "google_maps",
+        "googleMaps",
+        "enterprise_web_search",
+        "enterpriseWebSearch",
+        "computer_use",
+        "computerUse",
+    }
+)
 
 
 def _camel(snake: str) -> str:
@@ -143,52 +163,86 @@ class _State(State):
 class _Reader:
     """Reads one request's contents: parts counted, pairing rules checked, results capped."""
 
-    def __init__(self, ctx: ReadContext, state: _State) -> None:
+    def __init__(self, ctx: ReadContext, state: _State, vertex: bool, framing_exact: bool) -> None:
         self.ctx = ctx
         self.state = state
         self.text = ctx.counter.text
-        self.framing = {r: TOKENS_PER_MESSAGE + self.text(r) for r in ("user", "model")}
+        model = self.model = ctx.counter.model
+        self.legacy = rules.is_legacy(model)
+        self.third = rules.is_third(model)
+        self.render = rules.Renderer(self.text)
+        self.vertex = vertex
+        self.framing = 0 if (vertex or self.legacy) else rules.TOKENS_PER_CONTENT
+        self.framing_exact = framing_exact
+        #: Text is the bill's only with Gemini's own vocabulary (not an encoding the caller chose),
+        #: and on Gemini 2.0 and 1.5 Gemma's pieces bill within a few tokens, not to the token.
+        family = families.family_for(model)
+        own = family is not None and family.tokenizer == ctx.counter.resolved.name
+        self.text_exact = own and not self.legacy
+        self.unknowns: list[str] = []
+        #: The request's media resolution (a part may set its own on Gemini 3).
+        self.resolution: str | None = None
 
-    def media(self, data: Mapping[str, Any], where: str, index: int) -> tuple[Component, int]:
+    def opening(self, role: Component) -> Part:
+        """A content's own framing."""
+        return Part(role, self.framing, exact=self.framing_exact)
+
+    def said(self, component: Component, text: str) -> Part:
+        return Part(component, self.text(text), exact=self.text_exact)
+
+    def media(self, data: Mapping[str, Any], where: str, index: int, level: str | None = None) -> Part:
         mime = _get(data, "mime_type", "mimeType")
         if not isinstance(mime, str):
             raise InvalidMessageError(f"{where}.mime_type", "must be a MIME type string", index=index)
-        if mime.startswith("image/"):
-            return "image", IMAGE_TOKENS
-        if mime == "application/pdf":
-            raw = data.get("data")
-            pages = (
-                pdf_pages(raw if isinstance(raw, str) else bytes(raw))
-                if isinstance(raw, (str, bytes, bytearray))
-                else 1
+        mime = mime.lower()
+        raw = data.get("data")
+        if mime.startswith("text/") or mime in ("application/json", "application/xml"):
+            text = (
+                raw.decode("utf-8", "replace")
+                if isinstance(raw, (bytes, bytearray))
+                else media._bytes(raw).decode("utf-8", "replace")
             )
-            return "document", PDF_PAGE_TOKENS * pages
-        if mime.startswith("text/"):
-            raw = data.get("data")
-            if isinstance(raw, (bytes, bytearray)):
-                return "document", self.text(bytes(raw).decode("utf-8", "replace"))
-        return "document", UNKNOWN_MEDIA_TOKENS
+            return Part("document", self.text(text), exact=False)
+        level = level or self.resolution
+        if mime.startswith("image/"):
+            cost = media.image_tokens(raw, self.third, level)
+            return Part("image", cost.tokens, exact=False)
+        if mime == "application/pdf":
+            cost = media.pdf_tokens(raw, self.third, level)
+        elif mime.startswith("audio/"):
+            cost = media.audio_tokens(raw)
+        elif mime.startswith("video/"):
+            cost = media.video_tokens(raw, self.third, level)
+        else:
+            cost = media.MediaCost(UNKNOWN_MEDIA_TOKENS, False)
+        return Part("document", cost.tokens, exact=False)
 
     def part(self, raw: Any, role: str, where: str, index: int) -> tuple[Part, str, Any]:
         """``(part, kind, capped part or None)`` of one part."""
         said: Component = "user" if role == "user" else "assistant"
         if isinstance(raw, str):
-            return Part(said, self.text(raw)), "text", None
+            return self.said(said, raw), "text", None
         p = as_object(raw, where, index, "a part object")
+        if _get(p, "thought_signature", "thoughtSignature") is not None:
+            # Earlier turns' hidden thinking, restored and billed server-side: not in the body.
+            self.unknowns.append("thought signature")
         kind = next((_PART_KEYS[k] for k in p if k in _PART_KEYS and p[k] is not None), None)
         if kind == "text":
             value = string_field(p, "text", where, index)
-            return Part("reasoning" if p.get("thought") else said, self.text(value)), kind, None
+            return self.said("reasoning" if p.get("thought") else said, value), kind, None
         if kind == "function_call":
             call = as_mapping(_get(p, "function_call", "functionCall"))
             name = call.get("name") if call is not None else None
             if call is None or not isinstance(name, str):
                 raise InvalidMessageError(f"{where}.function_call", "needs a 'name' string", index=index)
-            args = to_json(call.get("args") or {}, f"{where}.function_call.args", index, InvalidMessageError)
+            # Checked serialisable here (a typed error naming it), then counted as Gemini renders it.
+            to_json(call.get("args") or {}, f"{where}.function_call.args", index, InvalidMessageError)
             call_id = call.get("id")
             key = call_id if isinstance(call_id, str) and call_id else name
-            tokens = TOKENS_PER_TOOL_CALL + self.text(name) + self.text(args)
-            return Part("tool_call", tokens, key), kind, None
+            tokens = self.render.call(
+                "call", name, _jsonable(call.get("args") or {}), self.model, self.vertex
+            )
+            return Part("tool_call", tokens, key, exact=False), kind, None
         if kind == "function_response":
             return self.function_response(p, where, index)
         if kind in ("inline_data", "file_data"):
@@ -196,9 +250,10 @@ class _Reader:
             if data is None:
                 raise InvalidMessageError(f"{where}.{kind}", "must be an object", index=index)
             if kind == "file_data":
-                return Part("document", UNKNOWN_MEDIA_TOKENS), kind, None
-            media, tokens = self.media(data, f"{where}.{kind}", index)
-            return Part(media, tokens), kind, None
+                self.unknowns.append("file by URI")
+                return Part("document", UNKNOWN_MEDIA_TOKENS, exact=False), kind, None
+            level = media.resolution(_get(p, "media_resolution", "mediaResolution"))
+            return self.media(data, f"{where}.{kind}", index, level), kind, None
         if kind is None and not any(k not in _METADATA for k in p):
             raise InvalidMessageError(
                 where, "a part needs text, a function call or response, or data", index=index
@@ -207,7 +262,7 @@ class _Reader:
         shown_part = {k: v for k, v in p.items() if k not in _METADATA}
         body = to_json(_jsonable(shown_part), where, index, InvalidMessageError)
         component: Component = "tool_result" if kind == "code_execution_result" else "other"
-        return Part(component, self.text(body)), str(kind), None
+        return Part(component, self.text(body), exact=False), str(kind), None
 
     def function_response(self, p: Mapping[str, Any], where: str, index: int) -> tuple[Part, str, Any]:
         resp = as_mapping(_get(p, "function_response", "functionResponse"))
@@ -230,29 +285,36 @@ class _Reader:
                         field = "function_response" if "function_response" in p else "functionResponse"
                         new_part = {**p, field: {**resp, "response": result}}
                     break
-        tokens = TOKENS_PER_TOOL_RESULT + self.text(name)
-        if result is not None:
-            tokens += self.text(
-                to_json(_jsonable(result), f"{where}.function_response.response", index, InvalidMessageError)
-            )
-        return Part("tool_result", tokens, key, capped=new_part is not None), "function_response", new_part
+        shown_result = _jsonable(result) if result is not None else {}
+        to_json(shown_result, f"{where}.function_response.response", index, InvalidMessageError)
+        tokens = self.render.call("response", name, shown_result, self.model, self.vertex)
+        inner = resp.get("parts")
+        if isinstance(inner, (list, tuple)):  # a multimodal response: its own media parts
+            for j, raw_part in enumerate(inner):
+                part, _, _ = self.part(raw_part, "user", f"{where}.function_response.parts[{j}]", index)
+                tokens += part.tokens
+        return (
+            Part("tool_result", tokens, key, capped=new_part is not None, exact=False),
+            "function_response",
+            new_part,
+        )
 
     def content(self, raw: Any, i: int) -> tuple[str, list[Part], list[str], list[str]]:
         """``(role, parts, call keys, answered keys)`` of one content."""
         where = f"contents[{i}]"
         if isinstance(raw, str):
-            return "user", [Part("user", self.framing["user"]), Part("user", self.text(raw))], [], []
+            return "user", [self.opening("user"), self.said("user", raw)], [], []
         m = as_object(raw, where, i, "a content object")
         if "parts" not in m and "role" not in m:  # a bare part: the SDK sends it as (part of) a user content
             part, _, _ = self.part(raw, "user", where, i)
-            return "user", [Part("user", self.framing["user"]), part], [], []
+            return "user", [self.opening("user"), part], [], []
         role = m.get("role") or "user"
         if role not in ("user", "model", "function", "tool"):
             raise InvalidMessageError(
                 f"{where}.role", f"unknown role {shown(role)}; expected user or model", index=i
             )
         line = "model" if role == "model" else "user"
-        parts = [Part("user" if line == "user" else "assistant", self.framing[line])]
+        parts = [self.opening("user" if line == "user" else "assistant")]
         raw_parts = m.get("parts")
         if raw_parts is None:
             raw_parts = []
@@ -288,30 +350,34 @@ class _Reader:
         return line, parts, calls, answers
 
 
-def _instruction_text(raw: Any, where: str) -> str:
-    """The system instruction's text: a string, a content of text parts, or a list of them."""
+def _instruction_texts(raw: Any, where: str) -> list[str]:
+    """The system instruction's text parts: a string, a content of text parts, or a list of them.
+    Gemini tokenizes each part on its own (no separator is billed between parts)."""
     if isinstance(raw, str):
-        return raw
+        return [raw]
     if isinstance(raw, (list, tuple)):
-        return "\n".join(_instruction_text(x, f"{where}[{k}]") for k, x in enumerate(raw))
+        return [t for k, x in enumerate(raw) for t in _instruction_texts(x, f"{where}[{k}]")]
     m = as_mapping(raw)
     if m is None:
         raise InvalidRequestError(
             where, f"must be a string or a content of text parts, got {type(raw).__name__}"
         )
     if "parts" in m:
-        return _instruction_text(m.get("parts") or [], f"{where}.parts")
+        return _instruction_texts(m.get("parts") or [], f"{where}.parts")
     text = m.get("text")
     if not isinstance(text, str):
         raise InvalidRequestError(where, "must be a text part {'text': ...}")
-    return text
+    return [text]
 
 
 class GoogleGenAIAdapter(Adapter):
     """Gemini ``generate_content`` requests (``client.models.generate_content(**body)``)."""
 
     provider = "google"
-    exact = False
+    #: Counts follow the provider's rule where the bills confirmed one (text and system
+    #: instructions on Gemini 2.5 and 3.x, with Gemini's tokenizer installed); every other
+    #: part is flagged an estimate part by part.
+    exact = True
 
     def claims(self, body: Mapping[str, Any]) -> bool | None:
         # Only this API calls its transcript "contents".
@@ -325,37 +391,63 @@ class GoogleGenAIAdapter(Adapter):
         single = not isinstance(contents, (list, tuple))
         items: Sequence[Any] = [contents] if single else contents
         state = _State(single=single)
-        reader = _Reader(ctx, state)
+        model_name = ctx.counter.model
+        vertex = rules.is_vertex(model_name, body)
+        instruction, where = _setting(body, "system_instruction", "systemInstruction")
+        # One token a content is the Gemini API's and not Vertex's, which a plain body does not
+        # name: counted, but claimed exact only while it stays within the tolerance either way.
+        framed = len(items) + (instruction is not None)
+        reader = _Reader(ctx, state, vertex, framing_exact=vertex or framed <= 2)
+        reader.resolution = media.resolution(_generation_setting(body, "media_resolution", "mediaResolution"))
         if not items:
             rule(ctx, "contents", "needs at least one content")
         read = [reader.content(raw, i) for i, raw in enumerate(items)]
         turns, starts = _exchanges(read, ctx)
-        instruction, where = _setting(body, "system_instruction", "systemInstruction")
         blocks: tuple[Block, ...] = ()
         if instruction is not None:
-            text = _instruction_text(instruction, where)
-            blocks = (Block("system_prompt", text, ctx.counter.text(text)),)
+            texts = _instruction_texts(instruction, where)
+            tokens = sum(ctx.counter.text(t) for t in texts) + reader.framing
+            blocks = (Block("system_prompt", "\n".join(texts), tokens),)
         tools, tools_where = _setting(body, "tools", "tools")
+        unknowns = reader.unknowns
+        tool_schema = self.tools_tokens(tools, tools_where, ctx.counter, vertex=vertex, unknowns=unknowns)
+        tool_schema += _response_schema_tokens(body, reader)
+        if _setting(body, "cached_content", "cachedContent")[0]:
+            unknowns.append("cached content")
         model = RequestModel(
             turns=turns,
             starts=starts,
             items=len(items),
             replies=count_replies(contents),
-            tool_schema=self.tools_tokens(tools, tools_where, ctx.counter),
-            priming=REPLY_PRIMING,
+            tool_schema=tool_schema,
+            priming=0,
             blocks=blocks,
             system_in_turns=False,
             capped=len(state.replaced),
+            schema_inexact=tool_schema,
+            unknowns=tuple(dict.fromkeys(unknowns)),
         )
         return Reading(model=model, body=body, items=items, state=state)
 
     @staticmethod
-    def tools_tokens(tools: Any, where: str, counter: TokenCounter) -> int:
-        """Each function declaration's name, description and schema; a built-in tool's JSON."""
+    def tools_tokens(
+        tools: Any,
+        where: str,
+        counter: TokenCounter,
+        *,
+        vertex: bool = False,
+        unknowns: list[str] | None = None,
+    ) -> int:
+        """Each function declaration as Gemini renders it; a built-in tool's JSON (a bound: the
+        server bills what the tool does)."""
         if not tools:
             return 0
+        if not isinstance(tools, (list, tuple)) and as_mapping(tools) is not None:
+            tools = [tools]  # one tool object where a list is expected: the API reads it as one
         if not isinstance(tools, (list, tuple)):
             raise InvalidToolSchemaError(where, f"must be a list of tools, got {type(tools).__name__}")
+        render = rules.Renderer(counter.text)
+        model = counter.model
         n = 0
         for k, raw in enumerate(tools):
             here = f"{where}[{k}]"
@@ -372,6 +464,9 @@ class GoogleGenAIAdapter(Adapter):
             if tool is None:
                 raise InvalidToolSchemaError(here, f"must be a tool object, got {type(raw).__name__}")
             declarations = _get(tool, "function_declarations", "functionDeclarations")
+            for key in tool:
+                if key in _SERVER_TOOLS and unknowns is not None:
+                    unknowns.append(f"server tool {key}")
             if declarations is None:
                 n += TOKENS_PER_TOOL + counter.text(to_json(tool, here, None, InvalidToolSchemaError))
                 continue
@@ -385,11 +480,19 @@ class GoogleGenAIAdapter(Adapter):
                 desc = decl.get("description") or ""
                 if not isinstance(desc, str):
                     raise InvalidToolSchemaError(f"{at}.description", "must be a string")
-                n += TOKENS_PER_TOOL + counter.text(decl["name"]) + counter.text(desc)
-                for key in ("parameters", "parameters_json_schema", "parametersJsonSchema", "response"):
-                    schema = decl.get(key)
-                    if schema is not None:
-                        n += counter.text(to_json(schema, f"{at}.{key}", None, InvalidToolSchemaError))
+                schema = None
+                json_schema = False
+                for key in ("parameters", "parameters_json_schema", "parametersJsonSchema"):
+                    if decl.get(key) is not None:
+                        schema, json_schema = decl[key], key != "parameters"
+                        to_json(schema, f"{at}.{key}", None, InvalidToolSchemaError)
+                        break
+                if vertex:  # Vertex bills a declaration's name alone
+                    n += counter.text(decl["name"])
+                elif json_schema and rules.is_legacy(model):  # Gemini 2.0 bills no JSON Schema
+                    n += render.declaration(decl["name"], desc, None, model)
+                else:
+                    n += render.declaration(decl["name"], desc, schema, model)
         return n
 
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
@@ -436,6 +539,26 @@ class GoogleGenAIAdapter(Adapter):
                 )
             item = dict(part)
         return item, Turn("system", [Part("system", counter.text(item["text"]))], 0)
+
+
+def _generation_setting(body: Mapping[str, Any], snake: str, camel: str) -> Any:
+    """A generation setting: from the SDK's ``config`` or the REST body's ``generationConfig``."""
+    value, _ = _setting(body, snake, camel)
+    if value is None:
+        generation = as_mapping(_get(body, "generation_config", "generationConfig") or {})
+        value = _get(generation, snake, camel) if generation else None
+    return value
+
+
+def _response_schema_tokens(body: Mapping[str, Any], reader: _Reader) -> int:
+    """A structured output's ``responseSchema``: Gemini 2.0 bills it with the request (as a
+    declaration's parameters), later models do not; ``responseJsonSchema`` is not billed."""
+    if not reader.legacy:
+        return 0
+    schema = _generation_setting(body, "response_schema", "responseSchema")
+    if schema is None:
+        return 0
+    return reader.render.schema(_jsonable(schema))
 
 
 def _instruction_parts(raw: Any) -> list[Any]:

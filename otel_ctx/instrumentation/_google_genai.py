@@ -50,10 +50,20 @@ def model_name(model: Any) -> str:
     return name.rsplit(_MODEL_PREFIX, 1)[-1] if _MODEL_PREFIX in name else name
 
 
-def _measured(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def _measured(kwargs: Mapping[str, Any], vertex: bool = False) -> dict[str, Any]:
     """What is measured: the request's own arguments, the model by its bare id (a new dict:
-    the caller's arguments are passed on as they came)."""
-    return {**kwargs, "model": model_name(kwargs.get("model"))}
+    the caller's arguments are passed on as they came). A Vertex client's request carries
+    ``labels`` (Vertex's own field, empty when the caller set none), which tells the counter it
+    is billed as Vertex bills."""
+    view = {**kwargs, "model": model_name(kwargs.get("model"))}
+    if vertex and view.get("labels") is None:
+        view["labels"] = {}
+    return view
+
+
+def _is_vertex(instance: Any) -> bool:
+    """The ``Models`` object belongs to a Vertex client (``genai.Client(vertexai=True)``)."""
+    return getattr(getattr(instance, "_api_client", None), "vertexai", False) is True
 
 
 def _watch_chunk(chunk: Any, seen: Usage | None) -> Usage | None:
@@ -67,11 +77,23 @@ def _wrapper(then: Callable[[Round, Any], Any], *, awaited: bool = False) -> Cal
     request goes out when it is awaited)."""
 
     def factory(observer: Observer) -> WrapperFn:
-        def opener(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened | None:
-            round_ = observer.start(_measured(kwargs), PROVIDER)
+        def opener(vertex: bool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opened | None:
+            round_ = observer.start(_measured(kwargs, vertex), PROVIDER)
             return None if round_ is None else (round_, functools.partial(then, round_))
 
-        return round_wrapper(opener, awaited=awaited)
+        on_api = round_wrapper(functools.partial(opener, False), awaited=awaited)
+        on_vertex = round_wrapper(functools.partial(opener, True), awaited=awaited)
+
+        def wrapper(
+            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> Any:
+            try:
+                vertex = _is_vertex(instance)
+            except Exception:  # never in the agent's way: read as the Gemini API's
+                vertex = False
+            return (on_vertex if vertex else on_api)(wrapped, instance, args, kwargs)
+
+        return wrapper
 
     return factory
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from otel_ctx import names
 from otel_ctx._pricing import Usage
+from otel_ctx.adapters._gemini_from_chat import gemini_body
 from otel_ctx.instrumentation._core import OBSERVED_ABOVE, Observer, Round, int_or_0
 from otel_ctx.instrumentation._sdk import (
     Opened,
@@ -48,6 +49,9 @@ _RESPONSES_FIELDS = frozenset(
 )  # fmt: skip
 #: The positional parameters of each entry point, in order.
 _POSITIONAL = {"openai": ("model", "messages"), "openai-responses": ("input", "model")}
+#: LiteLLM's routes to Gemini (the Gemini API and Vertex): it sends them Gemini's own body, so
+#: a chat request is measured in that shape, as Gemini bills it.
+_GEMINI_ROUTES = frozenset({"gemini", "vertex_ai", "vertex_ai_beta"})
 
 
 #: Reads the provider's usage off a whole (not streamed) LiteLLM answer.
@@ -124,6 +128,15 @@ def _open(observer: Observer, dialect: str, args: tuple[Any, ...], kwargs: Mappi
     except Exception as exc:
         log_failure("reading a LiteLLM call", exc)
         return None
+    if (
+        dialect == "openai"
+        and routed_to in _GEMINI_ROUTES
+        and str(body.get("model", "")).startswith("gemini")
+    ):
+        try:
+            body, dialect = gemini_body(body, vertex=routed_to != "gemini"), "google"
+        except Exception as exc:  # measured as LiteLLM received it instead
+            log_failure("reading a LiteLLM call to Gemini", exc)
     round_ = observer.start(body, dialect)
     if round_ is not None and routed_to is not None and round_.span.is_recording():
         round_.span.set_attribute(names.ROUTED_PROVIDER, routed_to)

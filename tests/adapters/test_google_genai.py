@@ -17,7 +17,8 @@ from google.genai import types
 
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._dialects import adapter_for, detect
-from otel_ctx.adapters._google_genai import IMAGE_TOKENS, PDF_PAGE_TOKENS
+from otel_ctx.adapters import _gemini_media as gemini_media
+from otel_ctx.adapters import _gemini_rules as gemini_rules
 from otel_ctx.engine._errors import InvalidMessageError, InvalidToolSchemaError, TranscriptRuleError
 
 ORDER = json.dumps({"items": [{"sku": f"SKU-{i}", "title": "oak shelf, natural"} for i in range(300)]})
@@ -58,11 +59,18 @@ def _fitter(**policy: Any) -> ContextFitter:
 def test_a_generate_content_body_is_detected_and_counted_line_by_line() -> None:
     body = _body()
     assert detect(body).provider == "google"
-    assert adapter_for("google").exact is False  # no offline Gemini tokenizer: an estimate
-    b = _fitter().measure_request(body).breakdown
+    # Text is counted by the provider's rule with Gemini's tokenizer; tools and calls are estimates.
+    assert adapter_for("google").exact is True
+    result = _fitter().measure_request(body)
+    assert not result.exact and "tool_schema" in result.estimated_lines
+    b = result.breakdown
     fitter = _fitter()
-    assert b.system_prompt == fitter.counter.text("You are a support agent.")
-    assert b.tool_schema > fitter.counter.text(json.dumps(DECLARATION["parameters"], separators=(",", ":")))
+    # The system instruction is one more content: one token of framing on Gemini 2.5.
+    framing = gemini_rules.TOKENS_PER_CONTENT
+    assert b.system_prompt == fitter.counter.text("You are a support agent.") + framing
+    assert b.tool_schema > fitter.counter.text(str(DECLARATION["name"])) + fitter.counter.text(
+        str(DECLARATION["description"])
+    )
     assert b.transcript_by_role["tool"] > fitter.counter.text(ORDER) - 10
     assert b.transcript_by_role["user"] > 0 and b.transcript_by_role["assistant"] > 0
     b.check()
@@ -106,6 +114,11 @@ def test_the_rest_shape_counts_the_same_as_the_sdk_call() -> None:
     assert _fitter().count_request(rest, provider="google") == _fitter().count_request(body)
 
 
+def _png(width: int, height: int) -> bytes:
+    header = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    return header + width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes(5)
+
+
 def test_media_is_charged_at_the_documented_figures() -> None:
     pdf = b"%PDF-1.4\n1 0 obj << /Type /Pages >>\n2 0 obj << /Type /Page >>\n3 0 obj << /Type /Page >>\n"
     plain = {"contents": [{"role": "user", "parts": [{"text": "Look"}]}]}
@@ -115,15 +128,15 @@ def test_media_is_charged_at_the_documented_figures() -> None:
                 role="user",
                 parts=[
                     types.Part(text="Look"),
-                    types.Part(inline_data=types.Blob(data=b"\x89PNG", mime_type="image/png")),
+                    types.Part(inline_data=types.Blob(data=_png(300, 200), mime_type="image/png")),
                     types.Part(inline_data=types.Blob(data=pdf, mime_type="application/pdf")),
                 ],
             )
         ]
     }
-    assert (
-        _fitter().count_request(media) - _fitter().count_request(plain) == IMAGE_TOKENS + 2 * PDF_PAGE_TOKENS
-    )
+    # A small image (both sides within 384 pixels) is one tile; a PDF page is billed as one.
+    expected = gemini_media.IMAGE_TILE + 2 * gemini_media.PDF_PAGE
+    assert _fitter().count_request(media) - _fitter().count_request(plain) == expected
 
 
 def test_the_fit_caps_a_function_response_and_drops_whole_exchanges_without_mutating() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -201,3 +202,29 @@ def test_a_chat_session_is_observed_request_by_request(
     first, second = instrumented.rounds()
     assert [first.attributes[n.ROUND], second.attributes[n.ROUND]] == [1, 2]  # type: ignore[index]
     assert second.attributes[n.ESTIMATED_TOKENS] > first.attributes[n.ESTIMATED_TOKENS]  # type: ignore[index]
+
+
+def test_a_vertex_clients_requests_are_counted_as_vertex_bills(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    """Vertex bills no token per content (the Gemini API does): the same five contents are
+    estimated that many tokens lower through a Vertex client, and sent byte for byte alike."""
+    contents = [
+        types.Content(role="user" if k % 2 == 0 else "model", parts=[types.Part(text=f"Message {k}.")])
+        for k in range(5)
+    ]
+    vertex = genai.Client(
+        vertexai=True,
+        api_key="test-key",
+        http_options=types.HttpOptions(
+            base_url=fake_provider.gemini_url, retry_options=types.HttpRetryOptions(attempts=1)
+        ),
+    )
+    fake_provider.queue(Reply(input_tokens=30), Reply(input_tokens=25))
+    api = client(fake_provider)
+    api.models.generate_content(model=MODEL, contents=contents)
+    vertex.models.generate_content(model=MODEL, contents=contents)
+    api_round, vertex_round = (s.attributes or {} for s in instrumented.rounds())
+    assert api_round[n.ESTIMATED_TOKENS] - vertex_round[n.ESTIMATED_TOKENS] == 5  # type: ignore[operator]
+    api_body, vertex_body = (json.loads(r.body) for r in fake_provider.requests)
+    assert api_body["contents"] == vertex_body["contents"]

@@ -8,6 +8,7 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the bundled price map: no download
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,9 @@ from instrument_support import Instrumented, instrumented
 
 import otel_ctx
 import otel_ctx.instrumentation as oi
+from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx import names as n
+from otel_ctx.adapters._gemini_from_chat import gemini_body
 
 __all__ = ["instrumented"]  # the fixture, imported for pytest
 
@@ -202,3 +205,69 @@ def test_the_sdk_wrappers_stand_down_inside_an_observed_call(
     assert instrumented.rounds() == []
     client.chat.completions.create(model="gpt-4o", messages=MESSAGES)  # type: ignore[arg-type]
     assert len(instrumented.rounds()) == 1
+
+
+def test_a_gemini_route_is_measured_in_the_body_litellm_sends_gemini(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    """LiteLLM sends a ``gemini/…`` model Gemini's own body: the chat request is counted in that
+    shape (one token a content, the system instruction as one), not with OpenAI's framing."""
+    fake_provider.queue(Reply(input_tokens=40))
+    where = {"api_base": fake_provider.gemini_url, "api_key": "test-key", "num_retries": 0}
+    litellm.completion(model="gemini/gemini-2.5-flash", messages=MESSAGES, **where)
+    assert len(fake_provider.requests) == 1
+    (attrs,) = (s.attributes or {} for s in instrumented.rounds())
+    assert (attrs[n.PROVIDER], attrs[n.ROUTED_PROVIDER], attrs[n.MODEL]) == (
+        "google",
+        "gemini",
+        "gemini-2.5-flash",
+    )
+    sent = json.loads(fake_provider.requests[0].body)
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gemini-2.5-flash")
+    mapped = gemini_body({"model": "gemini-2.5-flash", "messages": MESSAGES})
+    # The mapping is the body LiteLLM sent, as far as counting goes.
+    assert fitter.count_request(mapped, provider="google") == fitter.count_request(sent, provider="google")
+
+
+def test_a_gemini_route_with_tools_and_calls_counts_what_litellm_sends(
+    instrumented: Instrumented, fake_provider: FakeProvider
+) -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup_order",
+                "description": "Find an order by its number.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"order": {"type": "string", "description": "The order number."}},
+                    "required": ["order"],
+                },
+            },
+        }
+    ]
+    messages = [
+        *MESSAGES,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": '{"order": "88-1042"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"status": "shipped", "carrier": "DHL"}'},
+        {"role": "user", "content": "And when does it arrive?"},
+    ]
+    fake_provider.queue(Reply(input_tokens=120))
+    where = {"api_base": fake_provider.gemini_url, "api_key": "test-key", "num_retries": 0}
+    litellm.completion(model="gemini/gemini-2.5-flash", messages=messages, tools=tools, **where)
+    sent = json.loads(fake_provider.requests[0].body)
+    fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model="gemini-2.5-flash")
+    mapped = gemini_body({"model": "gemini-2.5-flash", "messages": messages, "tools": tools})
+    assert fitter.count_request(mapped, provider="google") == fitter.count_request(sent, provider="google")
+    (attrs,) = (s.attributes or {} for s in instrumented.rounds())
+    assert attrs[n.PROVIDER] == "google"
