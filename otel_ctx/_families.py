@@ -55,7 +55,13 @@ class ModelFamily:
 
 
 #: The families beyond OpenAI's, longest prefix first wins (see :func:`family_for`).
-FAMILIES: tuple[ModelFamily, ...] = ()
+FAMILIES: tuple[ModelFamily, ...] = (
+    # Amazon Nova and Titan: no vocabulary is published, so text is cl100k_base scaled by the
+    # ratio their bills show (Nova's short English prompts bill as cl100k counts them; its
+    # long texts run a few percent higher). Their framing is in the Bedrock rules module.
+    ModelFamily("amazon-nova", ("nova-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
+    ModelFamily("amazon-titan", ("titan-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
+)
 
 #: Tokenizer name -> a function that builds it. A loader imports its extra's package inside
 #: (the one place an import is deferred on purpose: the extra is optional and heavy), and
