@@ -147,8 +147,6 @@ class _State(State):
     kind: str = "converse"
     #: The Anthropic reading this body was counted through (Claude), to write it back.
     inner: Reading | None = None
-    #: Keys the Anthropic reading was given that the caller's body must not get back.
-    added: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -240,12 +238,10 @@ class BedrockAdapter(Adapter):
         self, body: Mapping[str, Any], messages_body: dict[str, Any], ctx: ReadContext, kind: str
     ) -> Reading:
         """An InvokeModel Messages body, read by the Anthropic adapter with the fitter's model."""
-        added: tuple[str, ...] = ()
         if "model" not in messages_body:
             messages_body["model"] = model_key(ctx.counter.model)
-            added = ("model",)
         inner = self._anthropic.to_model(messages_body, ctx)
-        state = _State(kind=kind, inner=inner, added=added)
+        state = _State(kind=kind, inner=inner)
         state.replaced = inner.state.replaced if isinstance(inner.state, State) else {}
         return Reading(model=inner.model, body=body, items=inner.items, state=state)
 
@@ -277,9 +273,12 @@ class BedrockAdapter(Adapter):
         state: _State = reading.state
         if state.kind == "anthropic" and state.inner is not None:
             out_body, out = self._anthropic.from_model(state.inner, fitted)
-            body = dict(out_body)
-            for key in state.added:
-                body.pop(key, None)
+            # The caller's body with what the fit rewrote (``anthropic_version`` stays, and the
+            # model the reading was given, which InvokeModel refuses in a body, is not added).
+            body = dict(reading.body)
+            for key in ("messages", "system"):
+                if key in out_body:
+                    body[key] = out_body[key]
             return body, out
         body = dict(reading.body)
         extra = [{"text": b.text} for b in fitted.blocks]
