@@ -574,6 +574,10 @@ class _Reader:
             parts.append(Part("user", rule.message + self.text(str(body.get("message", "")))))
             items = [body.get("message")]
         else:
+            if not any(k != "model" for k in body):
+                # Nothing to read (an InvokeModel body handed over as a stream, which an observer
+                # must not consume): the provider refuses an empty body too.
+                raise InvalidRequestError("request", "holds no request body")
             parts.append(Part("other", self.text(_json_text(dict(body))), exact=False))
             items = [body]
         model = RequestModel(
