@@ -173,8 +173,8 @@ def test_other_services_and_operations_are_not_observed(instrumented: Instrument
     assert observer is not None
 
     class Client:
-        class meta:  # noqa: N801 - botocore's attribute name
-            class service_model:  # noqa: N801
+        class meta:
+            class service_model:
                 service_name = "s3"
 
     assert _open(observer, Client(), ("PutObject", {"Body": b"x"}), {}) is None
