@@ -4,7 +4,8 @@
 * a warm round that adds two messages (long, and short) vs tokenizing them plus 100 µs;
 * per dialect, reading a body into the request model and writing it back vs a cold fit;
 * the naive loop most agents write, which re-counts everything after every drop;
-* LangChain's ``trim_messages`` with the same tiktoken counter.
+* LangChain's ``trim_messages`` with the same tiktoken counter;
+* the same transcript as a Bedrock Converse body for Claude, cold and warm, beside the OpenAI one.
 """
 
 from __future__ import annotations
@@ -257,6 +258,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
         )
     figures += anthropic_langchain_figures(conv, trials=trials)
     figures += tool_rule_figures(trials=trials, warm_trials=warm_trials)
+    figures += bedrock_figures(conv, trials=trials, warm_trials=warm_trials)
     noisy = [x for x in (*t.values(), *(x for pair in warm.values() for x in pair)) if x.spread > 0.5]
     if noisy:
         notes.append(
@@ -469,3 +471,71 @@ def anthropic_langchain_figures(conv: list[dict[str, Any]], *, trials: int) -> l
             )
         )
     return figures
+
+
+#: A Converse body for Claude is mapped to the Messages body Bedrock sends and read by the
+#: Anthropic accounting: the mapping may cost a cold fit and a warm round this much beside the
+#: OpenAI dialect reading the same transcript.
+BEDROCK_COLD_TARGET = 1.5
+BEDROCK_WARM_TARGET = 3.0
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+def _converse(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": m["role"], "content": [{"text": m["content"]}]} for m in messages]
+
+
+def bedrock_figures(conv: list[dict[str, Any]], *, trials: int, warm_trials: int) -> list[Figure]:
+    """A cold fit and a warm round of the transcript as a Bedrock Converse body (Claude), each
+    against the same for the Chat Completions body."""
+    bodies = {
+        "openai": (inputs.MODEL, lambda msgs: {"model": inputs.MODEL, "messages": msgs}),
+        "bedrock": (BEDROCK_MODEL, lambda msgs: {"messages": _converse(msgs)}),
+    }
+
+    def fitter(model: str) -> ContextFitter:
+        return ContextFitter(inputs.POLICY, model=model, encoding=inputs.ENCODING)
+
+    def cold(provider: str) -> Callable[[], Thunk]:
+        model, make = bodies[provider]
+        body = make(conv)
+
+        def prepare() -> Thunk:
+            f = fitter(model)
+            return lambda: f.fit_request(body, provider=provider)
+
+        return prepare
+
+    def warm(provider: str) -> Callable[[], Thunk]:
+        model, make = bodies[provider]
+        f = fitter(model)
+        f.fit_request(make(conv), provider=provider)
+        pairs = iter(inputs.new_pairs(warm_trials * 2 + 4, seed=5))
+
+        def prepare() -> Thunk:
+            body = make([*conv, *next(pairs)])
+            return lambda: f.fit_request(body, provider=provider)
+
+        return prepare
+
+    c = interleaved({"bedrock": cold("bedrock"), "openai": cold("openai")}, trials=trials)
+    w = interleaved({"bedrock": warm("bedrock"), "openai": warm("openai")}, trials=warm_trials)
+    return [
+        _ratio(
+            "bedrock converse (Claude): cold fit ÷ openai cold fit",
+            c["bedrock"],
+            c["openai"],
+            BEDROCK_COLD_TARGET,
+            "≤",
+            f"bedrock {fmt_seconds(c['bedrock'].median)}, openai {fmt_seconds(c['openai'].median)}",
+        ),
+        _ratio(
+            "bedrock converse (Claude): warm round ÷ openai warm round",
+            w["bedrock"],
+            w["openai"],
+            BEDROCK_WARM_TARGET,
+            "≤",
+            f"bedrock {fmt_seconds(w['bedrock'].median)}, openai {fmt_seconds(w['openai'].median)} "
+            "(+2 messages each)",
+        ),
+    ]
