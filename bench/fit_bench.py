@@ -488,9 +488,15 @@ def _converse(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def bedrock_figures(conv: list[dict[str, Any]], *, trials: int, warm_trials: int) -> list[Figure]:
     """A cold fit and a warm round of the transcript as a Bedrock Converse body (Claude), each
     against the same for the Chat Completions body."""
-    bodies = {
-        "openai": (inputs.MODEL, lambda msgs: {"model": inputs.MODEL, "messages": msgs}),
-        "bedrock": (BEDROCK_MODEL, lambda msgs: {"messages": _converse(msgs)}),
+    def chat(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": inputs.MODEL, "messages": msgs}
+
+    def converse(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"messages": _converse(msgs)}
+
+    bodies: dict[str, tuple[str, Callable[[list[dict[str, Any]]], dict[str, Any]]]] = {
+        "openai": (inputs.MODEL, chat),
+        "bedrock": (BEDROCK_MODEL, converse),
     }
 
     def fitter(model: str) -> ContextFitter:
