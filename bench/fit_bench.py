@@ -488,6 +488,7 @@ def _converse(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def bedrock_figures(conv: list[dict[str, Any]], *, trials: int, warm_trials: int) -> list[Figure]:
     """A cold fit and a warm round of the transcript as a Bedrock Converse body (Claude), each
     against the same for the Chat Completions body."""
+
     def chat(msgs: list[dict[str, Any]]) -> dict[str, Any]:
         return {"model": inputs.MODEL, "messages": msgs}
 
