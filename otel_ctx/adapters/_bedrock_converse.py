@@ -123,7 +123,7 @@ def _result_content(content: Any) -> Any:
         elif "document" in block:
             out.append(_document(as_mapping(block["document"]) or {}, in_result=True))
         else:
-            out.append({"type": "other", **block})
+            out.append({"type": "other", **_plain(dict(block))})
     return out
 
 
@@ -140,6 +140,9 @@ def block(raw: Any, native_pdf: bool = False) -> Any:
         return None
     if "image" in b:
         return _image(as_mapping(b["image"]) or {})
+    if "video" in b:
+        # Claude takes no video: Bedrock would refuse it; counted as one image, never refused here.
+        return _image(as_mapping(b["video"]) or {})
     if "document" in b:
         return _document(as_mapping(b["document"]) or {}, native_pdf)
     if "toolUse" in b:
@@ -176,7 +179,20 @@ def block(raw: Any, native_pdf: bool = False) -> Any:
         image = as_mapping(guard.get("image"))
         if image is not None:
             return _image(image)
-    return dict(b)
+    # Named by its kind (the Messages reader reads a block by its type).
+    return {"type": next((str(k) for k in b if k != "type"), "other"), **_plain(dict(b))}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with its binary fields as base64 text: a block of a kind this version does not
+    know is charged as its JSON, which raw bytes (boto3's) have none of."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return b64(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, ARRAY):
+        return [_plain(v) for v in value]
+    return value
 
 
 def message(raw: Any, native_pdf: bool = False) -> Any:

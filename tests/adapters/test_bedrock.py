@@ -230,6 +230,25 @@ def test_earlier_reasoning_is_not_billed_where_the_template_drops_it() -> None:
     )
 
 
+def test_blocks_claude_does_not_take_are_counted_never_refused() -> None:
+    png = _png(64, 64)
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"video": {"format": "mp4", "source": {"bytes": png}}},
+                    {"searchResult": {"source": "kb", "content": [{"text": "x"}], "blob": png}},
+                    {"toolResult": {"toolUseId": "t0", "content": [{"video": {"source": {"bytes": png}}}]}},
+                ],
+            }
+        ]
+    }
+    fitter = _fitter(CLAUDE)
+    assert fitter.count_request(body, provider="bedrock") > 0
+    assert fitter.measure_request(body, provider="bedrock").problems  # the orphan result is recorded
+
+
 def test_unknown_shapes_and_blocks_are_counted_never_refused() -> None:
     fitter = _fitter("some.new-model-v1:0")
     assert fitter.count_request({"texts": ["embed me"]}, provider="bedrock") > 0
