@@ -8,6 +8,8 @@ InvokeModel (usage in the answer's headers) and InvokeModelWithResponseStream.
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import json
 from collections.abc import Callable
 from typing import Any
@@ -188,3 +190,21 @@ def test_no_message_text_reaches_the_span(instrumented: Instrumented, fake_bedro
     (span,) = instrumented.rounds()
     shown = json.dumps({k: str(v) for k, v in span.attributes.items()})
     assert "oak shelf" not in shown and "88-1042" not in shown and "Sundry" not in shown
+
+
+def test_botocore_is_wrapped_when_the_agent_imports_it_and_unwrapped_after() -> None:
+    script = """
+import sys
+import otel_ctx.instrumentation as oi
+oi.instrument(langchain=False)
+assert "botocore" not in sys.modules  # instrumenting does not import it
+import boto3, botocore.client, wrapt
+assert isinstance(botocore.client.BaseClient.__dict__["_make_api_call"], wrapt.FunctionWrapper)
+oi.uninstrument()
+assert not isinstance(botocore.client.BaseClient.__dict__["_make_api_call"], wrapt.FunctionWrapper)
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
