@@ -8,9 +8,9 @@ InvokeModel (usage in the answer's headers) and InvokeModelWithResponseStream.
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
-import json
 from collections.abc import Callable
 from typing import Any
 
