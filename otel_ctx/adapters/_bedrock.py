@@ -87,6 +87,8 @@ _BLOCK_KEYS = frozenset(
 #: Claude 4 and later are given a PDF's pages (text and page images) through Converse; earlier
 #: models its text only.
 _NATIVE_PDF = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-(?:[4-9]|\d{2})|(?:[4-9]|\d{2})[-.])")
+#: The special tokens of a templated prompt (Llama 3's ``<|eot_id|>``, a sentence's ``<s>``).
+_SPECIAL = re.compile(r"<\|[a-z_]{2,40}\|>|</?s>")
 #: A reasoning section inside an earlier assistant turn's text (Qwen, DeepSeek, Kimi write them).
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
@@ -513,6 +515,10 @@ class _Reader:
         # A structured output (``outputConfig``) is enforced by decoding, not by a prompt: the
         # bills of these families show no schema text.
         tool_schema = self.tools(body.get("toolConfig"))
+        vendor_tools = body.get("tools")
+        if not tool_schema and isinstance(vendor_tools, ARRAY) and vendor_tools:
+            # A vendor body's own tool list (Mistral's chat format on InvokeModel): its JSON.
+            tool_schema = self.rule.tool_prompt + self.text(_json_text(list(vendor_tools)))
         model = RequestModel(
             turns=turns,
             starts=starts,
@@ -558,7 +564,11 @@ class _Reader:
             if not isinstance(value, str):
                 value = body.get("inputText")
             text = value if isinstance(value, str) else ""
-            parts.append(Part("user", rule.prompt + self.text(text)))
+            # A templated prompt's special tokens (``<|start_header_id|>``, ``<s>``) are one
+            # token each to the model, not the several their spelling is as text.
+            specials = len(_SPECIAL.findall(text))
+            plain = _SPECIAL.sub("", text) if specials else text
+            parts.append(Part("user", rule.prompt + self.text(plain) + specials))
             items: list[Any] = [text]
         elif kind == "cohere":
             history = body.get("chat_history")

@@ -269,3 +269,14 @@ def test_a_message_more_never_costs_less(texts: list[str], model: str) -> None:
     fitter = _fitter(model)
     shorter = fitter.count_request({"messages": messages[:-1] or messages}, provider="bedrock")
     assert fitter.count_request({"messages": messages}, provider="bedrock") >= shorter
+
+
+def test_a_templated_prompts_special_tokens_count_one_each() -> None:
+    fitter = _fitter("meta.llama3-70b-instruct-v1:0")
+    plain = fitter.count_request({"prompt": "Tell me a joke"}, provider="bedrock")
+    templated = (
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nTell me a joke<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>"
+    )
+    # Six special tokens, the role names and a line break, not the dozens their spelling costs as text.
+    assert plain + 5 <= fitter.count_request({"prompt": templated}, provider="bedrock") <= plain + 10
