@@ -115,6 +115,22 @@ def test_every_recorded_bedrock_call_is_observed_unchanged(fake_bedrock: FakeBed
     assert reported == [b.input_tokens + b.cache_read + b.cache_write or None for b in bills]
     unmeasured = [s for s in answered if n.UNOBSERVED_REASON in s.attributes]
     assert not unmeasured, [s.attributes[n.UNOBSERVED_REASON] for s in unmeasured]
+    # With the calibration learning live, one instrumentation for every call in file order, the
+    # Claude rounds whose bill the body decides stay within 15% of their bills as the uncalibrated
+    # counts do.
+    claude = [
+        s
+        for s, row, o in zip(rounds, cases, outcomes)
+        if o is None and not row.get("indeterminate") and "claude" in str(row["model"]) and billed(row) > 0
+    ]
+    close = [
+        s
+        for s in claude
+        if abs(s.attributes[n.ESTIMATED_TOKENS] - s.attributes[n.USAGE_INPUT_TOKENS])
+        <= 0.15 * s.attributes[n.USAGE_INPUT_TOKENS]
+    ]
+    print(f"\nbedrock replay, calibration live: Claude {len(close)} of {len(claude)} within 15%")
+    assert len(close) >= 0.85 * len(claude)
 
 
 @pytest.mark.parametrize("streamed", [False, True])
