@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from otel_ctx._families import model_key
@@ -149,7 +149,6 @@ class _State(State):
     kind: str = "converse"
     #: The Anthropic reading this body was counted through (Claude), to write it back.
     inner: Reading | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _cap_messages(messages: Sequence[Any], ctx: ReadContext, replaced: dict[int, Any]) -> list[Any]:
@@ -274,6 +273,10 @@ class BedrockAdapter(Adapter):
     def from_model(self, reading: Reading, fitted: Fitted) -> tuple[Any, list[Any]]:
         state: _State = reading.state
         if state.kind == "anthropic" and state.inner is not None:
+            summary = as_mapping(fitted.summary)
+            if summary is not None and "type" not in summary:
+                # This dialect's summary block, as the Messages system block it is there.
+                fitted = replace(fitted, summary={"type": "text", **summary})
             out_body, out = self._anthropic.from_model(state.inner, fitted)
             # The caller's body with what the fit rewrote (``anthropic_version`` stays, and the
             # model the reading was given, which InvokeModel refuses in a body, is not added).

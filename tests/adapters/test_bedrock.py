@@ -280,3 +280,28 @@ def test_a_templated_prompts_special_tokens_count_one_each() -> None:
     )
     # Six special tokens, the role names and a line break, not the dozens their spelling costs as text.
     assert plain + 5 <= fitter.count_request({"prompt": templated}, provider="bedrock") <= plain + 10
+
+
+def test_a_summary_of_dropped_exchanges_goes_to_system_in_each_shape() -> None:
+    def summarize(dropped: list[Any]) -> str:
+        return "The customer asked for a refund; lookups found nothing new."
+
+    converse = _body(exchanges=6)
+    full = _fitter(CLAUDE).count_request(converse, provider="bedrock")
+    fitter = ContextFitter(
+        BudgetPolicy(context_length=full // 2, reserved_output=0), model=CLAUDE, summarizer=summarize
+    )
+    sent = fitter.fit_request(converse, provider="bedrock").request
+    assert "refund" in sent["system"][-1]["text"] and "type" not in sent["system"][-1]
+    invoke = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 100,
+        "system": "You are a support agent.",
+        "messages": [
+            {"role": m["role"], "content": [_as_messages_block(b) for b in m["content"]]}
+            for m in converse["messages"]
+        ],
+    }
+    sent = fitter.fit_request(invoke, provider="bedrock").request
+    assert sent["system"][-1]["type"] == "text" and "refund" in sent["system"][-1]["text"]
+    assert "model" not in sent
