@@ -305,3 +305,33 @@ def test_a_summary_of_dropped_exchanges_goes_to_system_in_each_shape() -> None:
     sent = fitter.fit_request(invoke, provider="bedrock").request
     assert sent["system"][-1]["type"] == "text" and "refund" in sent["system"][-1]["text"]
     assert "model" not in sent
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    exchanges=st.integers(0, 8),
+    context=st.integers(400, 20_000),
+    cap=st.one_of(st.none(), st.integers(30, 2_000)),
+    model=st.sampled_from([CLAUDE, NOVA, "us.meta.llama4-maverick-17b-instruct-v1:0"]),
+)
+def test_property_a_fitted_converse_body_is_one_converse_accepts(
+    exchanges: int, context: int, cap: int | None, model: str
+) -> None:
+    body = _body(exchanges)
+    before = copy.deepcopy(body)
+    fitter = ContextFitter(
+        BudgetPolicy(context_length=context, reserved_output=0, tool_result_cap=cap), model=model
+    )
+    sent = fitter.fit_request(body, provider="bedrock").request
+    assert body == before
+    messages = sent["messages"]
+    assert messages[0]["role"] == "user"
+    for i, m in enumerate(messages):
+        for b in m["content"]:
+            if "toolUse" in b:  # answered in the very next message
+                call = b["toolUse"]["toolUseId"]
+                answered = [
+                    c["toolResult"]["toolUseId"] for c in messages[i + 1]["content"] if "toolResult" in c
+                ]
+                assert call in answered
+    assert [m["role"] for m in messages] == [("user", "assistant")[k % 2] for k in range(len(messages))]
