@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from otel_ctx import BudgetPolicy, ContextFitter, Source
 from otel_ctx._dialects import detect
+from otel_ctx._models import shipped_models
+from otel_ctx._pricing import shipped_prices
 from otel_ctx.adapters._bedrock import body_kind, requested_output
 from otel_ctx.adapters._bedrock_families import framing
 
@@ -335,3 +337,17 @@ def test_property_a_fitted_converse_body_is_one_converse_accepts(
                 ]
                 assert call in answered
     assert [m["role"] for m in messages] == [("user", "assistant")[k % 2] for k in range(len(messages))]
+
+
+def test_a_bedrock_id_has_its_models_window_and_price() -> None:
+    models, prices = shipped_models(), shipped_prices()
+    for bedrock, bare in (
+        (CLAUDE, "claude-sonnet-4-5"),
+        (
+            "arn:aws:bedrock:us-east-1:1:inference-profile/eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+            "claude-haiku-4-5",
+        ),
+    ):
+        assert models.limits_for(bedrock) == models.limits_for(bare) is not None
+        assert prices.price_for(bedrock) == prices.price_for(bare) is not None
+    assert models.limits_for("us.example.no-such-model-v1:0") is None
