@@ -128,6 +128,9 @@ class EventStreamProxy(Closes):
             for event in self.__wrapped__:
                 watch.see(event)
                 yield event
+        except GeneratorExit:
+            watch.done()  # the agent stopped reading: the round ends with what it saw, no error
+            raise
         except BaseException as exc:
             watch.done(exc)
             raise

@@ -7,6 +7,7 @@ InvokeModel (usage in the answer's headers) and InvokeModelWithResponseStream.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import subprocess
@@ -208,3 +209,16 @@ print("ok")
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_stream_the_agent_stops_reading_ends_its_round_without_an_error(
+    instrumented: Instrumented, fake_bedrock: FakeBedrock
+) -> None:
+    fake_bedrock.queue(BedrockReply(input_tokens=55))
+    stream = fake_bedrock.client().converse_stream(modelId=CLAUDE, messages=MESSAGES[:1])["stream"]
+    for event in stream:
+        assert "messageStart" in event
+        break
+    gc.collect()
+    (span,) = instrumented.rounds()
+    assert span.status.status_code.name == "UNSET"
