@@ -324,6 +324,18 @@ class BedrockAdapter(Adapter):
         return item, Turn("system", [Part("system", counter.text(item["text"]))], 0)
 
 
+def _reasoning_on(body: Mapping[str, Any]) -> bool:
+    """The request asks the model to reason (``additionalModelRequestFields``: ``reasoning_config``,
+    ``reasoning_effort`` or an enabled ``thinking``)."""
+    fields = as_mapping(body.get("additionalModelRequestFields")) or {}
+    for key in ("reasoning_config", "reasoning_effort"):
+        value = fields.get(key)
+        if value and str(value).lower() not in ("none", "disabled", "false", "off"):
+            return True
+    thinking = as_mapping(fields.get("thinking"))
+    return thinking is not None and thinking.get("type") in ("enabled", "adaptive")
+
+
 def _json_text(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
@@ -522,13 +534,16 @@ class _Reader:
         if not tool_schema and isinstance(vendor_tools, ARRAY) and vendor_tools:
             # A vendor body's own tool list (Mistral's chat format on InvokeModel): its JSON.
             tool_schema = self.rule.tool_prompt + self.text(_json_text(list(vendor_tools)))
+        priming = rule.request
+        if rule.reasoning_off and not _reasoning_on(body):
+            priming += rule.reasoning_off
         model = RequestModel(
             turns=turns,
             starts=starts,
             items=len(messages),
             replies=count_replies(list(raw_messages)),
             tool_schema=tool_schema,
-            priming=rule.request,
+            priming=priming,
             blocks=blocks,
             system_in_turns=False,
             capped=len(self.state.replaced),

@@ -60,6 +60,9 @@ class Framing:
     document: int = 4
     document_name: bool = True
     drops_reasoning: bool = False
+    #: What the template adds when the request does not turn reasoning on (Qwen 3's empty
+    #: ``<think></think>`` block, which its hosts send unless asked to reason).
+    reasoning_off: int = 0
     prompt: int = 1
 
 
@@ -123,8 +126,9 @@ RULES: dict[str, Framing] = {
     # break per row.
     "mistral": Framing("mistral", request=1, message=2, tool_prompt=12, call=8, result=8),
     "pixtral": Framing("mistral", request=1, message=2, tool_prompt=12, call=8, result=8),
-    # ChatML (Qwen): <|im_start|>role\n ... <|im_end|>\n per message, the reply's opening.
-    "qwen": Framing("qwen", request=7, message=5, tool_prompt=120, drops_reasoning=True),
+    # ChatML (Qwen): <|im_start|>role\n ... <|im_end|>\n per message, the reply's opening, and the
+    # empty thinking block unless the request turns reasoning on (``reasoning_config``).
+    "qwen": Framing("qwen", request=3, message=5, tool_prompt=120, drops_reasoning=True, reasoning_off=4),
     # DeepSeek R1: begin-of-sentence, the user and assistant markers, the opening <think>.
     "r1": Framing("deepseek", request=5, message=1, drops_reasoning=True),
     "deepseek": Framing("deepseek", request=5, message=1, drops_reasoning=True),
@@ -140,6 +144,9 @@ _ORDER = sorted(RULES, key=len, reverse=True)
 def framing(model: str) -> Framing:
     """The framing of ``model`` (a Bedrock id, an ARN, a bare name): the longest prefix's row."""
     key = model_key(model)
+    vendor, dot, rest = key.partition(".")
+    if dot and vendor.isalpha():
+        key = rest  # a vendor the family table does not strip (``google.``, ``moonshot.``)
     for prefix in _ORDER:
         if key.startswith(prefix):
             return RULES[prefix]

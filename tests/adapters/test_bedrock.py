@@ -351,3 +351,18 @@ def test_a_bedrock_id_has_its_models_window_and_price() -> None:
         assert models.limits_for(bedrock) == models.limits_for(bare) is not None
         assert prices.price_for(bedrock) == prices.price_for(bare) is not None
     assert models.limits_for("us.example.no-such-model-v1:0") is None
+
+
+def test_qwens_empty_thinking_block_is_billed_unless_the_request_asks_to_reason() -> None:
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": [{"text": "Reply with: ok"}]}]}
+    fitter = _fitter("qwen.qwen3-32b-v1:0")
+    off = fitter.count_request(body, provider="bedrock")
+    on = fitter.count_request(
+        {**body, "additionalModelRequestFields": {"reasoning_config": "high"}}, provider="bedrock"
+    )
+    assert off - on == framing("qwen.qwen3-32b-v1:0").reasoning_off > 0
+
+
+def test_a_vendor_the_family_table_does_not_strip_still_finds_its_family() -> None:
+    assert framing("google.gemma-3-27b-it").name == "gemma"
+    assert framing("us.meta.llama3-2-1b-instruct-v1:0").name == "llama3"
