@@ -4,7 +4,8 @@
 * a warm round that adds two messages (long, and short) vs tokenizing them plus 100 µs;
 * per dialect, reading a body into the request model and writing it back vs a cold fit;
 * the naive loop most agents write, which re-counts everything after every drop;
-* LangChain's ``trim_messages`` with the same tiktoken counter.
+* LangChain's ``trim_messages`` with the same tiktoken counter;
+* the same transcript as a Bedrock Converse body for Claude, cold and warm, beside the OpenAI one.
 """
 
 from __future__ import annotations
@@ -263,6 +264,7 @@ def run(*, quick: bool = False) -> FitBenchResult:
     gemini, gemini_notes = gemini_bench.figures(conv, trials=trials, warm_trials=warm_trials)
     figures += gemini
     notes += gemini_notes
+    figures += bedrock_figures(conv, trials=trials, warm_trials=warm_trials)
     noisy = [x for x in (*t.values(), *(x for pair in warm.values() for x in pair)) if x.spread > 0.5]
     if noisy:
         notes.append(
@@ -561,5 +563,80 @@ def claude_tokenizer_figures(conv: list[dict[str, Any]], *, trials: int, warm_tr
             memo_ratio <= CLAUDE_WARM_TARGET,
             f"round {fmt_seconds(w['own'].median)}, tiling the two messages {fmt_seconds(w['two'].median)}: "
             "the history's counts come from the per-message memo and the text cache",
+        ),
+    ]
+
+
+#: A Converse body for Claude is mapped to the Messages body Bedrock sends and read by the
+#: Anthropic accounting: the mapping may cost a cold fit and a warm round this much beside the
+#: OpenAI dialect reading the same transcript.
+BEDROCK_COLD_TARGET = 1.5
+BEDROCK_WARM_TARGET = 3.0
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+def _converse(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": m["role"], "content": [{"text": m["content"]}]} for m in messages]
+
+
+def bedrock_figures(conv: list[dict[str, Any]], *, trials: int, warm_trials: int) -> list[Figure]:
+    """A cold fit and a warm round of the transcript as a Bedrock Converse body (Claude), each
+    against the same for the Chat Completions body."""
+
+    def chat(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"model": inputs.MODEL, "messages": msgs}
+
+    def converse(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"messages": _converse(msgs)}
+
+    bodies: dict[str, tuple[str, Callable[[list[dict[str, Any]]], dict[str, Any]]]] = {
+        "openai": (inputs.MODEL, chat),
+        "bedrock": (BEDROCK_MODEL, converse),
+    }
+
+    def fitter(model: str) -> ContextFitter:
+        return ContextFitter(inputs.POLICY, model=model, encoding=inputs.ENCODING)
+
+    def cold(provider: str) -> Callable[[], Thunk]:
+        model, make = bodies[provider]
+        body = make(conv)
+
+        def prepare() -> Thunk:
+            f = fitter(model)
+            return lambda: f.fit_request(body, provider=provider)
+
+        return prepare
+
+    def warm(provider: str) -> Callable[[], Thunk]:
+        model, make = bodies[provider]
+        f = fitter(model)
+        f.fit_request(make(conv), provider=provider)
+        pairs = iter(inputs.new_pairs(warm_trials * 2 + 4, seed=5))
+
+        def prepare() -> Thunk:
+            body = make([*conv, *next(pairs)])
+            return lambda: f.fit_request(body, provider=provider)
+
+        return prepare
+
+    c = interleaved({"bedrock": cold("bedrock"), "openai": cold("openai")}, trials=trials)
+    w = interleaved({"bedrock": warm("bedrock"), "openai": warm("openai")}, trials=warm_trials)
+    return [
+        _ratio(
+            "bedrock converse (Claude): cold fit ÷ openai cold fit",
+            c["bedrock"],
+            c["openai"],
+            BEDROCK_COLD_TARGET,
+            "≤",
+            f"bedrock {fmt_seconds(c['bedrock'].median)}, openai {fmt_seconds(c['openai'].median)}",
+        ),
+        _ratio(
+            "bedrock converse (Claude): warm round ÷ openai warm round",
+            w["bedrock"],
+            w["openai"],
+            BEDROCK_WARM_TARGET,
+            "≤",
+            f"bedrock {fmt_seconds(w['bedrock'].median)}, openai {fmt_seconds(w['openai'].median)} "
+            "(+2 messages each)",
         ),
     ]

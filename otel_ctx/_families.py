@@ -69,6 +69,11 @@ FAMILIES: tuple[ModelFamily, ...] = (
         fallback_ratio=1.1,
         rules="otel_ctx.adapters._gemini_rules",
     ),
+    # Amazon Nova and Titan: no vocabulary is published, so text is cl100k_base scaled by the
+    # ratio their bills show (Nova's short English prompts bill as cl100k counts them; its
+    # long texts run a few percent higher). Their framing is in the Bedrock rules module.
+    ModelFamily("amazon-nova", ("nova-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
+    ModelFamily("amazon-titan", ("titan-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
 )
 
 #: Tokenizer name -> a function that builds it. A loader imports its extra's package inside

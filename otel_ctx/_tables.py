@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from otel_ctx._families import model_key
 from otel_ctx._files import read_regular_file
 from otel_ctx.engine._errors import InvalidPolicyError
 
@@ -97,6 +98,17 @@ def family_row(table: Mapping[str, _Row], model: str) -> _Row | None:
 
     A dated model is priced and sized as its family, so a table need not list every snapshot.
     """
+    found = _row(table, model)
+    if found is None:
+        # A provider's spelling of the model (a Bedrock id with its region and version, a
+        # router's path): the bare name the rows are keyed on.
+        bare = model_key(model)
+        if bare and bare != model:
+            found = _row(table, bare)
+    return found
+
+
+def _row(table: Mapping[str, _Row], model: str) -> _Row | None:
     found = table.get(model)
     if found is not None:
         return found

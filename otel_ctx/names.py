@@ -347,7 +347,8 @@ ATTRIBUTE_DOCS: dict[str, str] = {
     USAGE_CACHED_INPUT_TOKENS: "Provider-reported input tokens read from its prompt cache (round span).",
     USAGE_CACHE_CREATION_INPUT_TOKENS: "Provider-reported input tokens written to its prompt cache "
     "(round span).",
-    PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses`, `anthropic` or `google`.",
+    PROVIDER: "Instrumented call's dialect: `openai`, `openai-responses`, `anthropic`, `google` or "
+    "`bedrock`.",
     ROUTED_PROVIDER: "The provider LiteLLM routed the call to (`anthropic`, `openai`, ...).",
     GEN_AI_CONVERSATION_ID: "GenAI semconv: the conversation (run and round spans; never on metrics).",
     GEN_AI_CONTEXT_WINDOW_SIZE: "Sentry GenAI: the model's window, on the provider call's span.",

@@ -62,6 +62,7 @@ DIALECT_NAMES = {
     "openai-responses": "OpenAI Responses",
     "anthropic": "Anthropic Messages",
     "google": "Google Gen AI (Gemini generate_content)",
+    "bedrock": "Amazon Bedrock (Converse, InvokeModel)",
 }
 
 
@@ -95,8 +96,9 @@ _PinOption = Annotated[list[int] | None, typer.Option(help="Index of a message n
 _ProviderOption = Annotated[
     str | None,
     typer.Option(
-        help="The body's dialect: openai (Chat Completions), openai-responses, anthropic or "
-        "google (Gemini generate_content) (default: read from the body)."
+        help="The body's dialect: openai (Chat Completions), openai-responses, anthropic, "
+        "google (Gemini generate_content) or bedrock (Converse, InvokeModel; pass --model) "
+        "(default: read from the body)."
     ),
 ]
 _StrategyOption = Annotated[str, typer.Option(help="Compaction order: middle or oldest.")]

@@ -71,6 +71,11 @@ def parse_request(label: str, text: str) -> ChatRequest:
         from otel_ctx.adapters._google_genai import requested_output
 
         max_out = requested_output(body)
+    if max_out is None and ("inferenceConfig" in body or "textGenerationConfig" in body):
+        # Bedrock keeps it in inferenceConfig (Converse, Nova) or the vendor's own field (Titan).
+        from otel_ctx.adapters._bedrock import requested_output as bedrock_output
+
+        max_out = bedrock_output(body)
     return ChatRequest(label, body, model, max_out)
 
 

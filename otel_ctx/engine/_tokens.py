@@ -102,7 +102,7 @@ def resolve_encoding(model: str, encoding: str | tiktoken.Encoding | None = None
         )
     # Anthropic publishes no offline tokenizer: cl100k_base is the closest there is, every
     # count is an estimate (``exact=False``) by design, and a warning would say nothing new.
-    if model.startswith("claude"):
+    if families.model_key(model).startswith("claude"):  # also a Bedrock id or ARN of Claude
         level = logging.DEBUG
     else:
         level = logging.DEBUG if _fallback_warned else logging.WARNING

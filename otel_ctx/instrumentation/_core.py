@@ -126,6 +126,9 @@ def _requested_output(body: Mapping[str, Any]) -> int | None:
         found = config.get("max_output_tokens") if isinstance(config, Mapping) else None
         found = getattr(config, "max_output_tokens", None) if found is None else found
         body = {"max_output_tokens": found, **body}
+    inference = body.get("inferenceConfig")  # Bedrock Converse keeps it in inferenceConfig
+    if isinstance(inference, Mapping):
+        body = {"max_tokens": inference.get("maxTokens"), **body}
     for key in _OUTPUT_LIMITS:
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:

@@ -21,6 +21,7 @@ import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from otel_ctx._models import ModelTable
+from otel_ctx.instrumentation._bedrock import bedrock_targets
 from otel_ctx.instrumentation._config import Config, PolicyLike
 from otel_ctx.instrumentation._core import Observer
 from otel_ctx.instrumentation._google_genai import DIALECTS as GOOGLE_DIALECTS
@@ -47,7 +48,8 @@ CONFIG_KEYS = tuple(inspect.signature(Config.from_env).parameters)
 
 
 class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Observe-only wrappers for the OpenAI, Anthropic and Google Gen AI SDKs and a global LangChain handler.
+    """Observe-only wrappers for the OpenAI, Anthropic and Google Gen AI SDKs, LiteLLM, boto3's
+    Bedrock runtime, and a global LangChain handler.
 
     ``instrument(tracer_provider=..., meter_provider=..., policies=..., ...)``; each SDK
     that is installed is wrapped, the others are skipped. ``uninstrument()`` puts the
@@ -92,6 +94,9 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             for module, name, factory in found:
                 self._wrap(module, name, factory(observer))
         self._when_imported("litellm", litellm_targets, observer)
+        # boto3's clients all call through botocore: wrapped when the agent imports it, so a
+        # process that never talks to AWS does not pay for importing botocore.
+        self._when_imported("botocore.client", bedrock_targets, observer)
         if config.langchain:
             try:
                 from otel_ctx.instrumentation._langchain import attach_globally
@@ -117,7 +122,8 @@ class OtelCtxInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             except Exception as exc:  # an SDK release we cannot wrap: the agent goes on unobserved
                 log_failure(f"instrumenting {package}", exc)
 
-        if importlib.util.find_spec(package) is None:
+        # The top-level package only: finding a submodule's spec would import its package.
+        if importlib.util.find_spec(package.partition(".")[0]) is None:
             logger.debug("otel-ctx: %s is not installed; not instrumented", package)
             return
         wrapt.register_post_import_hook(hook, package)

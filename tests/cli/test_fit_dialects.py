@@ -77,3 +77,43 @@ def test_absurdly_nested_json_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "nested.json"
     path.write_text('{"messages":' + "[" * 100_000 + "]" * 100_000 + "}")
     assert_one_line_error(cli("fit", str(path)), str(path), "nested too deeply")
+
+
+def test_a_bedrock_converse_body_is_fitted_with_its_model_and_written_back(tmp_path: Path) -> None:
+    path = tmp_path / "converse.json"
+    body = {
+        "system": [{"text": "You are a support agent."}],
+        "messages": [
+            {"role": "user", "content": [{"text": "Where is order 88-1042?"}]},
+            {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "t1", "name": "get_order", "input": {}}}],
+            },
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": ORDER}]}}]},
+        ],
+        "inferenceConfig": {"maxTokens": 400},
+    }
+    path.write_text(json.dumps(body))
+    out = tmp_path / "fitted.json"
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    proc = cli(
+        "fit",
+        str(path),
+        "--provider",
+        "bedrock",
+        "--model",
+        model,
+        "--tool-result-cap",
+        "200",
+        "--json",
+        "-o",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["provider"] == "bedrock"
+    assert data["policy"]["reserved_output"] == 400  # Converse's inferenceConfig.maxTokens
+    assert data["capped_tool_results"] == 1
+    fitted = json.loads(out.read_text())
+    assert fitted["system"] == body["system"]
+    assert len(fitted["messages"][2]["content"][0]["toolResult"]["content"][0]["text"]) < len(ORDER)
