@@ -144,7 +144,11 @@ def answer_channel(model: str) -> int:
 #: :func:`call_overhead`, alone and as one of a parallel group (consecutive calls): the gpt-5.4
 #: models frame a replayed call three tokens longer than the other gpt-5 models, and a call of a
 #: parallel group five more (measured on every gpt-5.4 bill with calls; an estimate like the
-#: calls' tool section). A family is one row here: (name prefix, per call, per call in a group).
+#: calls' tool section). The model reads a parallel group alike in Chat Completions: there each
+#: call of a group costs the row's group framing too, while a lone call keeps the Chat framing of
+#: the other gpt-5 models (gpt-5.4's Chat bills: lone calls to the token, a group of two billed
+#: 13 tokens over the count without the row, 3 over with it). A family is one row here: (name
+#: prefix, per call, per call in a group).
 RESPONSES_CALL_FRAMING: tuple[tuple[str, int, int], ...] = (("gpt-5.4", 3, 5),)
 
 
@@ -220,6 +224,8 @@ def chat_call_tokens(counter: TokenCounter, calls: Sequence[tuple[str, str]]) ->
         return []
     if is_reasoning_model(counter.model):
         framing = call_overhead(counter.model, len(calls)) + REASONING_CHAT_CALL
+        if len(calls) > 1:  # a parallel group: what the family's row adds a call, as in Responses
+            framing += responses_call_framing(counter.model)[1]
         return [framing + 2 * text(name) + text(args) for name, args in calls]
     if len(calls) == 1:
         name, args = calls[0]

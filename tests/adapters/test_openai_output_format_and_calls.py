@@ -97,6 +97,27 @@ def test_a_call_replayed_with_its_stored_id_costs_more() -> None:
     assert stored - plain == STORED_CALL_EXTRA
 
 
+@given(st.integers(min_value=2, max_value=5), st.lists(st.booleans(), min_size=5, max_size=5))
+def test_the_calls_of_a_parallel_group_cost_the_same_stored_or_not(calls: int, stored: list[bool]) -> None:
+    """The stored extra is a lone call's: in a parallel group (consecutive calls) a call replayed
+    with its stored item's id costs what one without does, whichever calls carry an id."""
+
+    def body(with_ids: list[bool]) -> dict[str, Any]:
+        made = [
+            {"type": "function_call", "call_id": f"c{k}", "name": "lookup", "arguments": f'{{"n":{k}}}'}
+            | ({"id": f"fc_{k}"} if with_ids[k] else {})
+            for k in range(calls)
+        ]
+        answers = [{"type": "function_call_output", "call_id": f"c{k}", "output": "ok"} for k in range(calls)]
+        return {"model": "gpt-4o", "input": [{"role": "user", "content": "look up"}, *made, *answers]}
+
+    plain = _count(body([False] * calls), "openai-responses")
+    assert _count(body(stored), "openai-responses") == plain
+    # Alone, each stored call still costs the extra, group or not around it.
+    lone = _count(_with_call("lookup", {"id": "fc_1"}), "openai-responses")
+    assert lone - _count(_with_call("lookup"), "openai-responses") == STORED_CALL_EXTRA
+
+
 def test_a_description_is_read_without_its_docstring_indentation() -> None:
     indented = "Get it.\n\n    Args:\n        x: the thing\n    "
     clean = "Get it.\n\nArgs:\n    x: the thing"
