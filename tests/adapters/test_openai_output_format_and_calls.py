@@ -241,3 +241,22 @@ def test_under_a_format_an_earlier_answer_costs_more_on_the_chat_models() -> Non
     assert added("gpt-5-mini", {"response_format": fmt}) == added("gpt-5-mini", {})
     # A format that is no schema changes nothing.
     assert added("gpt-4o", {"response_format": {"type": "json_object"}}) == added("gpt-4o", {})
+
+
+def test_tool_choice_none_costs_a_token_on_the_chat_models_in_chat_completions() -> None:
+    """``"none"`` beside the tools is a token more on a chat model in Chat Completions, an estimate
+    (the count is never exact with a tool section); a reasoning model and the Responses API bill
+    it nothing, and with no tools there is nothing to refuse."""
+    tool = {"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}
+    ask = [{"role": "user", "content": "where is it"}]
+    for model, added in (("gpt-4o", openai_tools.TOOL_CHOICE_NONE), ("gpt-5-mini", 0)):
+        base = {"model": model, "messages": ask, "tools": [tool]}
+        none = _count({**base, "tool_choice": "none"}, "openai", model)
+        assert none - _count({**base, "tool_choice": "auto"}, "openai", model) == added
+    bare = {"model": "gpt-4o", "messages": ask}
+    assert _count({**bare, "tool_choice": "none"}, "openai") == _count(bare, "openai")
+    flat = {"type": "function", "name": "lookup_order", "parameters": {"type": "object"}}
+    responses = {"model": "gpt-4o", "input": "where is it", "tools": [flat]}
+    assert _count({**responses, "tool_choice": "none"}, "openai-responses") == _count(
+        responses, "openai-responses"
+    )
