@@ -667,9 +667,13 @@ FORMAT_RESPONSES_REASONING = 0
 #: In Chat Completions, with a ``json_schema`` format in force, each earlier answer in the
 #: transcript (an assistant message that makes no call) costs more than an answer without one:
 #: the model reads it as written to that format. Three tokens on the chat models (measured on
-#: gpt-4o; booked with the format section, as an estimate like it). The reasoning models' bills
-#: show answers costing more too, but by amounts no constant reproduces: nothing is added there.
+#: gpt-4o; booked with the format section, as an estimate like it). The reasoning models read an
+#: answer so four tokens longer, and frame a section of its own with four tokens where the chat
+#: models take eight (gpt-5.4's bills: the same format with and without an earlier answer billed
+#: four apart beyond the text; no answer, one, two answers under two formats all to the token).
 FORMAT_ANSWER = 3
+FORMAT_ANSWER_REASONING = 4
+FORMAT_NEW_SYSTEM_REASONING = 4
 
 
 def _shown_schema(schema: Any, depth: int = 0) -> Any:
@@ -785,14 +789,14 @@ def add_output_schema(
     if responses:
         n += FORMAT_RESPONSES_REASONING if reasoning else FORMAT_RESPONSES
     else:
-        if not reasoning:
-            n += FORMAT_ANSWER * sum(1 for t in model.turns if t.role == "assistant" and not t.calls)
+        answer = FORMAT_ANSWER_REASONING if reasoning else FORMAT_ANSWER
+        n += answer * sum(1 for t in model.turns if t.role == "assistant" and not t.calls)
         if model.tool_schema > 0:
             n += FORMAT_AFTER_TOOLS
         elif any(t.role == "system" for t in model.turns) or model.blocks:
             n += FORMAT_IN_SYSTEM
         else:
-            n += FORMAT_NEW_SYSTEM
+            n += FORMAT_NEW_SYSTEM_REASONING if reasoning else FORMAT_NEW_SYSTEM
     model.tool_schema += n
     if estimate or not confirmed("response-format"):
         model.schema_inexact += n

@@ -227,7 +227,7 @@ def test_a_reasoning_models_format_in_responses_is_an_estimate_framed_apart() ->
     assert not openai_tools.confirmed("response-format")
 
 
-def test_under_a_format_an_earlier_answer_costs_more_on_the_chat_models() -> None:
+def test_under_a_format_an_earlier_answer_costs_more() -> None:
     fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA}}
     user = {"role": "user", "content": "Pick one."}
     answer = {"role": "assistant", "content": '{"value":7}'}
@@ -238,7 +238,9 @@ def test_under_a_format_an_earlier_answer_costs_more_on_the_chat_models() -> Non
         return with_answer - without
 
     assert added("gpt-4o", {"response_format": fmt}) == added("gpt-4o", {}) + openai_tools.FORMAT_ANSWER
-    assert added("gpt-5-mini", {"response_format": fmt}) == added("gpt-5-mini", {})
+    # The reasoning models read it four tokens longer.
+    reasoning = added("gpt-5-mini", {"response_format": fmt}) - added("gpt-5-mini", {})
+    assert reasoning == openai_tools.FORMAT_ANSWER_REASONING
     # A format that is no schema changes nothing.
     assert added("gpt-4o", {"response_format": {"type": "json_object"}}) == added("gpt-4o", {})
 
@@ -260,3 +262,21 @@ def test_tool_choice_none_costs_a_token_on_the_chat_models_in_chat_completions()
     assert _count({**responses, "tool_choice": "none"}, "openai-responses") == _count(
         responses, "openai-responses"
     )
+
+
+def test_a_reasoning_models_format_section_of_its_own_is_framed_by_its_family() -> None:
+    """With no system message and no tools a reasoning model's format section is its text and
+    :data:`FORMAT_NEW_SYSTEM_REASONING`, the chat models' its text and :data:`FORMAT_NEW_SYSTEM`;
+    both are estimates."""
+    fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA}}
+    for model, framing in (
+        ("gpt-5.4", openai_tools.FORMAT_NEW_SYSTEM_REASONING),
+        ("gpt-4o", openai_tools.FORMAT_NEW_SYSTEM),
+    ):
+        counter = TokenCounter(resolve_encoding(model), model=model)
+        section = counter.text(render_output_format("Answer", None, SCHEMA))
+        bare = {"model": model, "messages": [{"role": "user", "content": "Pick one."}]}
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        measured = fitter.measure_request({**bare, "response_format": fmt}, provider="openai")
+        assert measured.breakdown.estimated - _count(bare, "openai", model) == section + framing
+        assert not measured.exact
