@@ -122,12 +122,12 @@ class _Reader:
             # The reasoning models read an earlier answer with its channel marked (measured).
             self.role_cost["assistant"] += REASONING_ANSWER_CHANNEL
 
-    def call_tokens(self, item: Mapping[str, Any], name: str, args: str) -> int:
+    def call_tokens(self, name: str, args: str) -> int:
         """A function call with its framing: the function's name is read twice, in the call and
-        in the header of the output that answers it (measured), so it is booked with the call."""
+        in the header of the output that answers it (measured), so it is booked with the call.
+        What a stored call costs more is its item's framing (see :func:`_group_turn`)."""
         text = self.counter.text
-        n = call_overhead(self.counter.model, 1) + self.call_framing + 2 * text(name) + text(args)
-        return n + STORED_CALL_EXTRA if item.get("id") else n
+        return call_overhead(self.counter.model, 1) + self.call_framing + 2 * text(name) + text(args)
 
     def content(self, content: Any, line: Line, where: str, index: int) -> list[Part]:
         text = self.counter.text
@@ -224,7 +224,10 @@ class _Reader:
         else:
             self.declared[call_id] = i
             opened = [call_id]
-        return "assistant", [Part("tool_call", self.call_tokens(item, name, args), call_id)], 0, opened, []
+        # A call replayed with the id of the item the server stored is framed 3 tokens longer when
+        # it was made alone; booked as the item's framing, which a parallel group's calls drop.
+        stored = STORED_CALL_EXTRA if item.get("id") else 0
+        return "assistant", [Part("tool_call", self.call_tokens(name, args), call_id)], stored, opened, []
 
     def _reasoning(self, item: Mapping[str, Any]) -> ItemRead:
         """A reasoning item: the text of its summary and content, a floor."""
@@ -523,8 +526,10 @@ _SERVER_STATE = (
 #: What the reasoning models add to an earlier answer of theirs: its channel (measured).
 REASONING_ANSWER_CHANNEL = 2
 #: A function call replayed with the ``id`` of the stored output item it came from costs three
-#: tokens more than one without (measured on calls of several agents; one recorded call with an id
-#: was billed without them, so the server's stored item, not the body, has the last word).
+#: tokens more than one without (measured on calls of several agents; identical bodies but for the
+#: ids were billed with and without them, so the server's stored item, not the body, has the last
+#: word). The calls of a parallel group cost what unstored ones do, stored or not (measured on
+#: gpt-4o: every bill of a stored group, two recording dates, is the unstored count).
 STORED_CALL_EXTRA = 3
 
 
@@ -540,6 +545,12 @@ def _input_items(raw_input: Any) -> tuple[Sequence[Any], _State]:
     raise InvalidRequestError("input", f"must be a string or a list of items, got {type(raw_input).__name__}")
 
 
+def _is_call(read: ItemRead) -> bool:
+    """``read`` is a function call's (its one part a tool call, its framing the stored extra)."""
+    parts = read[1]
+    return read[0] == "assistant" and len(parts) == 1 and parts[0].component == "tool_call"
+
+
 def _group_turn(group: list[ItemRead], side: str, grouped_call: int = 0) -> Turn:
     """The turn of one side's consecutive items (``grouped_call``: what each call of a parallel
     group costs more, by the model family's row)."""
@@ -548,7 +559,11 @@ def _group_turn(group: list[ItemRead], side: str, grouped_call: int = 0) -> Turn
     calls = tuple(c for g in group for c in g[3])
     answers = tuple(a for g in group for a in g[4])
     overhead = sum(g[2] for g in group)
-    if grouped_call and len(calls) > 1:
+    if len(calls) > 1:
+        # A parallel group: its stored calls cost what unstored ones do (the stored extra is the
+        # framing of a call the model made alone; measured on gpt-4o's bills of stored groups),
+        # and each call what the model family's row adds in a group.
+        overhead -= sum(g[2] for g in group if _is_call(g))
         overhead += grouped_call * len(calls)
     has_user = any(g[0] == "user" and any(p.component == "user" for p in g[1]) for g in group)
     return Turn(role, parts, overhead, calls=calls, answers=answers, has_user_text=has_user)

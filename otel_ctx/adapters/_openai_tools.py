@@ -144,7 +144,11 @@ def answer_channel(model: str) -> int:
 #: :func:`call_overhead`, alone and as one of a parallel group (consecutive calls): the gpt-5.4
 #: models frame a replayed call three tokens longer than the other gpt-5 models, and a call of a
 #: parallel group five more (measured on every gpt-5.4 bill with calls; an estimate like the
-#: calls' tool section). A family is one row here: (name prefix, per call, per call in a group).
+#: calls' tool section). The model reads a parallel group alike in Chat Completions: there each
+#: call of a group costs the row's group framing too, while a lone call keeps the Chat framing of
+#: the other gpt-5 models (gpt-5.4's Chat bills: lone calls to the token, a group of two billed
+#: 13 tokens over the count without the row, 3 over with it). A family is one row here: (name
+#: prefix, per call, per call in a group).
 RESPONSES_CALL_FRAMING: tuple[tuple[str, int, int], ...] = (("gpt-5.4", 3, 5),)
 
 
@@ -220,6 +224,8 @@ def chat_call_tokens(counter: TokenCounter, calls: Sequence[tuple[str, str]]) ->
         return []
     if is_reasoning_model(counter.model):
         framing = call_overhead(counter.model, len(calls)) + REASONING_CHAT_CALL
+        if len(calls) > 1:  # a parallel group: what the family's row adds a call, as in Responses
+            framing += responses_call_framing(counter.model)[1]
         return [framing + 2 * text(name) + text(args) for name, args in calls]
     if len(calls) == 1:
         name, args = calls[0]
@@ -363,7 +369,8 @@ def _object(
                 lines.append(_comment(desc)[:-1])
         opt = "" if key in required else "?"
         alternatives = _union(prop) if _is_mapping(prop) else None
-        if alternatives is not None and (_text(prop.get("title")) or _text(prop.get("description"))):
+        commented_union = _text(prop.get("title")) or _text(prop.get("description"))
+        if alternatives is not None and lone and commented_union:
             lines.extend(_union_lines(prop, f"{key}{opt}", alternatives, known, refs, lone))
             continue
         line = f"{key}{opt}: {_type(prop, known, refs, lone)},"
@@ -395,7 +402,11 @@ def _union_lines(
     models' renderer writes a property's ``oneOf``: its default a comment line above, the name
     alone on its line, then one `` | type`` line per alternative with the alternative's own
     comments after it (its description, its ``format`` as ``// format: date``, its default), and
-    a lone comma. A union with no comment stays on one line (``a | b``); both measured."""
+    a lone comma. That is the rendering of a section joined into a system or developer message
+    and of the Responses API (``lone``: openinference's bills); a Chat Completions section of its
+    own, whose renderer follows a lone title with a blank comment, keeps every union on one line
+    (``a | b``, 3 tokens less a property: the bills of three projects, both encodings), as does a
+    union with no comment anywhere; all measured."""
     if not set(prop) <= _RENDERED:  # a union stays an estimate: measured on one schema
         known[0] = False
     lines = []
@@ -656,9 +667,13 @@ FORMAT_RESPONSES_REASONING = 0
 #: In Chat Completions, with a ``json_schema`` format in force, each earlier answer in the
 #: transcript (an assistant message that makes no call) costs more than an answer without one:
 #: the model reads it as written to that format. Three tokens on the chat models (measured on
-#: gpt-4o; booked with the format section, as an estimate like it). The reasoning models' bills
-#: show answers costing more too, but by amounts no constant reproduces: nothing is added there.
+#: gpt-4o; booked with the format section, as an estimate like it). The reasoning models read an
+#: answer so four tokens longer, and frame a section of its own with four tokens where the chat
+#: models take eight (gpt-5.4's bills: the same format with and without an earlier answer billed
+#: four apart beyond the text; no answer, one, two answers under two formats all to the token).
 FORMAT_ANSWER = 3
+FORMAT_ANSWER_REASONING = 4
+FORMAT_NEW_SYSTEM_REASONING = 4
 
 
 def _shown_schema(schema: Any, depth: int = 0) -> Any:
@@ -706,6 +721,10 @@ def render_output_format(name: Any, description: Any, schema: Any, *, responses:
 FORCED_FUNCTION = 5
 FORCED_FUNCTION_O200K = 7
 FORCED_FUNCTION_RESPONSES = 7
+#: ``tool_choice: "none"`` on the chat models in Chat Completions: a token beside the tool section
+#: (measured on one project's bills, three gpt-4o snapshots, one to four tools, every one a token
+#: over the count without it; a reasoning model's bill shows none). An estimate that errs high.
+TOOL_CHOICE_NONE = 1
 
 
 def add_forced_function(
@@ -719,14 +738,19 @@ def add_forced_function(
     """What naming the function to call costs (``{"type": "function", ...}`` in either API), booked
     with the tool definitions, as an estimate unless :data:`CONFIRMED` says otherwise. In the
     Responses API ``"required"`` with a single tool, a function, names that function (measured:
-    billed as naming it; Chat Completions bills ``"required"`` nothing whatever the tools)."""
+    billed as naming it; Chat Completions bills ``"required"`` nothing whatever the tools);
+    ``"none"`` in Chat Completions costs :data:`TOOL_CHOICE_NONE`."""
     if responses and tool_choice == "required" and isinstance(tools, Sequence) and len(tools) == 1:
         only = tools[0]
         if _is_mapping(only) and only.get("type") == "function":
             tool_choice = {"type": "function", "name": only.get("name")}
-    if not _is_mapping(tool_choice) or tool_choice.get("type") != "function":
-        return
     if is_reasoning_model(counter.model) or not model.tool_schema:
+        return
+    if tool_choice == "none" and not responses:
+        model.tool_schema += TOOL_CHOICE_NONE
+        model.schema_inexact += TOOL_CHOICE_NONE
+        return
+    if not _is_mapping(tool_choice) or tool_choice.get("type") != "function":
         return
     nested = tool_choice.get("function")
     name = nested.get("name") if _is_mapping(nested) else tool_choice.get("name")
@@ -765,14 +789,14 @@ def add_output_schema(
     if responses:
         n += FORMAT_RESPONSES_REASONING if reasoning else FORMAT_RESPONSES
     else:
-        if not reasoning:
-            n += FORMAT_ANSWER * sum(1 for t in model.turns if t.role == "assistant" and not t.calls)
+        answer = FORMAT_ANSWER_REASONING if reasoning else FORMAT_ANSWER
+        n += answer * sum(1 for t in model.turns if t.role == "assistant" and not t.calls)
         if model.tool_schema > 0:
             n += FORMAT_AFTER_TOOLS
         elif any(t.role == "system" for t in model.turns) or model.blocks:
             n += FORMAT_IN_SYSTEM
         else:
-            n += FORMAT_NEW_SYSTEM
+            n += FORMAT_NEW_SYSTEM_REASONING if reasoning else FORMAT_NEW_SYSTEM
     model.tool_schema += n
     if estimate or not confirmed("response-format"):
         model.schema_inexact += n

@@ -97,6 +97,27 @@ def test_a_call_replayed_with_its_stored_id_costs_more() -> None:
     assert stored - plain == STORED_CALL_EXTRA
 
 
+@given(st.integers(min_value=2, max_value=5), st.lists(st.booleans(), min_size=5, max_size=5))
+def test_the_calls_of_a_parallel_group_cost_the_same_stored_or_not(calls: int, stored: list[bool]) -> None:
+    """The stored extra is a lone call's: in a parallel group (consecutive calls) a call replayed
+    with its stored item's id costs what one without does, whichever calls carry an id."""
+
+    def body(with_ids: list[bool]) -> dict[str, Any]:
+        made = [
+            {"type": "function_call", "call_id": f"c{k}", "name": "lookup", "arguments": f'{{"n":{k}}}'}
+            | ({"id": f"fc_{k}"} if with_ids[k] else {})
+            for k in range(calls)
+        ]
+        answers = [{"type": "function_call_output", "call_id": f"c{k}", "output": "ok"} for k in range(calls)]
+        return {"model": "gpt-4o", "input": [{"role": "user", "content": "look up"}, *made, *answers]}
+
+    plain = _count(body([False] * calls), "openai-responses")
+    assert _count(body(stored), "openai-responses") == plain
+    # Alone, each stored call still costs the extra, group or not around it.
+    lone = _count(_with_call("lookup", {"id": "fc_1"}), "openai-responses")
+    assert lone - _count(_with_call("lookup"), "openai-responses") == STORED_CALL_EXTRA
+
+
 def test_a_description_is_read_without_its_docstring_indentation() -> None:
     indented = "Get it.\n\n    Args:\n        x: the thing\n    "
     clean = "Get it.\n\nArgs:\n    x: the thing"
@@ -206,7 +227,7 @@ def test_a_reasoning_models_format_in_responses_is_an_estimate_framed_apart() ->
     assert not openai_tools.confirmed("response-format")
 
 
-def test_under_a_format_an_earlier_answer_costs_more_on_the_chat_models() -> None:
+def test_under_a_format_an_earlier_answer_costs_more() -> None:
     fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA}}
     user = {"role": "user", "content": "Pick one."}
     answer = {"role": "assistant", "content": '{"value":7}'}
@@ -217,6 +238,45 @@ def test_under_a_format_an_earlier_answer_costs_more_on_the_chat_models() -> Non
         return with_answer - without
 
     assert added("gpt-4o", {"response_format": fmt}) == added("gpt-4o", {}) + openai_tools.FORMAT_ANSWER
-    assert added("gpt-5-mini", {"response_format": fmt}) == added("gpt-5-mini", {})
+    # The reasoning models read it four tokens longer.
+    reasoning = added("gpt-5-mini", {"response_format": fmt}) - added("gpt-5-mini", {})
+    assert reasoning == openai_tools.FORMAT_ANSWER_REASONING
     # A format that is no schema changes nothing.
     assert added("gpt-4o", {"response_format": {"type": "json_object"}}) == added("gpt-4o", {})
+
+
+def test_tool_choice_none_costs_a_token_on_the_chat_models_in_chat_completions() -> None:
+    """``"none"`` beside the tools is a token more on a chat model in Chat Completions, an estimate
+    (the count is never exact with a tool section); a reasoning model and the Responses API bill
+    it nothing, and with no tools there is nothing to refuse."""
+    tool = {"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}
+    ask = [{"role": "user", "content": "where is it"}]
+    for model, added in (("gpt-4o", openai_tools.TOOL_CHOICE_NONE), ("gpt-5-mini", 0)):
+        base = {"model": model, "messages": ask, "tools": [tool]}
+        none = _count({**base, "tool_choice": "none"}, "openai", model)
+        assert none - _count({**base, "tool_choice": "auto"}, "openai", model) == added
+    bare = {"model": "gpt-4o", "messages": ask}
+    assert _count({**bare, "tool_choice": "none"}, "openai") == _count(bare, "openai")
+    flat = {"type": "function", "name": "lookup_order", "parameters": {"type": "object"}}
+    responses = {"model": "gpt-4o", "input": "where is it", "tools": [flat]}
+    assert _count({**responses, "tool_choice": "none"}, "openai-responses") == _count(
+        responses, "openai-responses"
+    )
+
+
+def test_a_reasoning_models_format_section_of_its_own_is_framed_by_its_family() -> None:
+    """With no system message and no tools a reasoning model's format section is its text and
+    :data:`FORMAT_NEW_SYSTEM_REASONING`, the chat models' its text and :data:`FORMAT_NEW_SYSTEM`;
+    both are estimates."""
+    fmt = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": SCHEMA}}
+    for model, framing in (
+        ("gpt-5.4", openai_tools.FORMAT_NEW_SYSTEM_REASONING),
+        ("gpt-4o", openai_tools.FORMAT_NEW_SYSTEM),
+    ):
+        counter = TokenCounter(resolve_encoding(model), model=model)
+        section = counter.text(render_output_format("Answer", None, SCHEMA))
+        bare = {"model": model, "messages": [{"role": "user", "content": "Pick one."}]}
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        measured = fitter.measure_request({**bare, "response_format": fmt}, provider="openai")
+        assert measured.breakdown.estimated - _count(bare, "openai", model) == section + framing
+        assert not measured.exact

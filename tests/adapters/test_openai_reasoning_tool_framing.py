@@ -180,3 +180,27 @@ def test_a_family_row_frames_a_responses_call_apart() -> None:
     ((family, alone, grouped),) = RESPONSES_CALL_FRAMING
     assert count(family, one_by_one) - count("gpt-5.2", one_by_one) == 2 * alone
     assert count(family, parallel) - count("gpt-5.2", parallel) == 2 * (alone + grouped)
+
+
+def test_a_family_row_frames_a_chat_parallel_group_as_in_responses() -> None:
+    """In Chat Completions the family's row adds its parallel-group framing to each call of a
+    group (the same model reads the group alike in both APIs), and nothing to a lone call, whose
+    Chat framing the family shares with the other gpt-5 models."""
+    tool = _fn("paint_fence", "Paint it.", {"colour": {"type": "string"}})
+    user = {"role": "user", "content": "Paint twice."}
+
+    def transcript(calls: int) -> list[dict[str, Any]]:
+        call = {"name": "paint_fence", "arguments": '{"colour":"red"}'}
+        made = [{"id": f"c{k}", "type": "function", "function": call} for k in range(calls)]
+        answers = [{"role": "tool", "tool_call_id": f"c{k}", "content": "done"} for k in range(calls)]
+        return [user, {"role": "assistant", "tool_calls": made}, *answers]
+
+    def count(model: str, messages: list[dict[str, Any]]) -> int:
+        fitter = ContextFitter(BudgetPolicy(context_length=10**6, reserved_output=0), model=model)
+        body = {"model": model, "messages": messages, "tools": [tool]}
+        return fitter.count_request(body, provider="openai")
+
+    ((family, _alone, grouped),) = RESPONSES_CALL_FRAMING
+    assert count(family, transcript(1)) == count("gpt-5.2", transcript(1))
+    for calls in (2, 3):
+        assert count(family, transcript(calls)) - count("gpt-5.2", transcript(calls)) == calls * grouped

@@ -132,20 +132,29 @@ def test_a_tool_results_name_is_not_billed() -> None:
     assert count([{**ASK, "name": "ada"}, *messages[1:]]) > count(messages)
 
 
-def test_a_commented_union_property_is_written_one_alternative_a_line() -> None:
+def test_a_commented_union_property_is_written_one_alternative_a_line_when_joined() -> None:
+    """Joined into a system message (and in the Responses API) a union with a comment is written
+    one alternative a line; in a Chat Completions section of its own it stays inline, as a lone
+    title there is followed by a blank comment: the two renderings differ alike."""
     day = {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}], "title": "Day"}
     tools = [_fn("book_room", "Book a room.", day=day)]
-    text, known = openai_tools.render_functions([tools[0]["function"]])
+    text, known = openai_tools.render_functions([tools[0]["function"]], lone_titles=True)
     # The name alone, one `` | type`` line per alternative (a format as its comment), a lone comma.
-    assert "// Day\n//\nday:\n | string // format: date\n | null\n,\n}) => any;" in text
+    assert "// Day\nday:\n | string // format: date\n | null\n,\n}) => any;" in text
     assert not known  # a union is still an estimate
-    assert _section(tools) == _text(text) + openai_tools.NEW_SYSTEM + openai_tools.commented(
+    own, known = openai_tools.render_functions([tools[0]["function"]])
+    assert "// Day\n//\nday: string | null,\n}) => any;" in own
+    assert not known
+    assert _section(tools) == _text(own) + openai_tools.NEW_SYSTEM + openai_tools.commented(
         [tools[0]["function"]]
     )
-    # A description is a comment too; a default goes above the name.
+    # A description is a comment too; a default goes above the name (joined), after the type (own).
     described = {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "Nights.", "default": None}
-    text, _ = openai_tools.render_functions([_fn("f", "F.", nights=described)["function"]])
+    fn = _fn("f", "F.", nights=described)["function"]
+    text, _ = openai_tools.render_functions([fn], lone_titles=True)
     assert "// Nights.\n// default: null\nnights:\n | number\n | null\n," in text
+    own, _ = openai_tools.render_functions([fn])
+    assert "// Nights.\nnights: number | null, // default: null\n" in own
 
 
 def test_a_union_property_without_a_comment_stays_on_one_line() -> None:
