@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import re
 import threading
+from importlib import resources
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+import tiktoken
+import tiktoken.load
 
 
 class Tokenizer(Protocol):
@@ -54,13 +58,83 @@ class ModelFamily:
     rules: str | None = None
 
 
-#: The families beyond OpenAI's, longest prefix first wins (see :func:`family_for`).
-FAMILIES: tuple[ModelFamily, ...] = ()
+_LLAMA = "otel_ctx.families._llama"
+_TEMPLATES = "otel_ctx.families._templates"
+
+#: The families beyond OpenAI's, longest prefix first wins (see :func:`family_for`). Fallback
+#: ratios: the family's tokens per ``cl100k_base`` token, measured on the bills of its hosts.
+FAMILIES: tuple[ModelFamily, ...] = (
+    # Open-weight families on OpenAI-compatible hosts and Ollama: each host renders the model's
+    # chat template (``rules``) and bills its tokens.
+    ModelFamily("llama3", ("llama3-", "llama-3-", "meta-llama-3-", "llama3:"), "llama3", "open-weight", 1.0,
+                f"{_LLAMA}:render_llama3"),
+    ModelFamily("llama3.1", ("llama3.1", "llama3.2", "llama3.3", "llama-3.1", "llama-3.2", "llama-3.3",
+                             "meta-llama-3.1", "meta-llama-3.2", "meta-llama-3.3"),
+                "llama3", "open-weight", 1.0, f"{_LLAMA}:render_llama31"),
+    ModelFamily("llama4", ("llama-4", "llama4"), "llama4", "open-weight", 1.0, f"{_LLAMA}:render_llama4"),
+    ModelFamily("qwen", ("qwen", "qwq"), "qwen", "open-weight", 1.05, f"{_TEMPLATES}:render_chatml"),
+    ModelFamily("deepseek", ("deepseek",), "deepseek", "open-weight", 1.0, f"{_TEMPLATES}:render_deepseek"),
+    # The R1 distillations keep their base model's vocabulary under DeepSeek's template.
+    ModelFamily("deepseek-r1-llama", ("deepseek-r1-distill-llama",), "llama3", "open-weight", 1.0,
+                f"{_TEMPLATES}:render_deepseek"),
+    ModelFamily("deepseek-r1-qwen", ("deepseek-r1-distill-qwen",), "qwen", "open-weight", 1.05,
+                f"{_TEMPLATES}:render_deepseek"),
+    ModelFamily("mistral", ("mistral", "magistral", "ministral", "pixtral", "codestral", "devstral",
+                            "open-mistral", "open-mixtral", "mixtral"),
+                "mistral", "open-weight", 1.0, "otel_ctx.families._mistral:render_mistral"),
+    ModelFamily("gpt-oss", ("gpt-oss",), None, None, 1.0, "otel_ctx.families._harmony:render_harmony"),
+    ModelFamily("gemma", ("gemma",), "gemma3", "open-weight", 1.0, f"{_TEMPLATES}:render_gemma"),
+    ModelFamily("glm", ("glm", "zai-glm"), "glm4", "open-weight", 1.0, f"{_TEMPLATES}:render_glm"),
+    # Cohere publishes no offline tokenizer: an estimate from its bills, never exact.
+    ModelFamily("command", ("command", "c4ai-command"), None, None, 1.0, f"{_TEMPLATES}:render_cohere"),
+)
 
 #: Tokenizer name -> a function that builds it. A loader imports its extra's package inside
 #: (the one place an import is deferred on purpose: the extra is optional and heavy), and
 #: raises ``ImportError`` when the extra is not installed.
 TOKENIZERS: dict[str, Callable[[], Tokenizer]] = {}
+
+
+class _Splintr:
+    """A vocabulary ``splintr-rs`` ships, under the name counting reports."""
+
+    def __init__(self, name: str, vocabulary: str) -> None:
+        import splintr  # the open-weight extra: loaded on the first count of such a model
+
+        self.name = name
+        self._tok = splintr.Tokenizer.from_pretrained(vocabulary)
+        # Ordinary text only: a marker spelled in a message is text, as the hosts bill it.
+        self.encode_ordinary = self._tok.encode_ordinary
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        return bytes(self._tok.decode_bytes(list(tokens)))
+
+
+def _llama4() -> Tokenizer:
+    """Llama 4's own vocabulary (not o200k's), from the file ``llama-models`` ships."""
+    path = resources.files("llama_models").joinpath("llama4/tokenizer.model")
+    with resources.as_file(path) as file:
+        ranks = tiktoken.load.load_tiktoken_bpe(str(file))  # a local file: no download
+    return tiktoken.Encoding(name="llama4", pat_str=_LLAMA4_SPLIT, mergeable_ranks=ranks, special_tokens={})
+
+
+#: Llama 4's split pattern (o200k's), as ``llama_models/llama4/tokenizer.py`` defines it.
+_LLAMA4_SPLIT = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+for _name, _vocabulary in (
+    ("llama3", "llama3"),
+    ("qwen", "qwen3"),
+    ("deepseek", "deepseek_v3"),
+    ("mistral", "mistral_v3"),
+    ("gemma3", "gemma3"),
+    ("glm4", "glm4"),
+):
+    TOKENIZERS[_name] = lambda _n=_name, _v=_vocabulary: _Splintr(_n, _v)
+TOKENIZERS["llama4"] = _llama4
 
 #: A Bedrock id's region (``us.``, ``eu.``, ``apac.``, ``global.``) and vendor (``anthropic.``,
 #: ``meta.``, ...) before the model, and its version after (``-v1:0``, ``-v2``).

@@ -82,6 +82,7 @@ from otel_ctx.engine._model import (
     add_sums,
     split_units,
 )
+from otel_ctx.families._chat import apply as apply_chat_template
 from otel_ctx.engine._tokens import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
@@ -631,6 +632,8 @@ class OpenAIChatAdapter(Adapter):
             _add_tools(reading.model, wrapped, ctx.counter, legacy=True)
         add_output_schema(reading.model, body.get("response_format"), ctx.counter)
         add_forced_function(reading.model, body.get("tool_choice"), ctx.counter)
+        # An open-weight model's host bills its chat template's rendering, not OpenAI's framing.
+        apply_chat_template(reading.model, body, ctx.counter)
         reading.body = body
         return reading
 

@@ -1,0 +1,82 @@
+"""The one call the Chat Completions adapter makes for a model whose host renders a chat template.
+
+The adapter reads the messages as usual (parts, tool calls, media, the transcript rules); for a
+model of a family with template rules (see :data:`otel_ctx._families.FAMILIES`), the request is
+then rendered through that family's template and its total replaces OpenAI's framing: each
+message keeps its content's tokens, the template's markers are booked as the reply priming, its
+tool section as the tool schema. Media keep the adapter's price (the template renders text).
+A template that cannot read a body leaves the adapter's count as it was: a count never refuses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from otel_ctx import _families as families
+from otel_ctx.engine._model import NOTHING_KNOWN, Part, RequestModel, Turn
+from otel_ctx.engine._tokens import TokenCounter
+from otel_ctx.families._render import Rendering
+
+Render = Callable[[Rendering, Mapping[str, Any]], None]
+_MEDIA = ("image", "document")
+_renderers: dict[str, Render | None] = {}
+
+
+def renderer(rules: str) -> Render | None:
+    """The render function a family row names (``module:function``), imported once."""
+    if rules not in _renderers:
+        module, _, name = rules.partition(":")
+        found = getattr(importlib.import_module(module), name, None)
+        _renderers[rules] = found if callable(found) else None
+    return _renderers[rules]
+
+
+@functools.lru_cache(maxsize=512)
+def _render_for(model: str) -> Render | None:
+    """The template of ``model``'s family (kept by name: an OpenAI model's lookup costs one hit)."""
+    family = families.family_for(model) if model else None
+    return renderer(family.rules) if family is not None and family.rules is not None else None
+
+
+def rendering(body: Mapping[str, Any], counter: TokenCounter) -> Rendering | None:
+    """``body`` rendered through its model's family template, or None (no rules, or unreadable)."""
+    render = _render_for(counter.model)
+    if render is None:
+        return None
+    r = Rendering(counter)
+    try:
+        render(r, body)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError):
+        return None  # a body the template cannot read: the adapter's own count stands
+    return r
+
+
+def apply(model: RequestModel, body: Mapping[str, Any], counter: TokenCounter) -> bool:
+    """Count ``model`` (read from ``body``) as its family's template renders it; False: no template."""
+    r = rendering(body, counter)
+    if r is None:
+        return False
+    content = 0
+    turns: list[Turn] = []
+    for t in model.turns:
+        parts = t.parts
+        for p in parts:
+            if p.component not in _MEDIA:  # media keep the adapter's price
+                content += p.tokens
+        if not r.exact:
+            parts = tuple(p if not p.exact else dataclasses.replace(p, exact=False) for p in parts)
+        turns.append(Turn(t.role, parts, 0, calls=t.calls, answers=t.answers, has_user_text=t.has_user_text))
+    model.turns = turns
+    model.known = NOTHING_KNOWN  # the memo's sums were OpenAI's framing
+    model.tool_schema = r.tools
+    model.schema_inexact = 0 if r.exact else r.tools
+    # The template's markers (and any difference in how it writes a call) open the reply.
+    model.priming = r.tokens - r.tools - content
+    if model.priming < 0:
+        model.tool_schema = max(0, model.tool_schema + model.priming)
+        model.priming = 0
+    return True

@@ -1,0 +1,192 @@
+"""ChatML (Qwen), DeepSeek, Gemma, GLM and Cohere Command templates, as their published chat
+templates render a request (the Jinja templates shipped beside each model's weights).
+
+Each ``render_*`` writes one request onto a :class:`Rendering`: markers the tokenizer holds as
+one token go through ``special()``, everything else through ``text()``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from otel_ctx.families._render import Rendering, calls, content_text, functions, py_json
+
+QWEN_TOOLS_HEAD = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+QWEN_TOOLS_TAIL = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+    "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+)
+#: Reasoning a model wrote in an earlier reply, which DeepSeek-R1's and Qwen3's templates drop.
+_THINK = re.compile(r"^.*?</think>\s*", re.DOTALL)
+
+
+def _messages(body: Mapping[str, Any]) -> Sequence[Any]:
+    messages = body.get("messages")
+    return messages if isinstance(messages, Sequence) and not isinstance(messages, str) else ()
+
+
+def _tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return functions(body.get("tools")) if body.get("tool_choice") != "none" else []
+
+
+def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
+    """Qwen 2.5 / Qwen 3: ``<|im_start|>role\\n ... <|im_end|>\\n``; tools in the system message."""
+    messages = list(_messages(body))
+    tools = _tools(body)
+    system = None
+    if messages and isinstance(messages[0], Mapping) and messages[0].get("role") in ("system", "developer"):
+        system = content_text(messages[0].get("content"))
+        messages = messages[1:]
+    if tools:
+        r.special()
+        r.text("system\n")
+        if system:
+            r.text(system + "\n\n")
+        r.tool_text(QWEN_TOOLS_HEAD)
+        for fn in tools:
+            r.tool_text("\n" + py_json({"type": "function", "function": dict(fn)}))
+        r.tool_text(QWEN_TOOLS_TAIL)
+        r.special()
+        r.text("\n")
+    elif system is not None:
+        r.special()
+        r.text("system\n" + system)
+        r.special()
+        r.text("\n")
+    in_results = False
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        role = str(m.get("role", "user"))
+        if role in ("tool", "function"):
+            if not in_results:
+                r.special()
+                r.text("user")
+            r.text("\n<tool_response>\n" + content_text(m.get("content")) + "\n</tool_response>")
+            in_results = True
+            continue
+        if in_results:
+            r.special()
+            r.text("\n")
+            in_results = False
+        text = content_text(m.get("content"))
+        if role == "assistant":
+            text = _THINK.sub("", text)
+        r.special()
+        r.text(role + "\n" + text)
+        for k, (name, args) in enumerate(calls(m)):
+            lead = "\n" if text or k else ""
+            r.text(lead + '<tool_call>\n{"name": "' + name + '", "arguments": ' + py_json(args) + "}\n</tool_call>")
+        r.special()
+        r.text("\n")
+    if in_results:
+        r.special()
+        r.text("\n")
+    r.special()
+    r.text("assistant\n")
+
+
+def render_deepseek(r: Rendering, body: Mapping[str, Any]) -> None:
+    """DeepSeek V3 / R1: ``<｜User｜>`` and ``<｜Assistant｜>`` markers, the system text first,
+    earlier replies' reasoning dropped; tool calls and results in their own markers."""
+    messages = _messages(body)
+    r.special()  # <｜begin▁of▁sentence｜>
+    for m in messages:
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer"):
+            r.text(content_text(m.get("content")))
+    in_results = False
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        role = m.get("role")
+        if role in ("system", "developer"):
+            continue
+        if role in ("tool", "function"):
+            if not in_results:
+                r.special()  # <｜tool▁outputs▁begin｜>
+            r.special(2)  # <｜tool▁output▁begin｜> ... <｜tool▁output▁end｜>
+            r.text(content_text(m.get("content")))
+            in_results = True
+            continue
+        if in_results:
+            r.special()  # <｜tool▁outputs▁end｜>
+            in_results = False
+        if role == "assistant":
+            r.special()  # <｜Assistant｜>
+            r.text(_THINK.sub("", content_text(m.get("content"))))
+            made = calls(m)
+            if made:
+                r.special()  # <｜tool▁calls▁begin｜>
+                for name, args in made:
+                    r.special(3)  # <｜tool▁call▁begin｜>function<｜tool▁sep｜> ... <｜tool▁call▁end｜>
+                    r.text("function" + name + "\n```json\n" + py_json(args) + "\n```")
+                r.special()  # <｜tool▁calls▁end｜>
+            r.special()  # <｜end▁of▁sentence｜>
+        else:
+            r.special()  # <｜User｜>
+            r.text(content_text(m.get("content")))
+    if in_results:
+        r.special()
+    r.special()  # <｜Assistant｜>
+    tools = _tools(body)
+    for fn in tools:  # hosts that take tools describe them as JSON (not in the published template)
+        r.tool_text(py_json(dict(fn)))
+
+
+def render_gemma(r: Rendering, body: Mapping[str, Any]) -> None:
+    """Gemma 3: the system text opens the first user turn; the model's role is ``model``."""
+    messages = list(_messages(body))
+    system = ""
+    if messages and isinstance(messages[0], Mapping) and messages[0].get("role") in ("system", "developer"):
+        system = content_text(messages[0].get("content")) + "\n\n"
+        messages = messages[1:]
+    r.special()  # <bos>
+    for k, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            continue
+        role = "model" if m.get("role") == "assistant" else "user"
+        r.special()  # <start_of_turn>
+        r.text(role + "\n" + (system if k == 0 else "") + content_text(m.get("content")).strip())
+        r.special()  # <end_of_turn>
+        r.text("\n")
+    r.special()
+    r.text("model\n")
+
+
+def render_glm(r: Rendering, body: Mapping[str, Any]) -> None:
+    """GLM-4: ``[gMASK]<sop>``, then ``<|role|>`` markers each followed by a newline and the text."""
+    r.special(2)
+    tools = _tools(body)
+    if tools:
+        r.special()
+        r.text("\n# Tools\n\n")
+        for fn in tools:
+            r.tool_text(py_json(dict(fn)) + "\n")
+    for m in _messages(body):
+        if not isinstance(m, Mapping):
+            continue
+        r.special()
+        text = content_text(m.get("content"))
+        if m.get("role") == "assistant":
+            text = _THINK.sub("", text)
+        r.text("\n" + text)
+        for name, args in calls(m):
+            r.text("\n" + name + "\n" + py_json(args))
+    r.special()
+
+
+def render_cohere(r: Rendering, body: Mapping[str, Any]) -> None:
+    """Command: Cohere bills the messages' and tools' text without its template's framing."""
+    for m in _messages(body):
+        if isinstance(m, Mapping):
+            r.text(content_text(m.get("content")))
+            for name, args in calls(m):
+                r.text(name + py_json(args))
+    for fn in _tools(body):
+        r.tool_text(py_json(dict(fn)))
