@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 import threading
-from importlib import resources
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Protocol
 
 import tiktoken
@@ -66,22 +66,70 @@ _TEMPLATES = "otel_ctx.families._templates"
 FAMILIES: tuple[ModelFamily, ...] = (
     # Open-weight families on OpenAI-compatible hosts and Ollama: each host renders the model's
     # chat template (``rules``) and bills its tokens.
-    ModelFamily("llama3", ("llama3-", "llama-3-", "meta-llama-3-", "llama3:"), "llama3", "open-weight", 1.0,
-                f"{_LLAMA}:render_llama3"),
-    ModelFamily("llama3.1", ("llama3.1", "llama3.2", "llama3.3", "llama-3.1", "llama-3.2", "llama-3.3",
-                             "meta-llama-3.1", "meta-llama-3.2", "meta-llama-3.3"),
-                "llama3", "open-weight", 1.0, f"{_LLAMA}:render_llama31"),
+    ModelFamily(
+        "llama3",
+        ("llama3", "llama-3-", "meta-llama-3-"),
+        "llama3",
+        "open-weight",
+        1.0,
+        f"{_LLAMA}:render_llama3",
+    ),
+    ModelFamily(
+        "llama3.1",
+        (
+            "llama3.1",
+            "llama3.2",
+            "llama3.3",
+            "llama-3.1",
+            "llama-3.2",
+            "llama-3.3",
+            "meta-llama-3.1",
+            "meta-llama-3.2",
+            "meta-llama-3.3",
+        ),
+        "llama3",
+        "open-weight",
+        1.0,
+        f"{_LLAMA}:render_llama31",
+    ),
     ModelFamily("llama4", ("llama-4", "llama4"), "llama4", "open-weight", 1.0, f"{_LLAMA}:render_llama4"),
     ModelFamily("qwen", ("qwen", "qwq"), "qwen", "open-weight", 1.05, f"{_TEMPLATES}:render_chatml"),
     ModelFamily("deepseek", ("deepseek",), "deepseek", "open-weight", 1.0, f"{_TEMPLATES}:render_deepseek"),
     # The R1 distillations keep their base model's vocabulary under DeepSeek's template.
-    ModelFamily("deepseek-r1-llama", ("deepseek-r1-distill-llama",), "llama3", "open-weight", 1.0,
-                f"{_TEMPLATES}:render_deepseek"),
-    ModelFamily("deepseek-r1-qwen", ("deepseek-r1-distill-qwen",), "qwen", "open-weight", 1.05,
-                f"{_TEMPLATES}:render_deepseek"),
-    ModelFamily("mistral", ("mistral", "magistral", "ministral", "pixtral", "codestral", "devstral",
-                            "open-mistral", "open-mixtral", "mixtral"),
-                "mistral", "open-weight", 1.0, "otel_ctx.families._mistral:render_mistral"),
+    ModelFamily(
+        "deepseek-r1-llama",
+        ("deepseek-r1-distill-llama",),
+        "llama3",
+        "open-weight",
+        1.0,
+        f"{_TEMPLATES}:render_deepseek",
+    ),
+    ModelFamily(
+        "deepseek-r1-qwen",
+        ("deepseek-r1-distill-qwen",),
+        "qwen",
+        "open-weight",
+        1.05,
+        f"{_TEMPLATES}:render_deepseek",
+    ),
+    ModelFamily(
+        "mistral",
+        (
+            "mistral",
+            "magistral",
+            "ministral",
+            "pixtral",
+            "codestral",
+            "devstral",
+            "open-mistral",
+            "open-mixtral",
+            "mixtral",
+        ),
+        "mistral",
+        "open-weight",
+        1.0,
+        "otel_ctx.families._mistral:render_mistral",
+    ),
     ModelFamily("gpt-oss", ("gpt-oss",), None, None, 1.0, "otel_ctx.families._harmony:render_harmony"),
     ModelFamily("gemma", ("gemma",), "gemma3", "open-weight", 1.0, f"{_TEMPLATES}:render_gemma"),
     ModelFamily("glm", ("glm", "zai-glm"), "glm4", "open-weight", 1.0, f"{_TEMPLATES}:render_glm"),
@@ -110,6 +158,11 @@ class _Splintr:
         return bytes(self._tok.decode_bytes(list(tokens)))
 
 
+def _splintr(name: str, vocabulary: str) -> Callable[[], Tokenizer]:
+    """The loader of one of splintr-rs's vocabularies."""
+    return lambda: _Splintr(name, vocabulary)
+
+
 def _llama4() -> Tokenizer:
     """Llama 4's own vocabulary (not o200k's), from the file ``llama-models`` ships."""
     path = resources.files("llama_models").joinpath("llama4/tokenizer.model")
@@ -133,7 +186,7 @@ for _name, _vocabulary in (
     ("gemma3", "gemma3"),
     ("glm4", "glm4"),
 ):
-    TOKENIZERS[_name] = lambda _n=_name, _v=_vocabulary: _Splintr(_n, _v)
+    TOKENIZERS[_name] = _splintr(_name, _vocabulary)
 TOKENIZERS["llama4"] = _llama4
 
 #: A Bedrock id's region (``us.``, ``eu.``, ``apac.``, ``global.``) and vendor (``anthropic.``,

@@ -82,13 +82,13 @@ from otel_ctx.engine._model import (
     add_sums,
     split_units,
 )
-from otel_ctx.families._chat import apply as apply_chat_template
 from otel_ctx.engine._tokens import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
     TokenCounter,
 )
+from otel_ctx.families._chat import apply as apply_chat_template
 
 Message = dict[str, Any]
 
@@ -623,6 +623,12 @@ class OpenAIChatAdapter(Adapter):
         if not isinstance(messages, ARRAY):
             raise InvalidRequestError("messages", "a Chat Completions request needs a 'messages' list")
         tools = body.get("tools")
+        if isinstance(tools, ARRAY) and any(_host_tool(t) for t in tools):
+            # A gateway's own server tool (``openrouter:web_search``): run and billed by the host.
+            for t in tools:
+                if _host_tool(t):
+                    ctx.unknown(f"server tool {t['type']}")
+            tools = [t for t in tools if not _host_tool(t)]
         functions = body.get("functions")
         reading = self.read_items(messages, tools, ctx)
         if functions:  # the legacy function definitions, billed like tools
@@ -713,6 +719,11 @@ def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy
     n = max(0, section.tokens + framing)
     model.tool_schema += n
     model.schema_inexact += n
+
+
+def _host_tool(tool: Any) -> bool:
+    """A tool a gateway runs itself: its type is namespaced by the host (``openrouter:...``)."""
+    return isinstance(tool, Mapping) and ":" in str(tool.get("type", ""))
 
 
 def _tool_dicts(tools: Any) -> Any:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_ctx import _families as families
-from otel_ctx.engine._model import NOTHING_KNOWN, Part, RequestModel, Turn
+from otel_ctx.engine._model import NOTHING_KNOWN, RequestModel, Turn
 from otel_ctx.engine._tokens import TokenCounter
 from otel_ctx.families._render import Rendering
 
@@ -80,3 +80,10 @@ def apply(model: RequestModel, body: Mapping[str, Any], counter: TokenCounter) -
         model.tool_schema = max(0, model.tool_schema + model.priming)
         model.priming = 0
     return True
+
+
+def note_untemplated(counter: TokenCounter, unknown: Callable[[str], None]) -> None:
+    """For a dialect that does not render templates (Responses): an open-weight model's template
+    is billed but not counted, so the count is a bound (``unknown`` records why)."""
+    if _render_for(counter.model) is not None:
+        unknown("the host's chat template of an open-weight model")

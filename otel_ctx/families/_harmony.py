@@ -70,7 +70,11 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
     r.special(3)  # <|start|>system<|message|> (``system`` is one token in o200k_harmony)
     r.text(SYSTEM_HEADER.format(effort=effort if isinstance(effort, str) else "medium"))
     r.special()  # <|end|>
-    system = [content_text(m.get("content")) for m in messages if isinstance(m, Mapping) and m.get("role") in ("system", "developer")]
+    system = [
+        content_text(m.get("content"))
+        for m in messages
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+    ]
     fmt = body.get("response_format")
     schema = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
     if tools:
@@ -84,7 +88,9 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
         if isinstance(schema, Mapping):
             desc = schema.get("description")
             text = f"# Response Formats\n\n## {schema.get('name', '')}\n\n"
-            text += (f"// {desc}\n" if isinstance(desc, str) else "") + json.dumps(schema.get("schema"), separators=(",", ":"))
+            text += (f"// {desc}\n" if isinstance(desc, str) else "") + json.dumps(
+                schema.get("schema"), separators=(",", ":")
+            )
             r.tool_text(("\n\n" if system or tools else "") + text)
         r.special()  # <|end|>
     for m in messages:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from otel_ctx.families._render import Rendering, calls, content_text, functions, py_json
+from otel_ctx.families._render import HOST, Rendering, calls, content_text, functions, py_json
 
 DATE_BLOCK = "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
 TOOLS_IN_USER = (
@@ -23,7 +23,7 @@ TOOLS_IN_USER = (
 )
 #: The tool-use prompt Llama 4's hosts add before the tool definitions (not published: measured
 #: from bills of one tool and several, with and without a system message).
-LLAMA4_TOOL_PROMPT = 640
+LLAMA4_TOOL_PROMPT = 577
 
 
 def _header(r: Rendering, role: str, llama4: bool) -> None:
@@ -36,6 +36,12 @@ def _header(r: Rendering, role: str, llama4: bool) -> None:
 def render(r: Rendering, body: Mapping[str, Any], *, date_block: bool, llama4: bool = False) -> None:
     messages: Sequence[Any] = body.get("messages") or ()
     tools = functions(body.get("tools")) if body.get("tool_choice") != "none" else []
+    if body.get("raw") is True:  # Ollama's raw prompt: the text as written, no template
+        for m in messages:
+            r.text(content_text(m.get("content")) if isinstance(m, Mapping) else "")
+        return
+    if body.get(HOST) == "ollama":
+        date_block = date_block and bool(tools)  # Ollama's Llama 3.1 template: only with tools
     r.special()  # <|begin_of_text|>
     first = messages[0] if messages and isinstance(messages[0], Mapping) else None
     system = None

@@ -17,9 +17,9 @@ from otel_ctx.families._render import Rendering, content_text
 @functools.cache
 def _tokenizer() -> Any:
     """Mistral's Tekken tokenizer with its instruction renderer, from the file the wheel ships."""
-    import mistral_common  # the open-weight extra, loaded on the first Mistral count
     from importlib import resources
 
+    import mistral_common  # the open-weight extra, loaded on the first Mistral count
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
     path = resources.files(mistral_common).joinpath("data/tekken_240911.json")
@@ -57,7 +57,7 @@ def render_mistral(r: Rendering, body: Mapping[str, Any]) -> None:
             if isinstance(m, Mapping):
                 r.text(content_text(m.get("content")))
         return
-    except Exception:  # noqa: BLE001 - a body Mistral's renderer refuses: counted from its text
+    except Exception:
         r.exact = False
         for m in messages:
             if isinstance(m, Mapping):

@@ -7,12 +7,18 @@ tokenizer through the fitter's cache (so a message seen last round costs one loo
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from otel_ctx.engine._tokens import TokenCounter
+
+#: A key a dialect that renders templates itself (Ollama) sets on the Chat Completions body it
+#: builds, naming the host: its templates differ from the model's published one. Not a field
+#: any API has (it starts with a NUL).
+HOST = "\x00host"
 
 
 @dataclass(slots=True)
@@ -80,10 +86,8 @@ def calls(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
             continue
         args = fn.get("arguments")
         if isinstance(args, str):
-            try:
+            with contextlib.suppress(ValueError):  # arguments that are no JSON stay text
                 args = json.loads(args)
-            except ValueError:
-                pass
         out.append((str(fn.get("name", "")), args))
     return out
 
