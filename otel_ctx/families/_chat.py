@@ -60,23 +60,27 @@ def apply(model: RequestModel, body: Mapping[str, Any], counter: TokenCounter) -
     r = rendering(body, counter)
     if r is None:
         return False
-    content = 0
+    by_message = bool(r.per) and model.one_to_one
+    unplaced = 0  # content of messages the template did not place (counted in the rest)
     turns: list[Turn] = []
-    for t in model.turns:
+    for k, t in enumerate(model.turns):
         parts = t.parts
-        for p in parts:
-            if p.component not in _MEDIA:  # media keep the adapter's price
-                content += p.tokens
+        content = sum(p.tokens for p in parts if p.component not in _MEDIA)  # media keep their price
         if not r.exact:
             parts = tuple(p if not p.exact else dataclasses.replace(p, exact=False) for p in parts)
-        turns.append(Turn(t.role, parts, 0, calls=t.calls, answers=t.answers, has_user_text=t.has_user_text))
+        if by_message:
+            overhead = r.per.get(k, 0) - content
+        else:
+            overhead = 0
+            unplaced += content
+        turns.append(Turn(t.role, parts, overhead, calls=t.calls, answers=t.answers, has_user_text=t.has_user_text))
     model.turns = turns
     model.known = NOTHING_KNOWN  # the memo's sums were OpenAI's framing
     model.tool_schema = r.tools
     model.schema_inexact = 0 if r.exact else r.tools
-    # The template's markers (and any difference in how it writes a call) open the reply.
-    model.priming = r.tokens - r.tools - content
-    if model.priming < 0:
+    # The template's own markers open the reply; a whole-request rendering's too.
+    model.priming = r.rest - unplaced if not by_message else r.rest + sum(r.per.get(k, 0) for k in r.per if k >= len(turns))
+    if model.priming < 0:  # a whole-request rendering shorter than the texts read
         model.tool_schema = max(0, model.tool_schema + model.priming)
         model.priming = 0
     return True

@@ -9,16 +9,21 @@ as a TypeScript-like namespace. Counted with ``o200k_base`` (harmony's ordinary 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.families._render import Rendering, calls, content_text, functions
 
+_THINK = re.compile(r"^.*?</think>\s*", re.DOTALL)
 SYSTEM_HEADER = (
     "You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n"
     "Current date: 2025-06-28\n\nReasoning: {effort}\n\n"
     "# Valid channels: analysis, commentary, final. Channel must be included for every message."
 )
+#: The hosts' system headers differ by a few tokens (measured: Groq's and OpenRouter's 4 more
+#: than Cerebras' and Bedrock's on the same body); half the spread is counted, flagged estimate.
+HOST_SPREAD = 2
 TOOLS_CHANNEL = "\nCalls to these tools must go to the commentary channel: 'functions'."
 
 
@@ -69,11 +74,9 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
     effort = body.get("reasoning_effort")
     r.special(3)  # <|start|>system<|message|> (``system`` is one token in o200k_harmony)
     r.text(SYSTEM_HEADER.format(effort=effort if isinstance(effort, str) else "medium"))
-    r.special()  # <|end|>
+    r.special(1 + HOST_SPREAD)  # <|end|>, and half the hosts' spread
     system = [
-        content_text(m.get("content"))
-        for m in messages
-        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+        i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
     ]
     fmt = body.get("response_format")
     schema = fmt.get("json_schema") if isinstance(fmt, Mapping) else None
@@ -81,10 +84,13 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
         r.text(TOOLS_CHANNEL)
     if system or tools or isinstance(schema, Mapping):
         r.special(3)  # <|start|>developer<|message|>
-        if system:
-            r.text("# Instructions\n\n" + "\n".join(system) + ("\n\n" if tools else ""))
+        r.text("# Instructions\n\n" if system else "")
+        for k, i in enumerate(system):
+            r.at = i
+            r.text(("\n" if k else "") + content_text(messages[i].get("content")))
+        r.at = None
         if tools:
-            r.tool_text(namespace(tools))
+            r.tool_text(("\n\n" if system else "") + namespace(tools))
         if isinstance(schema, Mapping):
             desc = schema.get("description")
             text = f"# Response Formats\n\n## {schema.get('name', '')}\n\n"
@@ -93,24 +99,35 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
             )
             r.tool_text(("\n\n" if system or tools else "") + text)
         r.special()  # <|end|>
-    for m in messages:
+    names: dict[str, str] = {}
+    for i, m in enumerate(messages):
         if not isinstance(m, Mapping) or m.get("role") in ("system", "developer"):
             continue
+        r.at = i
         role = m.get("role")
         if role == "assistant":
-            text = content_text(m.get("content"))
+            # Earlier replies' reasoning (the analysis channel) is dropped: only what they said stays.
+            text = _THINK.sub("", content_text(m.get("content")))
             if text:
                 r.special(5)  # <|start|>assistant<|channel|>final<|message|> ... <|end|>
                 r.text(text)
-            for name, args in calls(m):
+            for k, (name, args) in enumerate(calls(m)):
+                ids = m.get("tool_calls") or ()
+                call_id = ids[k].get("id") if k < len(ids) and isinstance(ids[k], Mapping) else None
+                if isinstance(call_id, str):
+                    names[call_id] = name
                 r.special(4)  # <|start|>assistant ...<|channel|> ...<|message|> ... <|call|>
-                r.text(f" to=functions.{name}commentary json")
+                r.text(f" to=functions.{name}")
+                r.text("commentary json")
                 r.text(args if isinstance(args, str) else json.dumps(args))
         elif role in ("tool", "function"):
-            r.special(4)
-            r.text("functions.tool to=assistantcommentary")
+            name = names.get(str(m.get("tool_call_id")), str(m.get("name") or ""))
+            r.special(4)  # <|start|> ... <|channel|> ... <|message|> ... <|end|>
+            r.text(f"functions.{name} to=assistant")
+            r.text("commentary")
             r.text(content_text(m.get("content")))
         else:
             r.special(3)  # <|start|>user<|message|> ... <|end|>
             r.text(content_text(m.get("content")))
+    r.at = None
     r.special(2)  # <|start|>assistant

@@ -37,33 +37,37 @@ def render(r: Rendering, body: Mapping[str, Any], *, date_block: bool, llama4: b
     messages: Sequence[Any] = body.get("messages") or ()
     tools = functions(body.get("tools")) if body.get("tool_choice") != "none" else []
     if body.get("raw") is True:  # Ollama's raw prompt: the text as written, no template
-        for m in messages:
+        for i, m in enumerate(messages):
+            r.at = i
             r.text(content_text(m.get("content")) if isinstance(m, Mapping) else "")
+        r.at = None
         return
     if body.get(HOST) == "ollama":
         date_block = date_block and bool(tools)  # Ollama's Llama 3.1 template: only with tools
     r.special()  # <|begin_of_text|>
     first = messages[0] if messages and isinstance(messages[0], Mapping) else None
-    system = None
+    start = 0
     if first is not None and first.get("role") in ("system", "developer"):
-        system = content_text(first.get("content")).strip()
-        messages = messages[1:]
-    if date_block or system is not None:
+        start = 1
+        r.at = 0
+    if date_block or start:
         _header(r, "system", llama4)
         if date_block:
             if tools:
                 r.text("Environment: ipython\n")
             r.text(DATE_BLOCK)
-        r.text(system or "")
+        if start:
+            r.text(content_text(messages[0].get("content")).strip())
         r.special()  # <|eot_id|>
     tools_pending = bool(tools)
     if tools and llama4:
         r.tools += LLAMA4_TOOL_PROMPT
         r.tokens += LLAMA4_TOOL_PROMPT
-        r.exact = False
-    for m in messages:
+    for i in range(start, len(messages)):
+        m = messages[i]
         if not isinstance(m, Mapping):
             continue
+        r.at = i
         role = str(m.get("role", "user"))
         if role in ("tool", "function"):
             role = "ipython"
@@ -80,6 +84,7 @@ def render(r: Rendering, body: Mapping[str, Any], *, date_block: bool, llama4: b
         else:
             r.text(content_text(m.get("content")).strip())
         r.special()  # <|eot_id|> / <|eot|>
+    r.at = None
     _header(r, "assistant", llama4)
 
 

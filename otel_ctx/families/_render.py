@@ -23,23 +23,39 @@ HOST = "\x00host"
 
 @dataclass(slots=True)
 class Rendering:
-    """The running token count of a rendered request."""
+    """The running token count of a rendered request, by message.
+
+    A template's tokens go to the message being rendered (``at``, its index in the request's
+    ``messages``), so each message costs what its rendering costs (an earlier reply whose
+    reasoning the template drops costs less than its text) and a fit that drops it drops
+    exactly that; what belongs to no message (the opening marker, a default system block, the
+    reply's header) is the request's own, and the tool section is booked apart.
+    """
 
     counter: TokenCounter
+    #: Tokens of the whole rendering.
     tokens: int = 0
     #: The tokens the tool definitions added (booked on the tool-schema line).
     tools: int = 0
     #: True only where bills confirmed the template to the token; otherwise the count is an
     #: estimate (its parts are flagged so).
     exact: bool = False
-    notes: list[str] = field(default_factory=list)
+    #: The message being rendered (None: the request's own framing).
+    at: int | None = None
+    #: Tokens by message index.
+    per: dict[int, int] = field(default_factory=dict)
+
+    def _add(self, n: int) -> None:
+        self.tokens += n
+        if self.at is not None:
+            self.per[self.at] = self.per.get(self.at, 0) + n
 
     def special(self, n: int = 1) -> None:
-        self.tokens += n
+        self._add(n)
 
     def text(self, text: str) -> None:
         if text:
-            self.tokens += self.counter.text(text)
+            self._add(self.counter.text(text))
 
     def tool_text(self, text: str) -> None:
         """Text of the tool section: counted, and booked on the tool schema."""
@@ -47,6 +63,11 @@ class Rendering:
             n = self.counter.text(text)
             self.tokens += n
             self.tools += n
+
+    @property
+    def rest(self) -> int:
+        """The tokens that belong to no message and are no tool definition."""
+        return self.tokens - self.tools - sum(self.per.values())
 
 
 def content_text(content: Any) -> str:

@@ -35,14 +35,25 @@ def _tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return functions(body.get("tools")) if body.get("tool_choice") != "none" else []
 
 
+def _thinking_off(body: Mapping[str, Any]) -> bool:
+    """Thinking turned off (``reasoning_effort: "none"`` or the template's ``enable_thinking``)."""
+    kwargs = body.get("chat_template_kwargs")
+    if isinstance(kwargs, Mapping) and kwargs.get("enable_thinking") is False:
+        return True
+    return body.get("reasoning_effort") == "none"
+
+
 def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
-    """Qwen 2.5 / Qwen 3: ``<|im_start|>role\\n ... <|im_end|>\\n``; tools in the system message."""
-    messages = list(_messages(body))
+    """Qwen 2.5 / Qwen 3: ``<|im_start|>role\\n ... <|im_end|>\\n``; tools in the system message;
+    with thinking off, Qwen 3's reply opens with an empty ``<think>`` block."""
+    messages = _messages(body)
     tools = _tools(body)
+    start = 0
     system = None
     if messages and isinstance(messages[0], Mapping) and messages[0].get("role") in ("system", "developer"):
         system = content_text(messages[0].get("content"))
-        messages = messages[1:]
+        start = 1
+        r.at = 0
     if tools:
         r.special()
         r.text("system\n")
@@ -60,11 +71,13 @@ def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
         r.special()
         r.text("\n")
     in_results = False
-    for m in messages:
+    for i in range(start, len(messages)):
+        m = messages[i]
         if not isinstance(m, Mapping):
             continue
         role = str(m.get("role", "user"))
         if role in ("tool", "function"):
+            r.at = i
             if not in_results:
                 r.special()
                 r.text("user")
@@ -75,6 +88,7 @@ def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
             r.special()
             r.text("\n")
             in_results = False
+        r.at = i
         text = content_text(m.get("content"))
         if role == "assistant":
             text = _THINK.sub("", text)
@@ -82,21 +96,19 @@ def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
         r.text(role + "\n" + text)
         for k, (name, args) in enumerate(calls(m)):
             lead = "\n" if text or k else ""
-            r.text(
-                lead
-                + '<tool_call>\n{"name": "'
-                + name
-                + '", "arguments": '
-                + py_json(args)
-                + "}\n</tool_call>"
-            )
+            r.text(lead + '<tool_call>\n{"name": "' + name + '", "arguments": ' + py_json(args) + "}\n</tool_call>")
         r.special()
         r.text("\n")
     if in_results:
         r.special()
         r.text("\n")
+    r.at = None
     r.special()
     r.text("assistant\n")
+    if _thinking_off(body):
+        r.special(2)  # <think> ... </think>
+        r.text("\n\n")
+        r.text("\n\n")
 
 
 def render_deepseek(r: Rendering, body: Mapping[str, Any]) -> None:
@@ -104,13 +116,15 @@ def render_deepseek(r: Rendering, body: Mapping[str, Any]) -> None:
     earlier replies' reasoning dropped; tool calls and results in their own markers."""
     messages = _messages(body)
     r.special()  # <｜begin▁of▁sentence｜>
-    for m in messages:
+    for i, m in enumerate(messages):
         if isinstance(m, Mapping) and m.get("role") in ("system", "developer"):
+            r.at = i
             r.text(content_text(m.get("content")))
     in_results = False
-    for m in messages:
+    for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
             continue
+        r.at = i
         role = m.get("role")
         if role in ("system", "developer"):
             continue
@@ -138,30 +152,35 @@ def render_deepseek(r: Rendering, body: Mapping[str, Any]) -> None:
         else:
             r.special()  # <｜User｜>
             r.text(content_text(m.get("content")))
+    r.at = None
     if in_results:
         r.special()
     r.special()  # <｜Assistant｜>
-    tools = _tools(body)
-    for fn in tools:  # hosts that take tools describe them as JSON (not in the published template)
+    for fn in _tools(body):  # hosts that take tools describe them as JSON (not in the published template)
         r.tool_text(py_json(dict(fn)))
 
 
 def render_gemma(r: Rendering, body: Mapping[str, Any]) -> None:
     """Gemma 3: the system text opens the first user turn; the model's role is ``model``."""
-    messages = list(_messages(body))
+    messages = _messages(body)
+    start = 0
     system = ""
     if messages and isinstance(messages[0], Mapping) and messages[0].get("role") in ("system", "developer"):
+        r.at = 0
         system = content_text(messages[0].get("content")) + "\n\n"
-        messages = messages[1:]
+        start = 1
     r.special()  # <bos>
-    for k, m in enumerate(messages):
+    for i in range(start, len(messages)):
+        m = messages[i]
         if not isinstance(m, Mapping):
             continue
+        r.at = i
         role = "model" if m.get("role") == "assistant" else "user"
         r.special()  # <start_of_turn>
-        r.text(role + "\n" + (system if k == 0 else "") + content_text(m.get("content")).strip())
+        r.text(role + "\n" + (system if i == start else "") + content_text(m.get("content")).strip())
         r.special()  # <end_of_turn>
         r.text("\n")
+    r.at = None
     r.special()
     r.text("model\n")
 
@@ -175,9 +194,10 @@ def render_glm(r: Rendering, body: Mapping[str, Any]) -> None:
         r.text("\n# Tools\n\n")
         for fn in tools:
             r.tool_text(py_json(dict(fn)) + "\n")
-    for m in _messages(body):
+    for i, m in enumerate(_messages(body)):
         if not isinstance(m, Mapping):
             continue
+        r.at = i
         r.special()
         text = content_text(m.get("content"))
         if m.get("role") == "assistant":
@@ -185,15 +205,18 @@ def render_glm(r: Rendering, body: Mapping[str, Any]) -> None:
         r.text("\n" + text)
         for name, args in calls(m):
             r.text("\n" + name + "\n" + py_json(args))
+    r.at = None
     r.special()
 
 
 def render_cohere(r: Rendering, body: Mapping[str, Any]) -> None:
     """Command: Cohere bills the messages' and tools' text without its template's framing."""
-    for m in _messages(body):
+    for i, m in enumerate(_messages(body)):
+        r.at = i
         if isinstance(m, Mapping):
             r.text(content_text(m.get("content")))
             for name, args in calls(m):
                 r.text(name + py_json(args))
+    r.at = None
     for fn in _tools(body):
         r.tool_text(py_json(dict(fn)))
