@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from otel_ctx import _families as families
-from otel_ctx.engine._model import NOTHING_KNOWN, RequestModel, Turn
+from otel_ctx.engine._model import NOTHING_KNOWN, Part, RequestModel, Turn
 from otel_ctx.engine._tokens import TokenCounter
 from otel_ctx.families._render import Rendering
 
@@ -63,8 +63,11 @@ def apply(model: RequestModel, body: Mapping[str, Any], counter: TokenCounter) -
     by_message = bool(r.per) and model.one_to_one
     unplaced = 0  # content of messages the template did not place (counted in the rest)
     turns: list[Turn] = []
+    images = iter(r.images) if r.images is not None else None
     for k, t in enumerate(model.turns):
         parts = t.parts
+        if images is not None and any(p.component == "image" for p in parts):
+            parts = tuple(_priced(p, images) for p in parts)
         content = sum(p.tokens for p in parts if p.component not in _MEDIA)  # media keep their price
         if not r.exact:
             parts = tuple(p if not p.exact else dataclasses.replace(p, exact=False) for p in parts)
@@ -84,6 +87,14 @@ def apply(model: RequestModel, body: Mapping[str, Any], counter: TokenCounter) -
         model.tool_schema = max(0, model.tool_schema + model.priming)
         model.priming = 0
     return True
+
+
+def _priced(part: Part, images: Iterator[int | None]) -> Part:
+    """``part`` at the family's own image price, when it is an image the family priced."""
+    if part.component != "image":
+        return part
+    tokens = next(images, None)
+    return part if tokens is None else dataclasses.replace(part, tokens=tokens, exact=False)
 
 
 def note_untemplated(counter: TokenCounter, unknown: Callable[[str], None]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from otel_ctx.families import _vision as vision
 from otel_ctx.families._render import HOST, Rendering, calls, content_text, functions, py_json
 
 DATE_BLOCK = "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
@@ -100,3 +101,4 @@ def render_llama31(r: Rendering, body: Mapping[str, Any]) -> None:
 
 def render_llama4(r: Rendering, body: Mapping[str, Any]) -> None:
     render(r, body, date_block=False, llama4=True)
+    r.images = [vision.llama4(*size) if size else None for size in vision.image_sizes(body.get("messages") or ())]

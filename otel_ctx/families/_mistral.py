@@ -11,6 +11,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from otel_ctx.families import _vision as vision
 from otel_ctx.families._render import Rendering, content_text
 
 
@@ -44,8 +45,17 @@ def _encoded(messages: list[Any], tools: Any) -> int:
     return len(_tokenizer().encode_chat_completion(request).tokens)
 
 
+#: Pixtral 12B's encoder (16-pixel patches, images up to 1024 pixels); the later vision models
+#: (Mistral Medium 3, Small 3.1, Pixtral Large) merge 14-pixel patches two by two, up to 1540.
+PIXTRAL_12B = vision.mistral(16, 1024)
+PIXTRAL = vision.mistral(28, 1540)
+
+
 def render_mistral(r: Rendering, body: Mapping[str, Any]) -> None:
-    messages = _text_only(body.get("messages") or ())
+    raw = body.get("messages") or ()
+    rule = PIXTRAL_12B if "pixtral-12b" in str(body.get("model", "")) else PIXTRAL
+    r.images = [rule(*size) if size else None for size in vision.image_sizes(raw)]
+    messages = _text_only(raw)
     tools = body.get("tools") if body.get("tool_choice") != "none" else None
     try:
         total = _encoded(messages, tools)

@@ -44,6 +44,8 @@ class Rendering:
     at: int | None = None
     #: Tokens by message index.
     per: dict[int, int] = field(default_factory=dict)
+    #: The family's price of each image of the request, in order (None: the adapter's stands).
+    images: list[int | None] | None = None
 
     def _add(self, n: int) -> None:
         self.tokens += n

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from otel_ctx.families import _vision as vision
 from otel_ctx.families._render import Rendering, calls, content_text, functions, py_json
 
 QWEN_TOOLS_HEAD = (
@@ -47,6 +48,7 @@ def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
     """Qwen 2.5 / Qwen 3: ``<|im_start|>role\\n ... <|im_end|>\\n``; tools in the system message;
     with thinking off, Qwen 3's reply opens with an empty ``<think>`` block."""
     messages = _messages(body)
+    r.images = [vision.qwen_vl(*size) if size else None for size in vision.image_sizes(messages)]
     tools = _tools(body)
     start = 0
     system = None
