@@ -8,6 +8,7 @@ Without the library the count is Tekken text plus two markers a message, an esti
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,9 @@ def _encoded(messages: list[Any], tools: Any) -> int:
 #: Pixtral 12B's encoder (16-pixel patches, images up to 1024 pixels); the later vision models
 #: (Mistral Medium 3, Small 3.1, Pixtral Large) merge 14-pixel patches two by two, up to 1540.
 PIXTRAL_12B = vision.mistral(16, 1024)
+#: The models whose tokenizer (v15) states the reasoning setting in every request,
+#: ``[MODEL_SETTINGS]{"reasoning_effort": ...}[/MODEL_SETTINGS]``.
+SETTINGS_MODELS = ("mistral-small", "magistral-small")
 PIXTRAL = vision.mistral(28, 1540)
 
 
@@ -76,3 +80,7 @@ def render_mistral(r: Rendering, body: Mapping[str, Any]) -> None:
         return
     r.tokens += total
     r.tools += total - bare
+    if str(body.get("model", "")).startswith(SETTINGS_MODELS):
+        effort = body.get("reasoning_effort")
+        r.special(2)  # [MODEL_SETTINGS] ... [/MODEL_SETTINGS]
+        r.text(json.dumps({"reasoning_effort": effort if isinstance(effort, str) else "none"}))
