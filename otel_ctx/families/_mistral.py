@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_ctx.families import _vision as vision
-from otel_ctx.families._render import Rendering, content_text
+from otel_ctx.families._render import Rendering, calls, content_text
 
 
 @functools.cache
@@ -49,10 +49,37 @@ def _encoded(messages: list[Any], tools: Any) -> int:
 #: Pixtral 12B's encoder (16-pixel patches, images up to 1024 pixels); the later vision models
 #: (Mistral Medium 3, Small 3.1, Pixtral Large) merge 14-pixel patches two by two, up to 1540.
 PIXTRAL_12B = vision.mistral(16, 1024)
+#: The 2024 models, served with the tokenizer version whose calls are JSON lists with ids.
+LEGACY_CALLS = ("pixtral-12b", "mistral-tiny", "open-mistral", "open-mixtral", "mixtral", "mistral-7b")
 #: The models whose tokenizer (v15) states the reasoning setting in every request,
 #: ``[MODEL_SETTINGS]{"reasoning_effort": ...}[/MODEL_SETTINGS]``.
 SETTINGS_MODELS = ("mistral-small", "magistral-small")
 PIXTRAL = vision.mistral(28, 1540)
+
+
+def _current_calls(r: Rendering, messages: list[Any]) -> None:
+    """Mistral's API models write calls and results the current way (tokenizer v13:
+    ``[TOOL_CALLS]name[ARGS]{...}``, ``[TOOL_RESULTS]text[/TOOL_RESULTS]``), not as the JSON
+    lists with call ids the bundled tokenizer's version writes: the difference is taken off."""
+    text = r.counter.text
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        made = calls(m)
+        if m.get("role") == "assistant" and made:
+            ids = [c.get("id") if isinstance(c, Mapping) else None for c in m.get("tool_calls") or ()]
+            old = [{"name": n, "arguments": a, "id": i} for (n, a), i in zip(made, ids)]
+            r.tokens -= text(json.dumps(old, ensure_ascii=False))
+            for k, (name, args) in enumerate(made):
+                r.special(1 if k else 0)  # [TOOL_CALLS] (the first is in the rendering)
+                r.special()  # [ARGS]
+                r.text(name)
+                r.text(json.dumps(args, ensure_ascii=False))
+        elif m.get("role") == "tool":
+            content = content_text(m.get("content"))
+            old_result = {"content": content, "call_id": m.get("tool_call_id")}
+            r.tokens -= text(json.dumps(old_result, ensure_ascii=False))
+            r.text(content)
 
 
 def render_mistral(r: Rendering, body: Mapping[str, Any]) -> None:
@@ -80,6 +107,8 @@ def render_mistral(r: Rendering, body: Mapping[str, Any]) -> None:
         return
     r.tokens += total
     r.tools += total - bare
+    if not str(body.get("model", "")).startswith(LEGACY_CALLS):
+        _current_calls(r, messages)
     if str(body.get("model", "")).startswith(SETTINGS_MODELS):
         effort = body.get("reasoning_effort")
         r.special(2)  # [MODEL_SETTINGS] ... [/MODEL_SETTINGS]
