@@ -76,13 +76,19 @@ def apply(model: RequestModel, body: Mapping[str, Any], counter: TokenCounter) -
         else:
             overhead = 0
             unplaced += content
-        turns.append(Turn(t.role, parts, overhead, calls=t.calls, answers=t.answers, has_user_text=t.has_user_text))
+        turns.append(
+            Turn(t.role, parts, overhead, calls=t.calls, answers=t.answers, has_user_text=t.has_user_text)
+        )
     model.turns = turns
     model.known = NOTHING_KNOWN  # the memo's sums were OpenAI's framing
     model.tool_schema = r.tools
     model.schema_inexact = 0 if r.exact else r.tools
     # The template's own markers open the reply; a whole-request rendering's too.
-    model.priming = r.rest - unplaced if not by_message else r.rest + sum(r.per.get(k, 0) for k in r.per if k >= len(turns))
+    model.priming = (
+        r.rest - unplaced
+        if not by_message
+        else r.rest + sum(r.per.get(k, 0) for k in r.per if k >= len(turns))
+    )
     if model.priming < 0:  # a whole-request rendering shorter than the texts read
         model.tool_schema = max(0, model.tool_schema + model.priming)
         model.priming = 0

@@ -76,7 +76,9 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
     r.text(SYSTEM_HEADER.format(effort=effort if isinstance(effort, str) else "medium"))
     r.special(1 + HOST_SPREAD)  # <|end|>, and half the hosts' spread
     system = [
-        i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
     ]
     fmt = body.get("response_format")
     schema = fmt.get("json_schema") if isinstance(fmt, Mapping) else None

@@ -101,4 +101,6 @@ def render_llama31(r: Rendering, body: Mapping[str, Any]) -> None:
 
 def render_llama4(r: Rendering, body: Mapping[str, Any]) -> None:
     render(r, body, date_block=False, llama4=True)
-    r.images = [vision.llama4(*size) if size else None for size in vision.image_sizes(body.get("messages") or ())]
+    r.images = [
+        vision.llama4(*size) if size else None for size in vision.image_sizes(body.get("messages") or ())
+    ]

@@ -98,7 +98,14 @@ def render_chatml(r: Rendering, body: Mapping[str, Any]) -> None:
         r.text(role + "\n" + text)
         for k, (name, args) in enumerate(calls(m)):
             lead = "\n" if text or k else ""
-            r.text(lead + '<tool_call>\n{"name": "' + name + '", "arguments": ' + py_json(args) + "}\n</tool_call>")
+            r.text(
+                lead
+                + '<tool_call>\n{"name": "'
+                + name
+                + '", "arguments": '
+                + py_json(args)
+                + "}\n</tool_call>"
+            )
         r.special()
         r.text("\n")
     if in_results:

@@ -95,20 +95,10 @@ def _open_weight(cases: list[tuple[dict[str, Any], Case]]) -> list[Case]:
     return [c for r, c in cases if r["api"] in OPEN_APIS and _family(r) in OPEN_WEIGHT]
 
 
-#: What the templates reach today on the bodies the bill decides (a floor against regressions).
-FLOOR = 0.62
-
-
-def test_open_weight_counts_floor(cases: list[tuple[dict[str, Any], Case]]) -> None:
-    group = _open_weight(cases)
-    assert group
-    assert share(group, lambda c: c.within(0.05, 2)) >= FLOOR
-
-
-@pytest.mark.xfail(strict=True, reason="Llama 4 with images, DeepSeek's API tool prompt, Qwen on Cerebras")
 def test_open_weight_counts_within_five_percent(cases: list[tuple[dict[str, Any], Case]]) -> None:
     """Open-weight families on OpenAI-compatible hosts and Ollama: ≥ 80% within max(2 tokens, 5%)."""
     group = _open_weight(cases)
+    assert group
     assert share(group, lambda c: c.within(0.05, 2)) >= 0.80
 
 
