@@ -630,7 +630,7 @@ class OpenAIChatAdapter(Adapter):
                     ctx.unknown(f"server tool {t['type']}")
             tools = [t for t in tools if not _host_tool(t)]
         functions = body.get("functions")
-        reading = self.read_items(messages, tools, ctx)
+        reading = self._read(messages, tools, ctx)
         if functions:  # the legacy function definitions, billed like tools
             if not isinstance(functions, ARRAY):
                 raise InvalidRequestError("functions", "must be a list of function definitions")
@@ -645,6 +645,12 @@ class OpenAIChatAdapter(Adapter):
 
     def read_items(self, messages: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
         """A bare transcript (``fit(messages, tools=...)``) read into the model."""
+        reading = self._read(messages, tools, ctx)
+        # An open-weight model's host bills its chat template's rendering, not OpenAI's framing.
+        apply_chat_template(reading.model, {"messages": messages, "tools": tools}, ctx.counter)
+        return reading
+
+    def _read(self, messages: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
         state = _State()
         turns, starts = self.reader(ctx.counter).read(messages, ctx, state)
         tool_list = None if tools is None else _tool_dicts(tools)
