@@ -86,6 +86,10 @@ FAMILIES: tuple[ModelFamily, ...] = (
             "meta-llama-3.1",
             "meta-llama-3.2",
             "meta-llama-3.3",
+            # Bedrock's spelling: meta.llama3-1-70b-instruct-v1:0
+            "llama3-1",
+            "llama3-2",
+            "llama3-3",
         ),
         "llama3",
         "open-weight",
