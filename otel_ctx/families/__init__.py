@@ -7,3 +7,7 @@ markers, Mistral's instruction tokens, gpt-oss's harmony header) and bills the t
 text. Each family group's template is one small rules module here; :mod:`._chat` is the one
 entry the Chat Completions adapter calls.
 """
+
+from otel_ctx.families._chat import apply, note_untemplated
+
+__all__ = ["apply", "note_untemplated"]
