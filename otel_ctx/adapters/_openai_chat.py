@@ -66,6 +66,7 @@ from otel_ctx.engine._cache import BoundedCache
 from otel_ctx.engine._errors import (
     InvalidMessageError,
     InvalidRequestError,
+    InvalidToolSchemaError,
     shown,
 )
 from otel_ctx.engine._model import (
@@ -623,14 +624,20 @@ class OpenAIChatAdapter(Adapter):
         if not isinstance(messages, ARRAY):
             raise InvalidRequestError("messages", "a Chat Completions request needs a 'messages' list")
         tools = body.get("tools")
-        if isinstance(tools, ARRAY) and any(_host_tool(t) for t in tools):
-            # A gateway's own server tool (``openrouter:web_search``): run and billed by the host.
-            for t in tools:
-                if _host_tool(t):
-                    ctx.unknown(f"server tool {t['type']}")
-            tools = [t for t in tools if not _host_tool(t)]
         functions = body.get("functions")
-        reading = self._read(messages, tools, ctx)
+        problems = len(ctx.problems)
+        try:
+            reading = self._read(messages, tools, ctx)
+        except InvalidToolSchemaError:
+            # A gateway's own server tool (``openrouter:web_search``) is run and billed by the
+            # host: a bound. Looked for only here, so a plain request pays nothing for it.
+            host = [t for t in tools if _host_tool(t)] if isinstance(tools, ARRAY) else []
+            if not host:
+                raise
+            del ctx.problems[problems:]  # read again: each problem is said once
+            for t in host:
+                ctx.unknown(f"server tool {t['type']}")
+            reading = self._read(messages, [t for t in tools if not _host_tool(t)], ctx)
         if functions:  # the legacy function definitions, billed like tools
             if not isinstance(functions, ARRAY):
                 raise InvalidRequestError("functions", "must be a list of function definitions")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_ctx import BudgetPolicy, ContextFitter
+from otel_ctx import BudgetPolicy, ContextFitter, InvalidToolSchemaError
 from otel_ctx import _families as families
 
 WORDS = st.text(alphabet="abcdefghij klmnopqrstuvwxyz.,!?", min_size=1, max_size=60).filter(str.strip)
@@ -204,3 +204,19 @@ def test_cohere_v1_fit_keeps_the_message_and_trims_the_history() -> None:
     result = fitter("command-r", window=full // 2).fit_request(body, provider="cohere")
     assert result.request["message"] == "and now?"
     assert 0 < len(result.request["chat_history"]) < len(history)
+
+
+def test_a_gateways_server_tool_is_a_bound_not_a_refusal() -> None:
+    fn = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    body = {
+        "model": "deepseek/deepseek-chat",
+        "messages": chat("search the web"),
+        "tools": [{"type": "openrouter:web_search", "parameters": {"max_uses": 1}}, fn],
+    }
+    result = fitter("deepseek/deepseek-chat").measure_request(body, provider="openai")
+    assert result.unknowns and "openrouter:web_search" in result.unknowns[0]
+    assert result.breakdown.tool_schema > 0  # the function tool is still counted
+    with pytest.raises(InvalidToolSchemaError, match="tools"):  # a malformed tool of no host is still named
+        fitter("deepseek/deepseek-chat").fit_request(
+            {**body, "tools": [{"type": "function"}]}, provider="openai"
+        )
