@@ -9,13 +9,11 @@ as a TypeScript-like namespace. Counted with ``o200k_base`` (harmony's ordinary 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_ctx.families._render import Rendering, calls, content_text, functions
 
-_THINK = re.compile(r"^.*?</think>\s*", re.DOTALL)
 SYSTEM_HEADER = (
     "You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n"
     "Current date: 2025-06-28\n\nReasoning: {effort}\n\n"
@@ -108,12 +106,14 @@ def render_harmony(r: Rendering, body: Mapping[str, Any]) -> None:
         r.at = i
         role = m.get("role")
         if role == "assistant":
-            # Earlier replies' reasoning (the analysis channel) is dropped: only what they said stays.
-            text = _THINK.sub("", content_text(m.get("content")))
+            # A reply that makes calls is rendered as its calls alone (its text, reasoning written
+            # into the content included, is not read back); a reply without calls is its text, as sent.
+            made = calls(m)
+            text = "" if made else content_text(m.get("content"))
             if text:
                 r.special(5)  # <|start|>assistant<|channel|>final<|message|> ... <|end|>
                 r.text(text)
-            for k, (name, args) in enumerate(calls(m)):
+            for k, (name, args) in enumerate(made):
                 ids = m.get("tool_calls") or ()
                 call_id = ids[k].get("id") if k < len(ids) and isinstance(ids[k], Mapping) else None
                 if isinstance(call_id, str):

@@ -65,11 +65,23 @@ def test_llama31_opens_with_its_date_block(text: str) -> None:
 @settings(max_examples=25, deadline=None)
 @given(WORDS, WORDS)
 def test_earlier_reasoning_is_not_billed(reasoning: str, answer: str) -> None:
-    """DeepSeek-R1, Qwen 3 and gpt-oss drop an earlier reply's reasoning: it costs nothing."""
-    for model in ("deepseek-ai/DeepSeek-R1", "qwen/qwen3-32b", "openai/gpt-oss-120b"):
+    """DeepSeek-R1 and Qwen 3 drop an earlier reply's reasoning: it costs nothing."""
+    for model in ("deepseek-ai/DeepSeek-R1", "qwen/qwen3-32b"):
         plain = {"messages": chat("hi", answer, "and?")}
         thought = {"messages": chat("hi", f"<think>{reasoning}</think>{answer}", "and?")}
         assert count(model, thought) == count(model, plain), model
+
+
+@settings(max_examples=25, deadline=None)
+@given(WORDS)
+def test_a_gpt_oss_reply_that_calls_is_its_calls_alone(text: str) -> None:
+    """Harmony reads back a reply that made calls as the calls: its text is not billed."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    said = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": text, "tool_calls": [call]}]
+    silent = [said[0], {"role": "assistant", "content": None, "tool_calls": [call]}]
+    result = [{"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    model = "openai/gpt-oss-120b"
+    assert count(model, {"messages": said + result}) == count(model, {"messages": silent + result})
 
 
 def test_gpt_oss_counts_the_harmony_header_and_is_an_estimate() -> None:
