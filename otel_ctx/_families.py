@@ -137,6 +137,10 @@ FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("gpt-oss", ("gpt-oss",), None, None, 1.0, "otel_ctx.families._harmony:render_harmony"),
     ModelFamily("gemma", ("gemma",), "gemma3", "open-weight", 1.0, f"{_TEMPLATES}:render_gemma"),
     ModelFamily("glm", ("glm", "zai-glm"), "glm4", "open-weight", 1.0, f"{_TEMPLATES}:render_glm"),
+    # Amazon publishes no tokenizer for Nova or Titan: cl100k_base, which matched Nova's short
+    # bills' text to a token or so (the Bedrock dialect frames the request), an estimate.
+    ModelFamily("nova", ("nova-",), None, None, 1.0, None),
+    ModelFamily("titan", ("titan-",), None, None, 1.0, None),
     # Cohere publishes no offline tokenizer: an estimate from its bills, never exact.
     ModelFamily("command", ("command", "c4ai-command"), None, None, 1.0, f"{_TEMPLATES}:render_cohere"),
 )
