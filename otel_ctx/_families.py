@@ -99,6 +99,15 @@ FAMILIES: tuple[ModelFamily, ...] = (
     ModelFamily("llama4", ("llama-4", "llama4"), "llama4", "open-weight", 1.0, f"{_LLAMA}:render_llama4"),
     ModelFamily("qwen", ("qwen", "qwq"), "qwen", "open-weight", 1.05, f"{_TEMPLATES}:render_chatml"),
     ModelFamily("deepseek", ("deepseek",), "deepseek", "open-weight", 1.0, f"{_TEMPLATES}:render_deepseek"),
+    # The DeepSeek API serves V3.2 under these names: its own template, tools in DSML.
+    ModelFamily(
+        "deepseek-v3.2",
+        ("deepseek-chat", "deepseek-reasoner", "deepseek-v3.2"),
+        "deepseek",
+        "open-weight",
+        1.0,
+        f"{_TEMPLATES}:render_deepseek_v32",
+    ),
     # The R1 distillations keep their base model's vocabulary under DeepSeek's template.
     ModelFamily(
         "deepseek-r1-llama",

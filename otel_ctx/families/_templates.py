@@ -229,3 +229,86 @@ def render_cohere(r: Rendering, body: Mapping[str, Any]) -> None:
     r.at = None
     for fn in _tools(body):
         r.tool_text(py_json(dict(fn)))
+
+
+DSML = "｜DSML｜"
+#: DeepSeek V3.2's tool section (its published ``encoding_dsv32``), the functions' JSON after it.
+DEEPSEEK_V32_TOOLS = (
+    "## Tools\n\nYou have access to a set of tools you can use to answer the user's question.\n"
+    f'You can invoke functions by writing a "<{DSML}function_calls>" block like the following as part of '
+    f"your reply to the user:\n<{DSML}function_calls>\n"
+    f'<{DSML}invoke name="$FUNCTION_NAME">\n'
+    f'<{DSML}parameter name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</{DSML}parameter>\n'
+    f'...\n</{DSML}invoke>\n<{DSML}invoke name="$FUNCTION_NAME2">\n...\n</{DSML}invoke>\n'
+    f"</{DSML}function_calls>\n\n"
+    "String and scalar parameters should be specified as is without any escaping or quotes, while lists "
+    'and objects should use JSON format. The "string" attribute should be set to "true" for string type '
+    'parameters and "false" for other types (numbers, booleans, arrays, objects).\n\n'
+    "If the thinking_mode is enabled, then after function results you should strongly consider outputting "
+    f"a thinking block. Here is an example:\n\n<{DSML}function_calls>\n...\n</{DSML}function_calls>\n\n"
+    "<function_results>\n...\n</function_results>\n\n<think>...thinking about results</think>\n\n"
+    "Here are the functions available in JSONSchema format:\n<functions>\n"
+)
+
+
+def _dsml_call(name: str, args: Any) -> str:
+    params = args if isinstance(args, Mapping) else {}
+    lines = [
+        f'<{DSML}parameter name="{k}" string="{"true" if isinstance(v, str) else "false"}">'
+        f"{v if isinstance(v, str) else py_json(v)}</{DSML}parameter>"
+        for k, v in params.items()
+    ]
+    return f'<{DSML}invoke name="{name}">\n' + "\n".join(lines) + f"\n</{DSML}invoke>"
+
+
+def _dsml_text(r: Rendering, text: str, *, tools: bool = False) -> None:
+    """Text holding DSML markers, counted as text: the vocabulary shipped (V3's) has no such
+    token, so this errs high by a few tokens a marker (measured: 5-13% over on V3.2's bills)."""
+    (r.tool_text if tools else r.text)(text)
+
+
+def render_deepseek_v32(r: Rendering, body: Mapping[str, Any]) -> None:
+    """DeepSeek V3.2 (the DeepSeek API's ``deepseek-chat`` and ``deepseek-reasoner``): the tools in
+    the system text, each user turn closed by ``</think>`` (``<think>`` on the last one when
+    thinking), calls in DSML, results in ``<function_results>``; earlier reasoning dropped."""
+    messages = _messages(body)
+    tools = _tools(body)
+    r.special()  # <｜begin▁of▁sentence｜>
+    systems = [
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+    ]
+    for k, i in enumerate(systems):
+        r.at = i
+        r.text(("\n\n" if k else "") + content_text(messages[i].get("content")))
+    r.at = None
+    if tools:
+        text = ("\n\n" if systems else "") + DEEPSEEK_V32_TOOLS + "\n".join(py_json(dict(fn)) for fn in tools)
+        _dsml_text(r, text + "\n</functions>\n", tools=True)
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or i in systems:
+            continue
+        r.at = i
+        role = m.get("role")
+        if role in ("tool", "function"):
+            prev = messages[i - 1] if i else None
+            if not (isinstance(prev, Mapping) and prev.get("role") in ("tool", "function")):
+                r.text("\n\n<function_results>")
+            r.text("\n<result>" + content_text(m.get("content")) + "</result>")
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            if not (isinstance(nxt, Mapping) and nxt.get("role") in ("tool", "function")):
+                r.text("\n</function_results>\n\n")
+                r.special()  # <think> or </think>
+            continue
+        if role == "assistant":
+            made = calls(m)
+            r.text(content_text(m.get("content")) if not made else "")
+            if made:
+                calls_text = "\n".join(_dsml_call(n, a) for n, a in made)
+                _dsml_text(r, f"\n\n<{DSML}function_calls>\n" + calls_text + f"\n</{DSML}function_calls>")
+            r.special()  # <｜end▁of▁sentence｜>
+        else:
+            r.special(3)  # <｜User｜> ... <｜Assistant｜> and <think> / </think>
+            r.text(content_text(m.get("content")))
+    r.at = None
