@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from bench import (
+    family_bench,
     fit_bench,
     fleet_bench,
     instrument_bench,
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         if "fit" in only:
             figures += fit.figures
             notes += fit.notes
+            progress("open-weight families: a Llama ticket beside gpt-4o, tokenizer loads")
+            family_figures, family_notes = family_bench.run(quick=args.quick)
+            figures += family_figures
+            notes += family_notes
             progress("the count against real bills, uncalibrated and calibrated")
             traffic_figures, traffic_notes = traffic_bench.run()
             figures += traffic_figures

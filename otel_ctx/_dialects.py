@@ -21,11 +21,21 @@ _MODULES: dict[str, str] = {
     "anthropic": "otel_ctx.adapters._anthropic",
     "google": "otel_ctx.adapters._google_genai",
     "bedrock": "otel_ctx.adapters._bedrock",
+    "ollama": "otel_ctx.adapters._ollama",
+    "cohere": "otel_ctx.adapters._cohere",
 }
 #: Dialects a bare transcript (``fit(messages)``) may be in, tried in order; Chat
 #: Completions last, as the default.
 _ITEM_MODULES: tuple[str, ...] = ("otel_ctx.adapters._langchain", "otel_ctx.adapters._openai_chat")
-PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "google", "bedrock")
+PROVIDERS: tuple[str, ...] = (
+    "openai",
+    "openai-responses",
+    "anthropic",
+    "google",
+    "bedrock",
+    "ollama",
+    "cohere",
+)
 _loaded: dict[str, Adapter] = {}
 
 

@@ -22,7 +22,11 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Protocol
+
+import tiktoken
+import tiktoken.load
 
 
 class Tokenizer(Protocol):
@@ -54,7 +58,11 @@ class ModelFamily:
     rules: str | None = None
 
 
-#: The families beyond OpenAI's, longest prefix first wins (see :func:`family_for`).
+_LLAMA = "otel_ctx.families._llama"
+_TEMPLATES = "otel_ctx.families._templates"
+
+#: The families beyond OpenAI's, longest prefix first wins (see :func:`family_for`). Fallback
+#: ratios: the family's tokens per ``cl100k_base`` token, measured on the bills of its hosts.
 FAMILIES: tuple[ModelFamily, ...] = (
     # Gemini 1.5 to 3.x, on the Gemini API and Vertex: Google documents Gemma's vocabulary as
     # their text tokenizer (google-genai's LocalTokenizer maps 2.x and 3.x to Gemma 3's, the
@@ -74,6 +82,90 @@ FAMILIES: tuple[ModelFamily, ...] = (
     # long texts run a few percent higher). Their framing is in the Bedrock rules module.
     ModelFamily("amazon-nova", ("nova-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
     ModelFamily("amazon-titan", ("titan-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
+    # Open-weight families on OpenAI-compatible hosts and Ollama: each host renders the model's
+    # chat template (``rules``) and bills its tokens.
+    ModelFamily(
+        "llama3",
+        ("llama3", "llama-3-", "meta-llama-3-"),
+        "llama3",
+        "open-weight",
+        1.0,
+        f"{_LLAMA}:render_llama3",
+    ),
+    ModelFamily(
+        "llama3.1",
+        (
+            "llama3.1",
+            "llama3.2",
+            "llama3.3",
+            "llama-3.1",
+            "llama-3.2",
+            "llama-3.3",
+            "meta-llama-3.1",
+            "meta-llama-3.2",
+            "meta-llama-3.3",
+            # Bedrock's spelling: meta.llama3-1-70b-instruct-v1:0
+            "llama3-1",
+            "llama3-2",
+            "llama3-3",
+        ),
+        "llama3",
+        "open-weight",
+        1.0,
+        f"{_LLAMA}:render_llama31",
+    ),
+    ModelFamily("llama4", ("llama-4", "llama4"), "llama4", "open-weight", 1.0, f"{_LLAMA}:render_llama4"),
+    ModelFamily("qwen", ("qwen", "qwq"), "qwen", "open-weight", 1.05, f"{_TEMPLATES}:render_chatml"),
+    ModelFamily("deepseek", ("deepseek",), "deepseek", "open-weight", 1.0, f"{_TEMPLATES}:render_deepseek"),
+    # The DeepSeek API serves V3.2 under these names: its own template, tools in DSML.
+    ModelFamily(
+        "deepseek-v3.2",
+        ("deepseek-chat", "deepseek-reasoner", "deepseek-v3.2"),
+        "deepseek",
+        "open-weight",
+        1.0,
+        f"{_TEMPLATES}:render_deepseek_v32",
+    ),
+    # The R1 distillations keep their base model's vocabulary under DeepSeek's template.
+    ModelFamily(
+        "deepseek-r1-llama",
+        ("deepseek-r1-distill-llama",),
+        "llama3",
+        "open-weight",
+        1.0,
+        f"{_TEMPLATES}:render_deepseek",
+    ),
+    ModelFamily(
+        "deepseek-r1-qwen",
+        ("deepseek-r1-distill-qwen",),
+        "qwen",
+        "open-weight",
+        1.05,
+        f"{_TEMPLATES}:render_deepseek",
+    ),
+    ModelFamily(
+        "mistral",
+        (
+            "mistral",
+            "magistral",
+            "ministral",
+            "pixtral",
+            "codestral",
+            "devstral",
+            "open-mistral",
+            "open-mixtral",
+            "mixtral",
+        ),
+        "mistral",
+        "open-weight",
+        1.0,
+        "otel_ctx.families._mistral:render_mistral",
+    ),
+    ModelFamily("gpt-oss", ("gpt-oss",), None, None, 1.0, "otel_ctx.families._harmony:render_harmony"),
+    ModelFamily("gemma", ("gemma",), "gemma3", "open-weight", 1.0, f"{_TEMPLATES}:render_gemma"),
+    ModelFamily("glm", ("glm", "zai-glm"), "glm4", "open-weight", 1.0, f"{_TEMPLATES}:render_glm"),
+    # Cohere publishes no offline tokenizer: an estimate from its bills, never exact.
+    ModelFamily("command", ("command", "c4ai-command"), None, None, 1.0, f"{_TEMPLATES}:render_cohere"),
 )
 
 #: Tokenizer name -> a function that builds it. A loader imports its extra's package inside
@@ -82,40 +174,55 @@ FAMILIES: tuple[ModelFamily, ...] = (
 TOKENIZERS: dict[str, Callable[[], Tokenizer]] = {}
 
 
-class _Encoder(Protocol):
-    def encode_ordinary(self, text: str) -> list[int]: ...
+class _Splintr:
+    """A vocabulary ``splintr-rs`` ships, under the name counting reports."""
 
-    def decode(self, ids: Sequence[int]) -> str: ...
+    def __init__(self, name: str, vocabulary: str) -> None:
+        import splintr  # the gemini or open-weight extra: loaded on the first count of such a model
 
-
-class _Named:
-    """A splintr vocabulary as a :class:`Tokenizer`: its name, and bytes decoded from its text."""
-
-    def __init__(self, name: str, inner: _Encoder) -> None:
-        self._name = name
-        self._inner = inner
-        self.encode_ordinary = inner.encode_ordinary
-
-    @property
-    def name(self) -> str:
-        return self._name
+        self.name = name
+        self._tok = splintr.Tokenizer.from_pretrained(vocabulary)
+        # Ordinary text only: a marker spelled in a message is text, as the hosts bill it.
+        self.encode_ordinary = self._tok.encode_ordinary
 
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        return self._inner.decode(list(tokens)).encode("utf-8")
+        return bytes(self._tok.decode_bytes(list(tokens)))
 
 
-def _gemma4() -> Tokenizer:
-    """Gemma 4's vocabulary, bundled in splintr-rs (the ``gemini`` extra). Its pieces are Gemma
-    3's (the two count every text alike, checked on the bills' texts and on fuzzed ones), and
-    splintr merges them as byte-pair ranks: an order of magnitude faster than the unigram
-    search it runs for Gemma 3's model file. The ordinary encode: a special-token look-alike in
-    a prompt is text, as the API bills it."""
-    import splintr  # the optional extra, loaded on the first Gemini count only
-
-    return _Named("gemma4", splintr.Tokenizer.from_pretrained("gemma4"))
+def _splintr(name: str, vocabulary: str) -> Callable[[], Tokenizer]:
+    """The loader of one of splintr-rs's vocabularies."""
+    return lambda: _Splintr(name, vocabulary)
 
 
-TOKENIZERS["gemma4"] = _gemma4
+def _llama4() -> Tokenizer:
+    """Llama 4's own vocabulary (not o200k's), from the file ``llama-models`` ships."""
+    path = resources.files("llama_models").joinpath("llama4/tokenizer.model")
+    with resources.as_file(path) as file:
+        ranks = tiktoken.load.load_tiktoken_bpe(str(file))  # a local file: no download
+    return tiktoken.Encoding(name="llama4", pat_str=_LLAMA4_SPLIT, mergeable_ranks=ranks, special_tokens={})
+
+
+#: Llama 4's split pattern (o200k's), as ``llama_models/llama4/tokenizer.py`` defines it.
+_LLAMA4_SPLIT = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+for _name, _vocabulary in (
+    ("llama3", "llama3"),
+    ("qwen", "qwen3"),
+    ("deepseek", "deepseek_v3"),
+    ("mistral", "mistral_v3"),
+    ("gemma3", "gemma3"),
+    # Gemini's: Gemma 4's pieces are Gemma 3's (the two count every text alike, checked on the
+    # bills' texts and on fuzzed ones), and splintr merges them as byte-pair ranks, an order of
+    # magnitude faster than the unigram search it runs for Gemma 3's model file.
+    ("gemma4", "gemma4"),
+    ("glm4", "glm4"),
+):
+    TOKENIZERS[_name] = _splintr(_name, _vocabulary)
+TOKENIZERS["llama4"] = _llama4
 
 #: A Bedrock id's region (``us.``, ``eu.``, ``apac.``, ``global.``) and vendor (``anthropic.``,
 #: ``meta.``, ...) before the model, and its version after (``-v1:0``, ``-v2``).

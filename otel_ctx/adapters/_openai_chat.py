@@ -90,6 +90,7 @@ from otel_ctx.engine._tokens import (
     TOKENS_PER_NAME,
     TokenCounter,
 )
+from otel_ctx.families._chat import apply as apply_chat_template
 
 Message = dict[str, Any]
 
@@ -631,7 +632,14 @@ class OpenAIChatAdapter(Adapter):
             raise InvalidRequestError("messages", "a Chat Completions request needs a 'messages' list")
         tools = body.get("tools")
         functions = body.get("functions")
-        reading = self.read_items(messages, tools, ctx)
+        host = [t for t in tools if _host_tool(t)] if isinstance(tools, ARRAY) else []
+        if host:
+            # A gateway's own server tool (``openrouter:web_search``) is run and billed by the
+            # host: what it adds is not in the body, so the count is a bound.
+            for t in host:
+                ctx.unknown(f"server tool {t['type']}")
+            tools = [t for t in tools if not _host_tool(t)]
+        reading = self._read(messages, tools, ctx)
         if functions:  # the legacy function definitions, billed like tools
             if not isinstance(functions, ARRAY):
                 raise InvalidRequestError("functions", "must be a list of function definitions")
@@ -639,11 +647,19 @@ class OpenAIChatAdapter(Adapter):
             _add_tools(reading.model, wrapped, ctx.counter, legacy=True)
         add_output_schema(reading.model, body.get("response_format"), ctx.counter)
         add_forced_function(reading.model, body.get("tool_choice"), ctx.counter)
+        # An open-weight model's host bills its chat template's rendering, not OpenAI's framing.
+        apply_chat_template(reading.model, body, ctx.counter)
         reading.body = body
         return reading
 
     def read_items(self, messages: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
         """A bare transcript (``fit(messages, tools=...)``) read into the model."""
+        reading = self._read(messages, tools, ctx)
+        # An open-weight model's host bills its chat template's rendering, not OpenAI's framing.
+        apply_chat_template(reading.model, {"messages": messages, "tools": tools}, ctx.counter)
+        return reading
+
+    def _read(self, messages: Sequence[Any], tools: Any, ctx: ReadContext) -> Reading:
         state = _State()
         turns, starts = self.reader(ctx.counter).read(messages, ctx, state)
         tool_list = None if tools is None else _tool_dicts(tools)
@@ -727,6 +743,11 @@ def _add_tools(model: RequestModel, tools: Any, counter: TokenCounter, *, legacy
     n = max(0, section.tokens + framing) if section.functions else 0
     model.tool_schema += n + section.other
     model.schema_inexact += unconfirmed_tools(n, section.other)
+
+
+def _host_tool(tool: Any) -> bool:
+    """A tool a gateway runs itself: its type is namespaced by the host (``openrouter:...``)."""
+    return isinstance(tool, Mapping) and ":" in str(tool.get("type", ""))
 
 
 def _tool_dicts(tools: Any) -> Any:

@@ -69,6 +69,7 @@ from otel_ctx.engine._tokens import (
     TOKENS_PER_MESSAGE,
     TokenCounter,
 )
+from otel_ctx.families._chat import note_untemplated
 
 Item = dict[str, Any]
 _ROLE_LINES: Mapping[str, Line] = {
@@ -324,6 +325,9 @@ class OpenAIResponsesAdapter(Adapter):
                 "(Chat Completions or Anthropic Messages)",
             )
         counter = ctx.counter
+        # An open-weight model's host renders its own chat template, which Responses counting
+        # does not reproduce: the count is a bound.
+        note_untemplated(counter, ctx.unknown)
         items, state = _input_items(body.get("input"))
         turns, starts, replies = self._turns(items, _Reader(counter, ctx, state), ctx)
 

@@ -315,7 +315,7 @@ def test_detection_and_ambiguity(monkeypatch: pytest.MonkeyPatch) -> None:
         fitter.fit_request(ambiguous)
     assert fitter.fit_request(ambiguous, provider="openai").provider == "openai"
     with pytest.raises(UnknownProviderError, match="unknown provider"):
-        fitter.fit_request(ambiguous, provider="cohere")
+        fitter.fit_request(ambiguous, provider="acme")
     with pytest.raises(UnknownProviderError):
         fitter.fit_request(["not", "a", "body"])
 

@@ -49,7 +49,7 @@ def test_provider_forces_the_dialect_and_is_checked(tmp_path: Path) -> None:
     path.write_text(json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
     data = json.loads(cli("fit", str(path), "--provider", "openai", "--json").stdout)
     assert data["provider"] == "openai"
-    assert_one_line_error(cli("fit", str(path), "--provider", "cohere"), "--provider", "cohere")
+    assert_one_line_error(cli("fit", str(path), "--provider", "acme"), "--provider", "acme")
     assert_one_line_error(cli("fit", str(path), "--provider", "openai-responses"), "Responses")
 
 

@@ -13,6 +13,7 @@ EXAMPLES = [
     ("### OpenAI Chat Completions", "openai_chat_request.py"),
     ("### OpenAI Responses", "openai_responses_request.py"),
     ("### Which task a call belongs to", "task_context.py"),
+    ("### Open-weight models, Ollama and Cohere", "open_weight_request.py"),
 ]
 
 
