@@ -150,6 +150,13 @@ def rows(name: str = FILES[0]) -> list[dict[str, Any]]:
     return read(path)
 
 
+def records(globs: Iterable[str], api: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(file name, record)`` of every record of the files matching ``globs`` sent to an API
+    whose name starts with ``api`` (``"bedrock."``: Converse and InvokeModel); as :func:`files`
+    without the data."""
+    return [(name, row) for name in files(*globs) for row in rows(name) if str(row["api"]).startswith(api)]
+
+
 def billed(row: Mapping[str, Any]) -> int:
     """The input the provider billed, as the truth set's README defines it."""
     if row.get("billed_input") is not None:

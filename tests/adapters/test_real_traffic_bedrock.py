@@ -12,16 +12,14 @@ Without the data the test skips on a laptop; under ``CI=true`` it fails.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from real_traffic import (
     OTHER_PROVIDERS_GLOBS,
     Case,
     available,
     compared,
-    files,
     measure,
+    records,
     refusals,
     rows,
     share,
@@ -34,15 +32,6 @@ from otel_ctx.adapters._bedrock_families import framing
 pytestmark = pytest.mark.usefixtures("quiet_otel_ctx")
 
 
-def _bedrock_rows() -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (name, row)
-        for name in files(*OTHER_PROVIDERS_GLOBS)
-        for row in rows(name)
-        if str(row["api"]).startswith("bedrock.")
-    ]
-
-
 def _claude(case: Case) -> bool:
     return model_key(case.model).startswith("claude")
 
@@ -53,7 +42,7 @@ def _family(case: Case) -> str:
 
 @pytest.fixture(scope="module")
 def cases() -> list[Case]:
-    return [measure(row, name) for name, row in _bedrock_rows() if compared(row)]
+    return [measure(row, name) for name, row in records(OTHER_PROVIDERS_GLOBS, "bedrock.") if compared(row)]
 
 
 def test_the_tables_by_api_family_and_project(cases: list[Case], capsys: pytest.CaptureFixture[str]) -> None:
