@@ -17,7 +17,7 @@ from unittest import mock
 
 import otel_ctx.adapters._claude_tokens as claude_tokens
 from bench import gemini_bench, inputs
-from bench.report import Figure
+from bench.report import Figure, ratio
 from bench.timing import Thunk, Timing, fmt_seconds, interleaved
 from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx.adapters._openai_tools import count_functions
@@ -193,7 +193,8 @@ def run(*, quick: bool = False) -> FitBenchResult:
 
     cold, tk, nv = t["cold"], t["tiktoken"], t["naive"]
     figures = [
-        _ratio(
+        ratio(
+            SECTION,
             "cold fit ÷ one tiktoken pass",
             cold,
             tk,
@@ -204,7 +205,8 @@ def run(*, quick: bool = False) -> FitBenchResult:
         _warm_figure(*warm["long"], "long"),
         _warm_figure(*warm["short"], "short"),
         *conversion,
-        _ratio(
+        ratio(
+            SECTION,
             f"cap a {len(huge) / 1e6:.0f} MB tool result ÷ encoding it whole",
             c["cap"],
             c["encode"],
@@ -343,12 +345,6 @@ def tool_rule_figures(*, trials: int, warm_trials: int) -> list[Figure]:
             "anew, or one changed in place, is told apart) and not rendered again",
         ),
     ]
-
-
-def _ratio(name: str, a: Timing, b: Timing, target: float, op: str, detail: str) -> Figure:
-    r = a.median / b.median
-    ok = r <= target if op == "≤" else r >= target
-    return Figure(SECTION, name, f"{r:.2f}×", f"{op} {target}×", ok, detail)
 
 
 def _conversion(conv: list[dict[str, Any]], trials: int) -> list[Figure]:
@@ -622,7 +618,8 @@ def bedrock_figures(conv: list[dict[str, Any]], *, trials: int, warm_trials: int
     c = interleaved({"bedrock": cold("bedrock"), "openai": cold("openai")}, trials=trials)
     w = interleaved({"bedrock": warm("bedrock"), "openai": warm("openai")}, trials=warm_trials)
     return [
-        _ratio(
+        ratio(
+            SECTION,
             "bedrock converse (Claude): cold fit ÷ openai cold fit",
             c["bedrock"],
             c["openai"],
@@ -630,7 +627,8 @@ def bedrock_figures(conv: list[dict[str, Any]], *, trials: int, warm_trials: int
             "≤",
             f"bedrock {fmt_seconds(c['bedrock'].median)}, openai {fmt_seconds(c['openai'].median)}",
         ),
-        _ratio(
+        ratio(
+            SECTION,
             "bedrock converse (Claude): warm round ÷ openai warm round",
             w["bedrock"],
             w["openai"],

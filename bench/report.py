@@ -8,6 +8,8 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.timing import Timing
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -25,6 +27,14 @@ class Figure:
         if self.passed is None:
             return "—"
         return "PASS" if self.passed else "MISS"
+
+
+def ratio(section: str, name: str, a: Timing, b: Timing, target: float, op: str, detail: str) -> Figure:
+    """``a``'s median ÷ ``b``'s against ``target`` (``op`` "≤" or "≥"): timings travel between
+    machines only as ratios of two measured side by side."""
+    r = a.median / b.median
+    ok = r <= target if op == "≤" else r >= target
+    return Figure(section, name, f"{r:.2f}×", f"{op} {target}×", ok, detail)
 
 
 def machine() -> dict[str, str]:

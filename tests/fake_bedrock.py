@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from support import free_port
+from support import free_port, serve, shut
 
 
 @dataclass
@@ -146,26 +146,11 @@ class FakeBedrock:
             self.replies.extend(replies)
 
     def start(self) -> FakeBedrock:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                fake._handle(self, raw)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve(self.port, self._handle)
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        shut(self._server)
 
     def _handle(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
         _, _, model, operation = [*h.path.split("?", 1)[0].split("/", 3), "", "", "", ""][:4]

@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from support import free_port
+from support import free_port, serve, shut
 
 
 @dataclass
@@ -119,31 +119,11 @@ class FakeProvider:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeProvider:
-        provider = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body go out as separate writes: without TCP_NODELAY, Nagle's algorithm
-            # and the client's delayed ACK hold each answer back by tens of milliseconds.
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length)
-                provider._handle(self, body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serve(self.port, self._handle)
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        shut(self._server)
 
     def queue(self, *replies: Reply) -> None:
         """Answer the next requests with these, in order (then the default text reply)."""

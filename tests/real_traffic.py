@@ -11,6 +11,7 @@ checked without a change here.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -75,6 +76,22 @@ def decided_by_body(row: Mapping[str, Any]) -> bool:
     return not row.get("indeterminate")
 
 
+def compared(row: Mapping[str, Any]) -> bool:
+    """A record the figures compare the count with: its bill depends on the body alone, and there
+    is a bill (a zero bill is a fixture's made-up usage: there is nothing to compare with)."""
+    return decided_by_body(row) and billed(row) > 0
+
+
+@pytest.fixture(scope="module")
+def quiet_otel_ctx() -> Iterator[None]:
+    """otel-ctx's warnings held back for a module of the truth set (``pytestmark =
+    pytest.mark.usefixtures("quiet_otel_ctx")``): a model with no known encoding is announced by
+    each fresh fitter, and thousands of them would bury the tables."""
+    logging.getLogger("otel_ctx").setLevel(logging.ERROR)
+    yield
+    logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
+
+
 #: Request keys that shape the answer, never the prompt: two bodies differing only in these (or in
 #: the bytes of an image of the same size) ask the provider to bill the same input.
 _NOT_BILLED = frozenset(
@@ -131,6 +148,13 @@ def rows(name: str = FILES[0]) -> list[dict[str, Any]]:
             pytest.fail(f"the real-traffic truth set is missing under CI: {path}")
         pytest.skip(f"no real-traffic data at {path}")
     return read(path)
+
+
+def records(globs: Iterable[str], api: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(file name, record)`` of every record of the files matching ``globs`` sent to an API
+    whose name starts with ``api`` (``"bedrock."``: Converse and InvokeModel); as :func:`files`
+    without the data."""
+    return [(name, row) for name in files(*globs) for row in rows(name) if str(row["api"]).startswith(api)]
 
 
 def billed(row: Mapping[str, Any]) -> int:
@@ -221,10 +245,28 @@ class Case:
         return "image" in self.features or "file" in self.features
 
 
+def fresh_fitter(row: Mapping[str, Any]) -> ContextFitter:
+    """A fresh fitter of the recorded model, with no calibration and a window no body fills."""
+    return ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
+
+
+def refusals(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Where ``count_request`` or ``measure_request`` raised on a body the provider billed (each
+    on a fresh fitter): neither may ever refuse one, so a test asserts this is empty."""
+    refused = []
+    for row in records:
+        fresh = fresh_fitter(row)
+        for call in (fresh.count_request, fresh.measure_request):
+            try:
+                call(row["request"], provider=PROVIDER[row["api"]])
+            except Exception as exc:
+                refused.append(f"{row['source']}#{row['interaction']} {call.__name__}: {exc}")
+    return refused
+
+
 def measure(row: Mapping[str, Any], file: str = "") -> Case:
     """``row`` counted by ``measure_request`` on a fresh fitter of the recorded model."""
-    fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
-    result = fitter.measure_request(row["request"], provider=PROVIDER[row["api"]])
+    result = fresh_fitter(row).measure_request(row["request"], provider=PROVIDER[row["api"]])
     return Case(
         file,
         project(row),

@@ -10,10 +10,12 @@ import random
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -75,6 +77,36 @@ def free_port() -> int:
         _HANDED_OUT.add(port)
         return port
     raise RuntimeError(f"no free TCP port on 127.0.0.1 in {first}..{low - 1}")
+
+
+def serve(port: int, handle: Callable[[BaseHTTPRequestHandler, bytes], None]) -> ThreadingHTTPServer:
+    """A fake HTTP service on 127.0.0.1:``port``, served from a daemon thread until :func:`shut`:
+    each POST's body is read whole and handed to ``handle`` with the request's handler, which
+    answers on it. Nothing is logged (test output stays clean)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        # Headers and body go out as separate writes: without TCP_NODELAY, Nagle's algorithm
+        # and the client's delayed ACK hold each answer back by tens of milliseconds.
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            handle(self, self.rfile.read(int(self.headers.get("content-length") or 0)))
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def shut(server: ThreadingHTTPServer | None) -> None:
+    """Stop a server :func:`serve` started (nothing if it never started) and free its port."""
+    if server is not None:
+        server.shutdown()
+        server.server_close()
 
 
 class Children:

@@ -343,6 +343,12 @@ def _json_text(value: Any) -> str:
         return str(value)
 
 
+def _turn(role: Line, parts: list[Part], calls: list[str], answers: list[str], has_user_text: bool) -> Turn:
+    """One Converse turn (a run of messages of one speaker): its framing is in its parts, so the
+    turn adds none of its own."""
+    return Turn(role, parts, 0, calls=tuple(calls), answers=tuple(answers), has_user_text=has_user_text)
+
+
 class _Reader:
     """Reads a non-Claude body: the text by the family's tokenizer, the framing by its rule."""
 
@@ -475,16 +481,7 @@ class _Reader:
             role = m.get("role") if m is not None else None
             role = "assistant" if role == "assistant" else "user"
             if role == "assistant" and previous != "assistant" and i > 0:
-                turns.append(
-                    Turn(
-                        role_of_turn,
-                        current,
-                        0,
-                        calls=tuple(calls),
-                        answers=tuple(answers),
-                        has_user_text=has_user_text,
-                    )
-                )
+                turns.append(_turn(role_of_turn, current, calls, answers, has_user_text))
                 current, calls, answers, has_user_text = [], [], [], False
             if not starts or (role == "assistant" and previous != "assistant"):
                 starts.append(i)
@@ -512,16 +509,7 @@ class _Reader:
                 elif role == "user":
                     has_user_text = True
         if starts:
-            turns.append(
-                Turn(
-                    role_of_turn,
-                    current,
-                    0,
-                    calls=tuple(calls),
-                    answers=tuple(answers),
-                    has_user_text=has_user_text,
-                )
-            )
+            turns.append(_turn(role_of_turn, current, calls, answers, has_user_text))
         blocks: tuple[Block, ...] = ()
         system = converse.system_text(body.get("system"))
         if system:

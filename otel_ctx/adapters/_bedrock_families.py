@@ -17,7 +17,7 @@ A family is one row of :data:`RULES`: the model-name prefixes it answers to (as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from otel_ctx._families import model_key
 
@@ -69,47 +69,43 @@ class Framing:
 #: A family no row names: a generic chat template (errs a little high on short prompts).
 DEFAULT = Framing("bedrock-other")
 
+#: Nova 1: no begin-of-text or header is billed for a lone message or a system prompt; each
+#: later message adds its role markers. Tool use adds a fixed instruction block beside the
+#: definitions' JSON; an image is billed at a fixed tile grid (its size does not change the bill), a PDF's
+#: pages as images (their text is not billed again: a PDF of 3 and one of 900 text tokens
+#: cost the same for a page).
+_NOVA = Framing(
+    "nova",
+    request=0,
+    document=0,
+    document_name=False,
+    message=3,
+    first_message=0,
+    system=0,
+    tool_prompt=360,
+    tool=0,
+    call=14,
+    result=14,
+    image_flat=1_800,
+    pdf_page=2_600,
+    pdf_text=False,
+)
+
 #: Model-key prefix -> framing; the longest matching prefix wins.
 RULES: dict[str, Framing] = {
-    # Nova 1: no begin-of-text or header is billed for a lone message or a system prompt; each
-    # later message adds its role markers. Tool use adds a fixed instruction block beside the
-    # definitions' JSON; an image is billed at a fixed tile grid (its size does not change the bill), a PDF's
-    # pages as images (their text is not billed again: a PDF of 3 and one of 900 text tokens
-    # cost the same for a page).
-    "nova-": Framing(
-        "nova",
-        request=0,
-        document=0,
-        document_name=False,
-        message=3,
-        first_message=0,
-        system=0,
-        tool_prompt=360,
-        tool=0,
-        call=14,
-        result=14,
-        image_flat=1_800,
-        pdf_page=2_600,
-        pdf_text=False,
-    ),
-    # Nova 2: a longer tool-use prompt (reasoning models), and images billed by their area.
-    "nova-2": Framing(
-        "nova-2",
-        request=0,
-        document=0,
-        document_name=False,
-        message=3,
-        first_message=0,
-        system=0,
+    "nova-": _NOVA,
+    # Nova 2: Nova 1's message framing, a longer tool-use prompt (reasoning models), and images
+    # billed by their area.
+    "nova-2": replace(
+        _NOVA,
+        name="nova-2",
         tool_prompt=820,
-        tool=0,
         call=4,
         result=4,
         image_patch=28,
         image_rows=False,
         image_base=70,
-        pdf_page=2_600,
-        pdf_text=False,
+        image_flat=0,
     ),
     # Titan Text: the prompt as sent, with a short "User:/Bot:" framing per message.
     "titan-": Framing("titan", request=1, message=2, first_message=0, tool_prompt=0, prompt=1),

@@ -60,17 +60,25 @@ def _service(client: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _billed(fresh: int, read: int, written: int, output: int) -> Usage | None:
+    """Bedrock reports the cached input apart from the rest (read from and written to the cache),
+    in every form it answers with; the bill's input is all three. Nothing reported is no usage."""
+    if fresh + read + written <= 0:
+        return None
+    return Usage.reported(fresh + read + written, output, read, written)
+
+
 def converse_usage(usage: Any) -> Usage | None:
     """Converse's ``usage``: ``inputTokens`` leaves out the cached part, which is reported apart
     (``cacheReadInputTokens``, ``cacheWriteInputTokens``); the bill's input is all three."""
     if not isinstance(usage, Mapping):
         return None
-    fresh = int_or_0(usage.get("inputTokens"))
-    read = int_or_0(usage.get("cacheReadInputTokens"))
-    written = int_or_0(usage.get("cacheWriteInputTokens"))
-    if fresh + read + written <= 0:
-        return None
-    return Usage.reported(fresh + read + written, int_or_0(usage.get("outputTokens")), read, written)
+    return _billed(
+        int_or_0(usage.get("inputTokens")),
+        int_or_0(usage.get("cacheReadInputTokens")),
+        int_or_0(usage.get("cacheWriteInputTokens")),
+        int_or_0(usage.get("outputTokens")),
+    )
 
 
 def _header_int(headers: Mapping[str, Any], name: str) -> int:
@@ -87,12 +95,12 @@ def invoke_usage(response: Any) -> Usage | None:
     headers = field_of(metadata, "HTTPHeaders") if metadata is not None else None
     if not isinstance(headers, Mapping):
         return None
-    fresh = _header_int(headers, _INPUT_HEADER)
-    read = _header_int(headers, _CACHE_READ_HEADER)
-    written = _header_int(headers, _CACHE_WRITE_HEADER)
-    if fresh + read + written <= 0:
-        return None
-    return Usage.reported(fresh + read + written, _header_int(headers, _OUTPUT_HEADER), read, written)
+    return _billed(
+        _header_int(headers, _INPUT_HEADER),
+        _header_int(headers, _CACHE_READ_HEADER),
+        _header_int(headers, _CACHE_WRITE_HEADER),
+        _header_int(headers, _OUTPUT_HEADER),
+    )
 
 
 def _watch_converse(event: Any, seen: Usage | None) -> Usage | None:
@@ -110,12 +118,12 @@ def _watch_invoke(event: Any, seen: Usage | None) -> Usage | None:
     metrics = json.loads(data).get(_METRICS)
     if not isinstance(metrics, Mapping):
         return None
-    fresh = int_or_0(metrics.get("inputTokenCount"))
-    read = int_or_0(metrics.get("cacheReadInputTokenCount"))
-    written = int_or_0(metrics.get("cacheWriteInputTokenCount"))
-    if fresh + read + written <= 0:
-        return None
-    return Usage.reported(fresh + read + written, int_or_0(metrics.get("outputTokenCount")), read, written)
+    return _billed(
+        int_or_0(metrics.get("inputTokenCount")),
+        int_or_0(metrics.get("cacheReadInputTokenCount")),
+        int_or_0(metrics.get("cacheWriteInputTokenCount")),
+        int_or_0(metrics.get("outputTokenCount")),
+    )
 
 
 class EventStreamProxy(Closes):

@@ -12,20 +12,16 @@ Without the data the test skips on a laptop; under ``CI=true`` it fails.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-
 import pytest
 from real_traffic import (
     OPENAI_ANTHROPIC_GLOBS,
-    PROVIDER,
     Case,
     available,
-    billed,
+    compared,
     contradicted,
-    decided_by_body,
     files,
     measure,
+    refusals,
     rows,
     share,
     table,
@@ -33,25 +29,18 @@ from real_traffic import (
 from support import missing
 
 import otel_ctx.adapters._claude_tokens as claude_tokens
-from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._encodings import is_known_model
 
 POOLED = "pooled"
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _quiet() -> Iterator[None]:
-    logging.getLogger("otel_ctx").setLevel(logging.ERROR)  # unknown models: one warning is enough
-    yield
-    logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
+pytestmark = pytest.mark.usefixtures("quiet_otel_ctx")
 
 
 @pytest.fixture(scope="module")
 def by_file() -> dict[str, list[Case]]:
-    # A zero bill is no bill (a fixture's made-up usage): there is nothing to compare with; nor is
-    # one that a recording of the same input contradicts.
+    # The bills the bodies decide, none that a recording of the same input contradicts.
     names = files(*OPENAI_ANTHROPIC_GLOBS, determinate=True)
-    records = {name: [r for r in rows(name) if decided_by_body(r) and billed(r) > 0] for name in names}
+    records = {name: [r for r in rows(name) if compared(r)] for name in names}
     twice = contradicted(r for group in records.values() for r in group)
     out = {
         name: [measure(r, name) for r in group if (r["source"], r["interaction"]) not in twice]
@@ -129,13 +118,5 @@ def test_anthropic(by_file: dict[str, list[Case]], name: str) -> None:
 
 @pytest.mark.parametrize("name", available(*OPENAI_ANTHROPIC_GLOBS) or ["real_traffic.jsonl"])
 def test_no_body_the_provider_billed_is_refused(name: str) -> None:
-    refused = []
-    for row in rows(name):
-        fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
-        provider = PROVIDER[row["api"]]
-        for call in (fitter.count_request, fitter.measure_request):
-            try:
-                call(row["request"], provider=provider)
-            except Exception as exc:
-                refused.append(f"{row['source']}#{row['interaction']} {call.__name__}: {exc}")
+    refused = refusals(rows(name))
     assert not refused, "\n".join(refused[:10])

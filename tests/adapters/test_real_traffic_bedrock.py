@@ -12,44 +12,24 @@ Without the data the test skips on a laptop; under ``CI=true`` it fails.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 from real_traffic import (
     OTHER_PROVIDERS_GLOBS,
-    PROVIDER,
     Case,
     available,
-    billed,
-    decided_by_body,
-    files,
+    compared,
     measure,
+    records,
+    refusals,
     rows,
     share,
     table,
 )
 
-from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._families import model_key
 from otel_ctx.adapters._bedrock_families import framing
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _quiet() -> Iterator[None]:
-    logging.getLogger("otel_ctx").setLevel(logging.ERROR)  # models with no encoding: said once
-    yield
-    logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
-
-
-def _bedrock_rows() -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (name, row)
-        for name in files(*OTHER_PROVIDERS_GLOBS)
-        for row in rows(name)
-        if str(row["api"]).startswith("bedrock.")
-    ]
+pytestmark = pytest.mark.usefixtures("quiet_otel_ctx")
 
 
 def _claude(case: Case) -> bool:
@@ -62,8 +42,7 @@ def _family(case: Case) -> str:
 
 @pytest.fixture(scope="module")
 def cases() -> list[Case]:
-    # A zero bill is no bill (a fixture's made-up usage): there is nothing to compare with.
-    return [measure(row, name) for name, row in _bedrock_rows() if decided_by_body(row) and billed(row) > 0]
+    return [measure(row, name) for name, row in records(OTHER_PROVIDERS_GLOBS, "bedrock.") if compared(row)]
 
 
 def test_the_tables_by_api_family_and_project(cases: list[Case], capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,17 +79,7 @@ def test_a_count_flagged_exact_is_the_bill(cases: list[Case]) -> None:
 
 @pytest.mark.parametrize("name", available(*OTHER_PROVIDERS_GLOBS) or ["other_providers.jsonl"])
 def test_no_bedrock_body_is_refused(name: str) -> None:
-    refused = []
-    seen = 0
-    for row in rows(name):
-        if not str(row["api"]).startswith("bedrock."):
-            continue
-        seen += 1
-        fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
-        for call in (fitter.count_request, fitter.measure_request):
-            try:
-                call(row["request"], provider=PROVIDER[row["api"]])
-            except Exception as exc:
-                refused.append(f"{row['source']}#{row['interaction']} {call.__name__}: {exc}")
-    assert seen
+    bedrock = [row for row in rows(name) if str(row["api"]).startswith("bedrock.")]
+    refused = refusals(bedrock)
+    assert bedrock
     assert not refused, "\n".join(refused[:10])

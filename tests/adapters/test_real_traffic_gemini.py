@@ -12,10 +12,8 @@ Gemini's tokenizer (the ``gemini`` extra, part of the ``test`` extra).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -24,26 +22,21 @@ from real_traffic import (
     OTHER_PROVIDERS_GLOBS,
     PROVIDER,
     Case,
-    billed,
+    compared,
     decided_by_body,
     files,
+    fresh_fitter,
     measure,
     rows,
     share,
     table,
 )
 
-from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._families import tokenizer
 
 API = "gemini.generateContent"
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _quiet() -> Iterator[None]:
-    logging.getLogger("otel_ctx").setLevel(logging.ERROR)
-    yield
-    logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
+pytestmark = pytest.mark.usefixtures("quiet_otel_ctx")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +69,7 @@ def cases(gemini_rows: list[tuple[dict[str, Any], str]]) -> list[tuple[Case, str
     its features naming media where the contents hold some."""
     out = []
     for r, name in gemini_rows:
-        if decided_by_body(r) and billed(r) > 0:
+        if compared(r):
             case = measure(r, name)
             if _has_media(r["request"].get("contents")) and not case.media:
                 case = replace(case, features=(*case.features, "file"))
@@ -136,7 +129,7 @@ def test_what_is_flagged_exact_is_the_bill(cases: list[tuple[Case, str]]) -> Non
 def test_no_body_is_refused(gemini_rows: list[tuple[dict[str, Any], str]]) -> None:
     """Marked ones included: whatever Google accepted, counting and measuring take."""
     for r, _ in gemini_rows:
-        fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=r["model"])
+        fitter = fresh_fitter(r)
         provider = PROVIDER[r["api"]]
         assert fitter.count_request(r["request"], provider=provider) > 0
         result = fitter.measure_request(r["request"], provider=provider)

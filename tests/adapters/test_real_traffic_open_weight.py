@@ -13,31 +13,29 @@ Without the data the test skips on a laptop; under ``CI=true`` it fails.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from real_traffic import (
     OTHER_PROVIDERS_GLOBS,
-    PROVIDER,
     Case,
-    billed,
-    decided_by_body,
+    compared,
     files,
     measure,
+    refusals,
     rows,
     share,
     table,
 )
 
-from otel_ctx import BudgetPolicy, ContextFitter
 from otel_ctx._families import family_for
 
 #: The families the figures are asserted on (the open-weight ones with a published template).
 OPEN_WEIGHT = ("llama3", "llama3.1", "llama4", "qwen", "deepseek", "mistral", "gpt-oss", "gemma")
 #: The APIs those models are served through here.
 OPEN_APIS = ("openai.chat", "openai.responses", "ollama.chat", "ollama.generate")
+
+pytestmark = pytest.mark.usefixtures("quiet_otel_ctx")
 
 
 def _family(row: dict[str, Any]) -> str:
@@ -53,13 +51,6 @@ def _mine(row: dict[str, Any]) -> bool:
     )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _quiet() -> Iterator[None]:
-    logging.getLogger("otel_ctx").setLevel(logging.ERROR)
-    yield
-    logging.getLogger("otel_ctx").setLevel(logging.NOTSET)
-
-
 @pytest.fixture(scope="module")
 def every_row() -> list[dict[str, Any]]:
     return [r for name in files(*OTHER_PROVIDERS_GLOBS) for r in rows(name) if _mine(r)]
@@ -67,7 +58,7 @@ def every_row() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def cases(every_row: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Case]]:
-    out = [(r, measure(r)) for r in every_row if decided_by_body(r) and billed(r) > 0]
+    out = [(r, measure(r)) for r in every_row if compared(r)]
     keys = {id(c): (r["provider"], _family(r)) for r, c in out}
     pooled = [c for _, c in out]
     print()
@@ -79,15 +70,7 @@ def cases(every_row: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Case]]:
 
 def test_no_body_refused(every_row: list[dict[str, Any]]) -> None:
     """Every body a host accepted is counted and measured, the marked ones included."""
-    refused = []
-    for row in every_row:
-        fitter = ContextFitter(BudgetPolicy(context_length=10**9, reserved_output=0), model=row["model"])
-        provider = PROVIDER[row["api"]]
-        try:
-            fitter.count_request(row["request"], provider=provider)
-            fitter.measure_request(row["request"], provider=provider)
-        except Exception as exc:
-            refused.append(f"{row['provider']} {row['model']}: {type(exc).__name__}: {exc}")
+    refused = refusals(every_row)
     assert not refused, "\n".join(refused)
 
 

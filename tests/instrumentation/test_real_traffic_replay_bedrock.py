@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from fake_bedrock import BedrockReply, FakeBedrock
 from instrument_support import Instrumented
-from real_traffic import OTHER_PROVIDERS_GLOBS, billed, files, rows
+from real_traffic import OTHER_PROVIDERS_GLOBS, billed, compared, records
 
 import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
@@ -42,12 +42,7 @@ def _as_sent(value: Any) -> Any:
 
 
 def _cases() -> list[dict[str, Any]]:
-    return [
-        row
-        for name in files(*OTHER_PROVIDERS_GLOBS)
-        for row in rows(name)
-        if str(row["api"]).startswith("bedrock.")
-    ]
+    return [row for _, row in records(OTHER_PROVIDERS_GLOBS, "bedrock.")]
 
 
 def _reply(row: dict[str, Any]) -> BedrockReply:
@@ -121,7 +116,7 @@ def test_every_recorded_bedrock_call_is_observed_unchanged(fake_bedrock: FakeBed
     claude = [
         s
         for s, row, o in zip(rounds, cases, outcomes)
-        if o is None and not row.get("indeterminate") and "claude" in str(row["model"]) and billed(row) > 0
+        if o is None and compared(row) and "claude" in str(row["model"])
     ]
     close = [
         s
