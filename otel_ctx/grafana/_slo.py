@@ -30,6 +30,7 @@ import yaml
 
 import otel_ctx.grafana._promql as q
 from otel_ctx import names
+from otel_ctx.grafana._naming import quote
 
 OVERFLOW = "overflow"
 CEILING = "ceiling"
@@ -200,13 +201,13 @@ def task_matcher(objective: Objective, objectives: Iterable[Objective]) -> dict[
     """The task type label matcher of one objective: its task type, or (the default) every task
     type without an objective of its own of the same kind. Values are PromQL matcher bodies."""
     if objective.task_type != ANY_TASK_TYPE:
-        return {q.TASK_TYPE: f"={q.quote(objective.task_type)}"}
+        return {q.TASK_TYPE: f"={quote(objective.task_type)}"}
     own = sorted(
         {o.task_type for o in objectives if o.kind == objective.kind and o.task_type != ANY_TASK_TYPE}
     )
     if not own:
         return {}
-    return {q.TASK_TYPE: f"!~{q.quote('|'.join(re.escape(t) for t in own))}"}
+    return {q.TASK_TYPE: f"!~{quote('|'.join(re.escape(t) for t in own))}"}
 
 
 def select(series: str, objective: Objective, objectives: Iterable[Objective]) -> str:
