@@ -893,3 +893,9 @@ def rule_tests(text: str, names_: str) -> str:
     if naming.check_naming(names_) == naming.UNDERSCORE:
         return text
     return dump(naming.rule_tests(yaml.safe_load(text), names_), UTF8_TESTS_HEADER)
+
+
+def slo_records(settings: AlertSettings = DEFAULT_SETTINGS) -> frozenset[str]:
+    """The SLO recording rules' names (error ratios, budgets, budget left, time left): derived
+    from the recorded rates, so named by what they hold rather than ``...:rate<window>``."""
+    return frozenset(rule["record"] for rule in slo_recording_rules(settings))
