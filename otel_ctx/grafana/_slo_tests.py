@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import otel_ctx.grafana._alerts as alerts
@@ -513,3 +514,29 @@ def render(
     """The test file's text for ``names_`` (UTF-8 names: rewritten as the rules are)."""
     text = alerts.dump(build(settings), HEADER)
     return alerts.rule_tests(text, names_)
+
+
+def write(
+    path: str | Path,
+    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS,
+    names_: str = names.NAMES_UNDERSCORE,
+) -> Path:
+    """Write the test file next to the rules it tests and return its path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render(settings, names_), encoding="utf-8")
+    return target
+
+
+def check(
+    path: str | Path,
+    settings: alerts.AlertSettings = alerts.DEFAULT_SETTINGS,
+    names_: str = names.NAMES_UNDERSCORE,
+) -> str | None:
+    """``None`` when the file holds exactly what :func:`render` gives, else what is wrong with it."""
+    target = Path(path)
+    if not target.is_file():
+        return f"{target} is missing"
+    if target.read_text(encoding="utf-8") != render(settings, names_):
+        return f"{target} differs from what otel_ctx.grafana._slo_tests generates"
+    return None

@@ -18,6 +18,8 @@ import yaml
 from otel_ctx import names
 from otel_ctx.grafana import _alerts as alerts
 from otel_ctx.grafana import _conventions as conventions
+from otel_ctx.grafana import _slo as slo
+from otel_ctx.grafana import _slo_tests as slo_tests
 
 TICKET_ALERTS = (
     alerts.CEILING_STOP_RATE,
@@ -461,3 +463,65 @@ def test_the_victoriametrics_rules_take_the_underscore_names_only() -> None:
         alerts.build(names_=names.NAMES_UTF8, backend=VM)
     with pytest.raises(ValueError, match="backend must be one of"):
         alerts.build(backend="mimir")
+
+
+# --- the error-budget alerts' generated promtool tests -------------------------------------------
+
+
+def test_committed_slo_tests_equal_the_generator_output() -> None:
+    assert SLO_TESTS.read_text(encoding="utf-8") == slo_tests.render(), (
+        "dashboards/slo.test.yml is stale: run `otel-ctx dashboards build` (or `make dashboards`)"
+    )
+
+
+def test_slo_tests_cover_every_objective_and_behaviour() -> None:
+    """Per objective: a burn that pages (or, for a budget too large for any burn to page, one
+    that cannot), a steady leak that opens a ticket, a burst and a quiet task type that alert
+    nobody; and the arithmetic of every SLO recording."""
+    spec = yaml.safe_load(SLO_TESTS.read_text(encoding="utf-8"))
+    titles = [group["name"] for group in spec["tests"]]
+    for objective in alerts.DEFAULT_SETTINGS.objectives:
+        own = [t for t in titles if t.startswith(objective.name + ":")]
+        assert any("pages within" in t or "too slow to page" in t for t in own), objective
+        assert any("opens a ticket" in t and "never pages" in t for t in own), objective
+        assert any("burst" in t and "alerts nobody" in t for t in own), objective
+        assert any("quiet task type" in t for t in own), objective
+    checked = {
+        r
+        for group in spec["tests"]
+        for case in group.get("promql_expr_test") or ()
+        for r in SLO_RECORDS
+        if r in case["expr"]
+    }
+    assert checked == SLO_RECORDS
+
+
+@pytest.mark.e2e
+def test_promtool_runs_the_slo_tests() -> None:
+    promtool = support.prometheus_tool("promtool")
+    result = subprocess.run(
+        [promtool, "test", "rules", str(SLO_TESTS)], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.e2e
+def test_the_slo_tests_catch_a_changed_objective(tmp_path: Path) -> None:
+    """Not vacuous: rules for a stricter status objective (a burn is worth more of its budget)
+    page where the committed tests expect silence, and fail them."""
+    (tmp_path / SLO_TESTS.name).write_text(SLO_TESTS.read_text(encoding="utf-8"), encoding="utf-8")
+    stricter = alerts.AlertSettings(
+        objectives=slo.merged(slo.DEFAULT_OBJECTIVES, [slo.Objective("status", 0.999)])
+    )
+    alerts.write(tmp_path / RULES.name, stricter)
+    promtool = support.prometheus_tool("promtool")
+    result = subprocess.run(
+        [promtool, "test", "rules", "--run", "overflow-status", str(tmp_path / SLO_TESTS.name)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert alerts.OVERFLOW_FAST_BURN in result.stdout + result.stderr
