@@ -272,7 +272,7 @@ def slo_windows(s: AlertSettings) -> tuple[str, ...]:
     return tuple(sorted({*burn, *(o.window for o in s.objectives)}, key=q.seconds))
 
 
-def slo_recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, str]]:
+def slo_recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
     """Each SLO kind's error ratio over each window, then each objective's error budget, budget
     left and time left (one rule per objective under one name: their task types do not meet).
 
@@ -287,7 +287,10 @@ def slo_recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, s
     for kind in slo.KINDS:
         for objective in slo.of_kind(kind, s.objectives):
             budget = slo.budget_expressions(objective, s.objectives, current)
-            rules += [{"record": record, "expr": expr} for record, expr in budget.items()]
+            # One rule per objective under each name: the slo label keeps them apart (one objective's
+            # task types never meet another's), so no two rules record the same series.
+            labels = {"slo": objective.name}
+            rules += [{"record": record, "expr": expr, "labels": labels} for record, expr in budget.items()]
     return rules
 
 

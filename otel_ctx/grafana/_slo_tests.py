@@ -455,11 +455,12 @@ def _arithmetic(table: Sequence[slo.Objective]) -> dict[str, Any]:
         for window in alerts.slo_windows(s):
             record = slo.ratio_record(kind, window)
             cases.append(_named(record, at, {t: 0.5 * o.error_budget for t, o in tasks.items()}))
-        cases.append(_named(slo.budget_record(kind), at, {t: o.error_budget for t, o in tasks.items()}))
-        cases.append(_named(slo.remaining_record(kind), at, dict.fromkeys(tasks, 0.5)))
+        slos = {t: o.name for t, o in tasks.items()}
+        cases.append(_named(slo.budget_record(kind), at, {t: o.error_budget for t, o in tasks.items()}, slos))
+        cases.append(_named(slo.remaining_record(kind), at, dict.fromkeys(tasks, 0.5), slos))
         # Half the budget left, burning at half the pace: the window's length again.
         left = {t: q.seconds(o.window) for t, o in tasks.items()}
-        cases.append(_named(slo.seconds_left_record(kind), at, left))
+        cases.append(_named(slo.seconds_left_record(kind), at, left, slos))
     return {
         "name": (
             "every task type burning half its budget: recorded rates, error ratios, budgets, "
@@ -471,8 +472,14 @@ def _arithmetic(table: Sequence[slo.Objective]) -> dict[str, Any]:
     }
 
 
-def _named(record: str, at: str, values: dict[str, float]) -> dict[str, Any]:
-    samples = [(_labels(**{"job": JOB, q.TASK_TYPE: task}), value) for task, value in sorted(values.items())]
+def _named(
+    record: str, at: str, values: dict[str, float], slos: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A case for an SLO record per task type (each objective's records carry its ``slo``)."""
+    samples = [
+        (_labels(**{"job": JOB, q.TASK_TYPE: task, **({"slo": slos[task]} if slos else {})}), value)
+        for task, value in sorted(values.items())
+    ]
     return _rounded(record, at, samples)
 
 

@@ -568,7 +568,7 @@ def test_build_writes_files_that_check_then_accepts(tmp_path: Path) -> None:
     out = tmp_path / "dash"
     result = runner.invoke(app, ["dashboards", "build", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == sorted([*DASHBOARDS, "alerts.yml"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*DASHBOARDS, "alerts.yml", "slo.test.yml"])
     assert json.loads((out / "otel-ctx-overview.json").read_text())["uid"] == "otel-ctx-overview"
     result = runner.invoke(app, ["dashboards", "build", "--out", str(out), "--check"])
     assert result.exit_code == 0, result.output
