@@ -278,7 +278,7 @@ def slo_recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, A
 
     They read the recorded rates, so they come after them in the group.
     """
-    rules = [
+    rules: list[dict[str, Any]] = [
         {"record": slo.ratio_record(kind, window), "expr": slo.recorded_error_ratio(kind, window)}
         for kind in slo.KINDS
         for window in slo_windows(s)
@@ -744,7 +744,6 @@ def _burn_rule(s: AlertSettings, objective: slo.Objective, window: slo.BurnWindo
     budget_time = slo.duration_text(q.seconds(objective.window) / window.factor)
     spent = window.factor * q.seconds(window.long) / q.seconds(objective.window)
     target = _percent(objective.objective)
-    uid = conventions.OVERVIEW_UID if objective.kind == slo.OVERFLOW else conventions.COST_UID
     search = jaeger.overflow_search_url if objective.kind == slo.OVERFLOW else jaeger.ceiling_search_url
     rate = '{{ $value | printf "%.1f" }}'
     action = (
@@ -777,15 +776,16 @@ def _burn_rule(s: AlertSettings, objective: slo.Objective, window: slo.BurnWindo
                 f"{window.short} still burn above {q.number(window.factor)}×: at "
                 f"{q.number(window.factor)}× the whole budget lasts {budget_time}, and this "
                 f"window alone spent {spent:.0%} of it. {action}\n"
-                f"Look: on {_OVERVIEW if objective.kind == slo.OVERFLOW else _COST_BOARD}, filter "
-                f"task type {_TASK}: the error-budget row shows the budget left and the burn per "
-                "window; 'Which component fills the window' (overview) shows which line grew; the "
-                f"jaeger link lists the runs that burned it.\nFix: as for "
+                f"Look: on {_OVERVIEW}, filter task type {_TASK}: the error-budget row shows the "
+                "budget left, the burn per window and who burns it (a row opens the task type's "
+                "breakdown: which line grew); the jaeger link lists the runs that burned it"
+                f"{'' if objective.kind == slo.OVERFLOW else ' (and ' + _COST_BOARD + ' the tickets against their ceiling)'}"
+                ".\nFix: as for "
                 f"{OVERFLOW_RATE if objective.kind == slo.OVERFLOW else CEILING_STOP_RATE} (its "
                 "runbook); if the task type's traffic is simply harder than the objective, change "
                 "the objective with the owning team (--objective), not the alert."
             ),
-            "dashboard": dashboard_link(s, uid=uid),
+            "dashboard": dashboard_link(s),
             "jaeger": search(s.jaeger_url, _JOB, lookback=window.long),
             "runbook_url": f"{s.runbook_url}#{alert.lower()}",
         },

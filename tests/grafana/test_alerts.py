@@ -21,12 +21,7 @@ from otel_ctx.grafana import _conventions as conventions
 from otel_ctx.grafana import _slo as slo
 from otel_ctx.grafana import _slo_tests as slo_tests
 
-TICKET_ALERTS = (
-    alerts.CEILING_STOP_RATE,
-    alerts.COST_PER_TICKET_HIGH,
-    alerts.CEILING_FAST_BURN,
-    alerts.CEILING_SLOW_BURN,
-)
+TICKET_ALERTS = (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH)
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "dashboards" / "alerts.yml"
 RULE_TESTS = ROOT / "dashboards" / "alerts.test.yml"
