@@ -703,6 +703,7 @@ def _cost_rule(s: AlertSettings) -> dict[str, Any]:
     )
 
 
+_CEILING_ALSO = f" (and {_COST_BOARD} the tickets against their ceiling)"
 _SLO_TEXT = {
     slo.OVERFLOW: (
         "overflow",
@@ -779,7 +780,7 @@ def _burn_rule(s: AlertSettings, objective: slo.Objective, window: slo.BurnWindo
                 f"Look: on {_OVERVIEW}, filter task type {_TASK}: the error-budget row shows the "
                 "budget left, the burn per window and who burns it (a row opens the task type's "
                 "breakdown: which line grew); the jaeger link lists the runs that burned it"
-                f"{'' if objective.kind == slo.OVERFLOW else ' (and ' + _COST_BOARD + ' the tickets against their ceiling)'}"
+                f"{'' if objective.kind == slo.OVERFLOW else _CEILING_ALSO}"
                 ".\nFix: as for "
                 f"{OVERFLOW_RATE if objective.kind == slo.OVERFLOW else CEILING_STOP_RATE} (its "
                 "runbook); if the task type's traffic is simply harder than the objective, change "
