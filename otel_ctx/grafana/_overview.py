@@ -382,8 +382,13 @@ def _trim_panels() -> list[p.PanelBuilder]:
 
 
 def _slo_selector(series: str) -> str:
-    """``series{job=~"$service", <task type>=~"$task_type"}``: an SLO record, filtered."""
+    """``series{job=~"$service", <task type>=~"$task_type"}``: an SLO record, filtered (it has no
+    model label: the objectives are per task type)."""
     return f'{series}{{{q.JOB}=~"${q.VAR_SERVICE}", {q.TASK_TYPE}=~"${q.VAR_TASK_TYPE}"}}'
+
+
+def _per_task(expr: str) -> str:
+    return q.summed(expr, (q.JOB, q.TASK_TYPE))
 
 
 _KIND_TEXT = {slo.OVERFLOW: "overflow (share of fits)", slo.CEILING: "ceiling (share of tickets)"}
@@ -406,7 +411,7 @@ def _slo_panels() -> list[p.PanelBuilder]:
                 "(28 days by default): 1 - error ratio ÷ (1 - objective). 100% untouched, 0 spent, "
                 "negative overspent. The objectives are set when the rules are built (see the SRE "
                 "guide, 'Error budgets').",
-                p.query(_slo_selector(slo.remaining_record(kind)), legend, instant=True),
+                p.query(_per_task(_slo_selector(slo.remaining_record(kind))), legend, instant=True),
                 size=(6, 6),
             )
             .unit("percentunit")
@@ -425,7 +430,7 @@ def _slo_panels() -> list[p.PanelBuilder]:
             "The overflow budget left × the objective's window ÷ the burn rate over the fast page's "
             "long window: how long the budget lasts if the last hour goes on. Nothing shown: "
             "nothing burns.",
-            p.query(_slo_selector(slo.seconds_left_record(slo.OVERFLOW)), legend, instant=True),
+            p.query(_per_task(_slo_selector(slo.seconds_left_record(slo.OVERFLOW))), legend, instant=True),
             size=(6, 6),
         )
         .unit("s")
@@ -441,7 +446,9 @@ def _slo_panels() -> list[p.PanelBuilder]:
     long_windows = list(dict.fromkeys(b.long for b in windows))
     burn = [
         p.query(
-            f"{_slo_selector(slo.ratio_record(slo.OVERFLOW, w))}\n/ on ({q.JOB}, {q.TASK_TYPE})\n{budget}",
+            _per_task(
+                f"{_slo_selector(slo.ratio_record(slo.OVERFLOW, w))}\n/ on ({q.JOB}, {q.TASK_TYPE})\n{budget}"
+            ),
             f"{legend} {w}",
         )
         for w in long_windows
@@ -487,7 +494,7 @@ def _burners(window: str) -> table.Panel:
     )
     breakdown = (
         f"/d/{conventions.TASK_TYPE_UID}?var-{q.VAR_SERVICE}=${{__data.fields.{q.JOB}}}"
-        f"&var-{q.VAR_TASK_TYPE}=${{__data.fields.{q.TASK_TYPE}}}&${{__url_time_range}}"
+        f"&var-{q.VAR_TASK_TYPE}=${{__data.fields.{q.TASK_TYPE}}}&from=${{__from}}&to=${{__to}}"
     )
     burners: table.Panel = (
         p.panel(
