@@ -267,9 +267,11 @@ def _wanted(s: AlertSettings) -> Wanted:
 
 def slo_windows(s: AlertSettings) -> tuple[str, ...]:
     """Every window an SLO's error ratio is recorded over: the burn-rate alerts' and the
-    objectives' own (28d), shortest first."""
+    objectives' own (28d), shortest first. With fast burn windows (a test Prometheus) the
+    standard ones are recorded too, so the shipped dashboards' burn panels answer there."""
     burn = slo.ratio_windows(slo.burn_windows(s.slo_burn_window))
-    return tuple(sorted({*burn, *(o.window for o in s.objectives)}, key=q.seconds))
+    standard = slo.ratio_windows(slo.BURN_WINDOWS)
+    return tuple(sorted({*burn, *standard, *(o.window for o in s.objectives)}, key=q.seconds))
 
 
 def slo_recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:

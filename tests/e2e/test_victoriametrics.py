@@ -440,6 +440,8 @@ def test_every_panel_target_answers_the_workloads_totals(stack: VmStack) -> None
     later = None
     for (board, title, vm_expr), (_, _, reference_expr) in zip(vm_targets, reference_targets):
         vm_expr = support.substitute(vm_expr)
+        if any(record in vm_expr for record in alerts.slo_records(FAST)):
+            continue  # the error-budget row: test_the_error_budget_row_answers_with_the_workloads_figures
         recorded = "job:" in vm_expr
         # A target reads recorded rates or raw series, never both (they are read at different moments).
         assert not recorded or "increase_pure(" not in vm_expr, vm_expr
@@ -502,6 +504,8 @@ def test_every_recording_rule_holds_series(stack: VmStack) -> None:
             assert not stack.vm.query(f'{replaced}{{job="{SERVICE}"}}', stack.at)
             continue
         held = stack.vm.query(f'{rule["record"]}{{job="{SERVICE}"}}', stack.at)
+        if names.PROVIDER_OVERFLOWS.prometheus in rule["expr"]:
+            continue  # no provider refuses the workload's windows: nothing to record
         assert held, rule["record"]
         assert any(_value(s) > 0 for s in held), rule["record"]
 
