@@ -345,6 +345,8 @@ def test_every_panel_target_answers_the_workloads_totals(stack: OtlpStack) -> No
         where = f"{board}: {title}"
         if support.needs_distributions(underscore_expr):
             continue  # answers nothing here (asserted above): no distributions on classic buckets
+        if any(record in underscore_expr for record in alerts.slo_records(FAST)):
+            continue  # the error-budget row reads ratios of recorded rates: test_prometheus.py checks it
         underscore_expr = support.substitute(underscore_expr)
         if values.recorded(underscore_expr) and later is None:
             later = _settled(stack)
@@ -397,6 +399,8 @@ def test_every_recording_rule_holds_series(stack: OtlpStack) -> None:
     for rule in alerts.recording_rules(FAST):
         if rule["record"] in alerts.native_records(FAST):
             continue  # the workload pushes classic (explicit-bucket) histograms
+        if names.PROVIDER_OVERFLOWS.prometheus in rule["expr"]:
+            continue  # no provider refuses the workload's windows: the rate is 0
         held = stack.query(f'{rule["record"]}{{job="{SERVICE}"}}')
         assert held, rule["record"]
         assert any(_value(s) > 0 for s in held), rule["record"]
