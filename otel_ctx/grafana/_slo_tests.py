@@ -382,7 +382,7 @@ def _burst(objective: slo.Objective) -> dict[str, Any]:
         for severity in slo.SEVERITIES
     ]
     name = (
-        f"{objective.name}: a 6-minute burst of failures spends {share:.1%} of the budget and alerts nobody"
+        f"{objective.name}: a 6-minute burst of failures spends {share:.2%} of the budget and alerts nobody"
     )
     return _group(name, objective, sc, checks)
 
