@@ -391,6 +391,16 @@ def _per_task(expr: str) -> str:
     return q.summed(expr, (q.JOB, q.TASK_TYPE))
 
 
+def _burn(window: str) -> str:
+    """The overflow burn rate over ``window`` per service and task type: error ratio ÷ budget.
+
+    Both sides are summed to the service and task type first, so they match one to one without
+    an ``on`` list, and a Prometheus whose series lack the task type label (the other naming)
+    answers nothing instead of refusing duplicate match groups."""
+    ratio = _per_task(_slo_selector(slo.ratio_record(slo.OVERFLOW, window)))
+    return f"{ratio}\n/\n{_per_task(_slo_selector(slo.budget_record(slo.OVERFLOW)))}"
+
+
 _KIND_TEXT = {slo.OVERFLOW: "overflow (share of fits)", slo.CEILING: "ceiling (share of tickets)"}
 
 
@@ -442,17 +452,8 @@ def _slo_panels() -> list[p.PanelBuilder]:
         .reduce_options(p.reduce_last())
         .no_value("not burning"),
     )
-    budget = _slo_selector(slo.budget_record(slo.OVERFLOW))
     long_windows = list(dict.fromkeys(b.long for b in windows))
-    burn = [
-        p.query(
-            _per_task(
-                f"{_slo_selector(slo.ratio_record(slo.OVERFLOW, w))}\n/ on ({q.JOB}, {q.TASK_TYPE})\n{budget}"
-            ),
-            f"{legend} {w}",
-        )
-        for w in long_windows
-    ]
+    burn = [p.query(_burn(w), f"{legend} {w}") for w in long_windows]
     page = min(b.factor for b in windows if b.severity == slo.PAGE)
     panels.append(
         p.series(
@@ -485,8 +486,6 @@ def _slo_panels() -> list[p.PanelBuilder]:
 def _burners(window: str) -> table.Panel:
     """Who burns the budget: service and task type by burn rate, each row linking to the task
     type's breakdown and to its overflowed runs in Jaeger."""
-    budget = _slo_selector(slo.budget_record(slo.OVERFLOW))
-    ratio = _slo_selector(slo.ratio_record(slo.OVERFLOW, window))
     link = jaeger.overflow_search_url(
         "${" + q.VAR_JAEGER_URL + "}",
         "${__data.fields." + q.JOB + "}",
@@ -504,7 +503,7 @@ def _burners(window: str) -> table.Panel:
             "Click a row: 'Which component' opens the task type's drill-down (which breakdown line "
             "grew: tool schema, system prompt, skills, tool results), 'Overflowed runs' Jaeger's "
             f"search for its traces tagged `{names.OUTCOME}=overflow` in the same time range.",
-            p.table_query(f"sort_desc(\n{ratio}\n/ on ({q.JOB}, {q.TASK_TYPE})\n{budget}\n)"),
+            p.table_query(f"sort_desc(\n{_burn(window)}\n)"),
             size=(24, 6),
         )
         .with_transformation(p.renamed({"Value": f"burn rate ({window})"}))
