@@ -436,10 +436,11 @@ def test_dashboards_for_the_other_naming_answer_nothing(stack: OtlpStack) -> Non
     """Why the setting must match: most targets of the dashboards built for the other naming find
     nothing. The few that answer read only recorded rates (named alike under both settings, and
     recorded here by the rules for this one), grouped by labels that are not there: one series
-    where there should be one per task type (7 of 60, measured)."""
+    where there should be one per task type (15 of 68, measured: 7 of the other panels' targets
+    and the error-budget row's 8, which read recordings only)."""
     other = names.NAMES_UTF8 if stack.naming == names.NAMES_UNDERSCORE else names.NAMES_UNDERSCORE
     queries = support.panel_queries(_models(other))
     answered = [title for _, title, expr in queries if stack.query(support.substitute(expr))]
     print(f"{stack.naming} Prometheus: {len(answered)}/{len(queries)} {other} panel targets answer")
-    assert len(answered) <= len(queries) // 5
+    assert len(answered) <= len(queries) // 4
     assert all("job:" in expr for _, title, expr in queries if title in answered)
