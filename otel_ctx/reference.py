@@ -148,25 +148,40 @@ def _untemplate(text: str) -> str:
 
 
 def alerts_markdown(rules_file: Path) -> str:
-    """Each alert: severity, how long it must hold, what it says, and its runbook (look, fix)."""
+    """Each alert: severity, how long it must hold, what it says, and its runbook (look, fix).
+
+    An error-budget alert has one rule per objective and burn window under one name: its
+    section quotes the first rule's text and expression and lists every rule's labels.
+    """
     import yaml  # the dashboards extra; only the docs build needs it
 
     out: list[str] = []
     for group in yaml.safe_load(rules_file.read_text())["groups"]:
+        by_name: dict[str, list[dict[str, Any]]] = {}
         for rule in group["rules"]:
-            if "alert" not in rule:
-                continue
+            if "alert" in rule:
+                by_name.setdefault(rule["alert"], []).append(rule)
+        for name, rules in by_name.items():
+            rule = rules[0]
             notes = rule.get("annotations", {})
             severity = rule.get("labels", {}).get("severity", "")
             out += [
-                f"### `{rule['alert']}`",
+                f"### `{name}`",
                 "",
                 f"**{severity}**, after `{rule.get('for', '0s')}`: {_untemplate(notes.get('summary', ''))}",
                 "",
             ]
             for line in notes.get("description", "").splitlines():
                 out += [_untemplate(line), ""]
-            out += [f"Rule (group `{group['name']}`):", "", "```promql", rule["expr"].strip(), "```", ""]
+            if len(rules) > 1:
+                shown = [k for k in rule.get("labels", {}) if k != "severity"]
+                out += [f"{len(rules)} rules, one per objective and burn window:", ""]
+                out += ["| " + " | ".join(shown) + " |", "|" + " --- |" * len(shown)]
+                out += ["| " + " | ".join(str(r["labels"].get(k, "")) for k in shown) + " |" for r in rules]
+                out += ["", f"The first rule (group `{group['name']}`):"]
+            else:
+                out += [f"Rule (group `{group['name']}`):"]
+            out += ["", "```promql", rule["expr"].strip(), "```", ""]
     return "\n".join(out).strip()
 
 

@@ -302,7 +302,10 @@ def assert_panel_queries_answer(
             continue
         values = [_value(s) for s in result]
         where = f"{dashboard}: {title}"
-        assert all(math.isfinite(v) and v >= 0 for v in values), (where, values)
+        # An error budget left goes below 0 once it is overspent; everything else is a count,
+        # a rate or a share.
+        overspendable = "_budget_remaining" in expr
+        assert all(math.isfinite(v) and (v >= 0 or overspendable) for v in values), (where, values)
         if _family(names.UTILIZATION, naming) in expr and expr.startswith("histogram_quantile"):
             assert all(0 < v <= 4 for v in values), (where, values)
         if f'{outcome}="overflow"' in expr and "/" in expr:

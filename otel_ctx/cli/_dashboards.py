@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from otel_ctx.grafana._alerts import AlertSettings
     from otel_ctx.grafana._push import GrafanaTarget, PushResult
+    from otel_ctx.grafana._slo import Objective
 
 app = typer.Typer(no_args_is_help=True, help="Build or push the shipped Grafana dashboards.")
 
@@ -50,6 +51,43 @@ NAMES_HELP = (
     "the OTLP receiver with translation_strategy: NoUTF8EscapingWithSuffixes)."
 )
 NamesOption = Annotated[Names, typer.Option("--names", help=NAMES_HELP, case_sensitive=False)]
+
+
+#: ``--slo-config`` and ``--objective``: the SLOs the error-budget alerts and panels enforce.
+SloConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--slo-config",
+        help=(
+            "YAML or JSON file of objectives per task type (objectives: [{task_type, objective, "
+            "kind, window}]); see the SRE guide."
+        ),
+    ),
+]
+ObjectiveOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--objective",
+        help=(
+            "An objective as [KIND:]TASK_TYPE=SHARE (repeatable), e.g. dispute=0.95, "
+            "ceiling:status=99%, '*=0.995' for every other task type; over --slo-config."
+        ),
+    ),
+]
+
+
+def _objectives(
+    command: str, config: Path | None, overrides: list[str] | None
+) -> tuple[Objective, ...] | None:
+    """The objectives ``--slo-config`` and ``--objective`` give, or None when neither is given."""
+    if config is None and not overrides:
+        return None
+    from otel_ctx.grafana import _slo as slo
+
+    try:
+        return slo.objectives(config, overrides or [])
+    except ValueError as exc:
+        _fail(command, str(exc))
 
 
 class Backend(str, Enum):
@@ -139,6 +177,8 @@ def build(
     ] = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
+    slo_config: SloConfigOption = None,
+    objective: ObjectiveOption = None,
 ) -> None:
     """Generate the Grafana dashboards (JSON for file provisioning) and the Prometheus alert rules.
 
@@ -152,24 +192,29 @@ def build(
     # The extra's check comes first: the rule generator imports the package that needs it.
     grafana = _grafana("build")
     urls = {"grafana_url": grafana_url, "jaeger_url": jaeger_url, "runbook_url": runbook_url}
-    chosen = _alert_settings(settings, urls)
+    chosen = _alert_settings(settings, urls, _objectives("build", slo_config, objective))
     if check:
         _check_built(grafana, out, chosen, names, backend)
     else:
         _write_built(grafana, out, chosen, names, backend)
 
 
-def _alert_settings(settings: list[str] | None, urls: dict[str, str | None]) -> AlertSettings:
-    """What ``build`` generates with: the defaults, ``OTEL_CTX_<NAME>``, then ``--set`` and the URLs."""
+def _alert_settings(
+    settings: list[str] | None, urls: dict[str, str | None], objectives: tuple[Objective, ...] | None = None
+) -> AlertSettings:
+    """What ``build`` generates with: the defaults, ``OTEL_CTX_<NAME>``, then ``--set``, the URLs
+    and the objectives."""
     from otel_ctx.grafana import _alerts as alerts
 
-    overrides: dict[str, str] = {}
+    overrides: dict[str, object] = {}
     for item in settings or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             _fail("build", f"--set takes NAME=VALUE, got {item!r}")
         overrides[name.strip()] = value.strip()
     overrides.update({name: url for name, url in urls.items() if url is not None})
+    if objectives is not None:
+        overrides["objectives"] = objectives
     try:
         return alerts.AlertSettings.from_env(overrides=overrides)
     except (TypeError, ValueError) as exc:
@@ -186,6 +231,12 @@ def _check_built(
     rules_problem = alerts.check(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
     if rules_problem is not None:
         drift.append(rules_problem)
+    if backend is Backend.prometheus:
+        from otel_ctx.grafana import _slo_tests as slo_tests
+
+        tests_problem = slo_tests.check(out / slo_tests.TESTS_FILENAME, chosen, names.value)
+        if tests_problem is not None:
+            drift.append(tests_problem)
     if drift:
         for item in drift:
             typer.echo(f"otel-ctx dashboards build: {item}", err=True)
@@ -206,6 +257,11 @@ def _write_built(
     try:
         written = grafana.write(out, chosen, names.value, backend.value)
         rules = alerts.write(out / alerts.RULES_FILENAME, chosen, names.value, backend.value)
+        if backend is Backend.prometheus:
+            # The error-budget alerts' promtool tests follow the objectives they were built with.
+            from otel_ctx.grafana import _slo_tests as slo_tests
+
+            slo_tests.write(out / slo_tests.TESTS_FILENAME, chosen, names.value)
     except OSError as exc:
         _fail("build", f"cannot write to {out}: {exc.strerror or exc}")
     models = grafana.build_dashboards(chosen, names.value, backend.value)
@@ -322,6 +378,8 @@ def export(
     folder: _ExportFolderOption = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
+    slo_config: SloConfigOption = None,
+    objective: ObjectiveOption = None,
 ) -> None:
     """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config,
     or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects.
@@ -333,9 +391,18 @@ def export(
     manifests need the extra too (PyYAML writes them), as does ``--names utf8``: the shipped
     files rewritten for a Prometheus that keeps OpenTelemetry's names, and ``--backend
     victoriametrics``: the dashboards and rules generated for VictoriaMetrics and vmalert (with
-    the default settings, as shipped; no promtool tests, which are Prometheus's).
+    the default settings, as shipped; no promtool tests, which are Prometheus's). With
+    ``--slo-config``/``--objective`` the dashboards, rules and error-budget tests are generated
+    for those objectives (the extra again).
     """
     _check_target("export", names, backend)
+    objectives = _objectives("export", slo_config, objective)
+    if kubernetes and objectives is not None:
+        _fail(
+            "export",
+            "--kubernetes writes the shipped objectives; for others: otel-ctx dashboards build "
+            "--out DIR --objective ..., then export --kubernetes ... --from DIR",
+        )
     if kubernetes:
         _export_kubernetes(
             out,
@@ -360,17 +427,19 @@ def export(
     ]
     if given:
         _fail("export", f"{given[0]} shapes the Kubernetes manifests: pass --kubernetes KIND too")
-    _export_files(out, force, names.value, backend.value)
+    _export_files(out, force, names.value, backend.value, objectives)
 
 
-def _export_files(out: Path, force: bool, names: str, backend: str) -> None:
+def _export_files(
+    out: Path, force: bool, names: str, backend: str, objectives: tuple[Objective, ...] | None = None
+) -> None:
     """Write the shipped files (or those generated for ``names`` and ``backend``) into ``out``,
     refusing to overwrite earlier copies unless ``force``."""
     if str(out) == "-":
         _fail("export", "- (stdout) is for --kubernetes manifests; give a directory")
     if out.exists() and not out.is_dir():
         _fail("export", f"{out} exists and is not a directory")
-    contents = _export_contents(names, backend)
+    contents = _export_contents(names, backend, objectives)
     existing = [name for name in contents if (out / name).exists()]
     if existing and not force:
         _fail(
@@ -392,17 +461,20 @@ def _export_files(out: Path, force: bool, names: str, backend: str) -> None:
     console.print(f"{len(written)} files written to {out}")
 
 
-def _export_contents(names: str, backend: str) -> dict[str, bytes]:
+def _export_contents(
+    names: str, backend: str, objectives: tuple[Objective, ...] | None = None
+) -> dict[str, bytes]:
     """Export-relative path -> bytes: the shipped files, or for other names or backend the
     dashboards and rules generated for them with the default settings (what the shipped ones
     are), the promtool tests rewritten as the rules are (VictoriaMetrics gets none)."""
     from otel_ctx import artefacts
 
     shipped = {name: entry.read_bytes() for name, entry in artefacts.files().items()}
-    if names == Names.underscore.value and backend == Backend.prometheus.value:
+    if names == Names.underscore.value and backend == Backend.prometheus.value and objectives is None:
         return shipped
-    boards, rules = _generated(names, backend)
+    boards, rules = _generated(names, backend, objectives)
     from otel_ctx.grafana import _alerts as alerts
+    from otel_ctx.grafana import _slo_tests as slo_tests
 
     prefix = f"{artefacts.DASHBOARDS_DIR}/"
     made = {prefix + name: text for name, text in boards.items()}
@@ -412,16 +484,29 @@ def _export_contents(names: str, backend: str) -> dict[str, bytes]:
         return {**{name: text.encode("utf-8") for name, text in made.items()}, **kept}
     tests = prefix + alerts.RULES_FILENAME.replace(".yml", ".test.yml")
     made[tests] = alerts.rule_tests(shipped[tests].decode("utf-8"), names)
+    made[prefix + slo_tests.TESTS_FILENAME] = slo_tests.render(_settings(objectives), names)
     return {name: made[name].encode("utf-8") if name in made else data for name, data in shipped.items()}
 
 
-def _generated(names: str, backend: str) -> tuple[dict[str, str], str]:
+def _settings(objectives: tuple[Objective, ...] | None) -> AlertSettings:
+    """The default settings (as the package ships them), with ``objectives`` if given."""
+    from otel_ctx.grafana import _alerts as alerts
+
+    if objectives is None:
+        return alerts.AlertSettings()
+    return alerts.AlertSettings(objectives=objectives)
+
+
+def _generated(
+    names: str, backend: str, objectives: tuple[Objective, ...] | None = None
+) -> tuple[dict[str, str], str]:
     """The dashboards (file name -> JSON) and the rule file's text for ``names`` and ``backend``,
-    with the default settings (as the package ships them), generated (needs the extra)."""
+    with the default settings (as the package ships them) and ``objectives``, generated (needs
+    the extra)."""
     grafana = _grafana("export")
     from otel_ctx.grafana import _alerts as alerts
 
-    settings = grafana.AlertSettings()
+    settings = _settings(objectives)
     models = grafana.build_dashboards(settings, names, backend)
     boards = {name: grafana.render(model) for name, model in models.items()}
     return boards, alerts.render(settings, names, backend)

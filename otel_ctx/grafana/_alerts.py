@@ -27,6 +27,7 @@ import otel_ctx.grafana._jaeger as jaeger
 import otel_ctx.grafana._kubernetes as k8s
 import otel_ctx.grafana._naming as naming
 import otel_ctx.grafana._promql as q
+import otel_ctx.grafana._slo as slo
 from otel_ctx import names
 
 GROUP_NAME = "otel-ctx"
@@ -43,6 +44,23 @@ ALERT_NAMES: tuple[str, ...] = (OVERFLOW_RATE, UTILIZATION_NEAR_BUDGET, ESTIMATE
 CEILING_STOP_RATE = "ContextBudgetCeilingStopRateHigh"
 COST_PER_TICKET_HIGH = "ContextBudgetCostPerTicketHigh"
 ALERT_NAMES += (CEILING_STOP_RATE, COST_PER_TICKET_HIGH)
+#: The alerts with one rule each, a threshold on a signal (absent: on no series).
+THRESHOLD_ALERTS: tuple[str, ...] = ALERT_NAMES
+#: The error-budget alerts of the SLOs (:mod:`otel_ctx.grafana._slo`): a page on a fast burn, a
+#: ticket on a slow one, per kind of objective. Each name has one rule per objective and burn
+#: window (their labels tell them apart).
+OVERFLOW_FAST_BURN = "ContextBudgetOverflowBudgetFastBurn"
+OVERFLOW_SLOW_BURN = "ContextBudgetOverflowBudgetSlowBurn"
+CEILING_FAST_BURN = "ContextBudgetCeilingBudgetFastBurn"
+CEILING_SLOW_BURN = "ContextBudgetCeilingBudgetSlowBurn"
+#: (kind, severity) -> the alert's name.
+BURN_ALERTS: dict[tuple[str, str], str] = {
+    (slo.OVERFLOW, slo.PAGE): OVERFLOW_FAST_BURN,
+    (slo.OVERFLOW, slo.TICKET): OVERFLOW_SLOW_BURN,
+    (slo.CEILING, slo.PAGE): CEILING_FAST_BURN,
+    (slo.CEILING, slo.TICKET): CEILING_SLOW_BURN,
+}
+ALERT_NAMES += tuple(BURN_ALERTS.values())
 #: The alerts are per service (Prometheus's ``job``) and task type.
 PER_TASK: tuple[str, ...] = (q.JOB, q.TASK_TYPE)
 
@@ -91,6 +109,18 @@ class AlertSettings:
     cost_threshold: float = 0.50
     cost_window: str = "1h"
     cost_for: str = "30m"
+    #: The SLOs per task type (:mod:`otel_ctx.grafana._slo`; env ``OTEL_CTX_OBJECTIVES`` as
+    #: ``dispute=0.95,ceiling:status=0.99``): their error-budget alerts, recordings and panels.
+    objectives: tuple[slo.Objective, ...] = slo.DEFAULT_OBJECTIVES
+    #: Empty: the burn-rate table's windows (1h and 5m ... 3d and 6h). A duration: every burn
+    #: window that long (a test Prometheus that pages in seconds).
+    slo_burn_window: str = ""
+    #: A burn-rate alert needs this many events (fits, or finished tickets) in its long window: a
+    #: quiet task type's two fits, one overflowed, are no 50% error ratio worth a page.
+    slo_min_events: float = 20
+    #: The short window already debounces a burn-rate alert; these only ride out one bad scrape.
+    slo_page_for: str = "2m"
+    slo_ticket_for: str = "15m"
 
     def __post_init__(self) -> None:
         for name, ok, rule in _BOUNDS:
@@ -130,9 +160,10 @@ class AlertSettings:
     def fast(cls, window: str = "1m", **overrides: Any) -> AlertSettings:
         """Second-scale rules for a test Prometheus: every window ``window``, every ``for: 0s``, no
         minimum volume, and an hour's lookback for telemetry gone quiet."""
-        quick = {f.name: window for f in fields(cls) if f.name.endswith("_window")}
+        quick: dict[str, Any] = {f.name: window for f in fields(cls) if f.name.endswith("_window")}
         quick |= {f.name: "0s" for f in fields(cls) if f.name.endswith("_for")}
-        return cls(**{**quick, "overflow_min_fits": 0, "absent_lookback": "1h", **overrides})
+        quick |= {"overflow_min_fits": 0, "slo_min_events": 0, "absent_lookback": "1h"}
+        return cls(**{**quick, **overrides})
 
 
 #: The settings' bounds, checked in this order: field, test, what the message says it must be.
@@ -145,6 +176,7 @@ _BOUNDS: tuple[tuple[str, Callable[[float], bool], str], ...] = (
     ("ceiling_stop_ratio", lambda v: 0 < v < 1, "in (0, 1)"),
     ("cost_quantile", lambda v: 0 < v < 1, "in (0, 1)"),
     ("cost_threshold", lambda v: v > 0, "> 0 (USD per ticket)"),
+    ("slo_min_events", lambda v: v >= 0, ">= 0"),
 )
 DEFAULT_SETTINGS = AlertSettings()
 #: Environment variables that change a setting: ``OTEL_CTX_`` + the field's name, upper-cased.
@@ -157,12 +189,17 @@ def _parse_field(name: str, raw: str, where: str) -> Any:
     kind = _FIELD_TYPES.get(name)
     if kind is None:
         raise ValueError(f"{where}: no alert setting {name!r} (one of {', '.join(_FIELD_TYPES)})")
+    if name == "objectives":
+        try:
+            return slo.parse_objectives(raw)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     if kind == "float":
         try:
             return float(raw)
         except ValueError:
             raise ValueError(f"{where}: {name} must be a number, got {raw!r}") from None
-    if name.endswith(("_window", "_for", "_lookback")):
+    if name.endswith(("_window", "_for", "_lookback")) and raw:
         try:
             q.seconds(raw)
         except ValueError:
@@ -218,7 +255,45 @@ def _wanted(s: AlertSettings) -> Wanted:
         (names.CEILING_STOPS, "", s.ceiling_window),
         (names.RUN_TOKENS, "_count", s.ceiling_window),
         (names.RUN_COST, "_bucket", s.cost_window),
+        # The SLOs' events, over every window a burn-rate alert or an objective reads.
+        *(
+            (metric, suffix, window)
+            for window in slo_windows(s)
+            for kind in slo.KINDS
+            for metric, suffix in slo.RECORDED_RATES[kind]
+        ),
     ]
+
+
+def slo_windows(s: AlertSettings) -> tuple[str, ...]:
+    """Every window an SLO's error ratio is recorded over: the burn-rate alerts' and the
+    objectives' own (28d), shortest first. With fast burn windows (a test Prometheus) the
+    standard ones are recorded too, so the shipped dashboards' burn panels answer there."""
+    burn = slo.ratio_windows(slo.burn_windows(s.slo_burn_window))
+    standard = slo.ratio_windows(slo.BURN_WINDOWS)
+    return tuple(sorted({*burn, *standard, *(o.window for o in s.objectives)}, key=q.seconds))
+
+
+def slo_recording_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
+    """Each SLO kind's error ratio over each window, then each objective's error budget, budget
+    left and time left (one rule per objective under one name: their task types do not meet).
+
+    They read the recorded rates, so they come after them in the group.
+    """
+    rules: list[dict[str, Any]] = [
+        {"record": slo.ratio_record(kind, window), "expr": slo.recorded_error_ratio(kind, window)}
+        for kind in slo.KINDS
+        for window in slo_windows(s)
+    ]
+    current = slo.burn_windows(s.slo_burn_window)[0].long
+    for kind in slo.KINDS:
+        for objective in slo.of_kind(kind, s.objectives):
+            budget = slo.budget_expressions(objective, s.objectives, current)
+            # One rule per objective under each name: the slo label keeps them apart (one objective's
+            # task types never meet another's), so no two rules record the same series.
+            labels = {"slo": objective.name}
+            rules += [{"record": record, "expr": expr, "labels": labels} for record, expr in budget.items()]
+    return rules
 
 
 def recording_rules(s: AlertSettings = DEFAULT_SETTINGS, backend: str | None = None) -> list[dict[str, str]]:
@@ -396,7 +471,8 @@ def firing_selector(service: str = "$" + q.VAR_SERVICE) -> str:
 
 
 def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
-    """Alert name -> PromQL expression: each signal over its threshold (absent has its own)."""
+    """Alert name -> PromQL expression: each signal over its threshold (absent has its own); the
+    error-budget alerts, one rule per objective and window, are :func:`burn_rules`."""
     s = settings
     signal = signals(s)
     threshold = {
@@ -409,7 +485,7 @@ def expressions(settings: AlertSettings = DEFAULT_SETTINGS) -> dict[str, str]:
     exprs = {name: f"{signal[name]} > {q.number(threshold[name])}" for name in threshold}
     exprs[OVERFLOW_RATE] += _min_fits(s)
     exprs[TELEMETRY_ABSENT] = absent_expr(s)
-    return {name: exprs[name] for name in ALERT_NAMES}
+    return {name: exprs[name] for name in THRESHOLD_ALERTS}
 
 
 # --- links -------------------------------------------------------------------------------
@@ -474,7 +550,7 @@ def _overflow_rule(s: AlertSettings) -> dict[str, Any]:
         s,
         OVERFLOW_RATE,
         s.overflow_for,
-        "critical",
+        "warning",
         summary=(
             f"{_JOB}: {{{{ $value | humanizePercentage }}}} of {_TASK!s} requests overflow "
             f"their budget (threshold {s.overflow_ratio:.0%})"
@@ -629,6 +705,110 @@ def _cost_rule(s: AlertSettings) -> dict[str, Any]:
     )
 
 
+_CEILING_ALSO = f" (and {_COST_BOARD} the tickets against their ceiling)"
+_SLO_TEXT = {
+    slo.OVERFLOW: (
+        "overflow",
+        "fits",
+        "ended with the pinned floor over the budget (outcome=overflow) or were refused by the "
+        "provider for the window",
+    ),
+    slo.CEILING: ("ceiling", "tickets", "were stopped by their run's token ceiling"),
+}
+
+
+def _percent(share: float) -> str:
+    """``99%``, ``99.5%``, ``0.1%``: a share as the SLO's label and text say it."""
+    return f"{q.number(round(share * 100, 6))}%"
+
+
+def burn_expression(s: AlertSettings, objective: slo.Objective, window: slo.BurnWindow) -> str:
+    """The burn over both windows above the factor, on at least ``slo_min_events`` events in the
+    long one. The value is the long window's burn rate (how many times the budget's pace)."""
+    table = s.objectives
+    factor = q.number(window.factor)
+    expr = (
+        f"{slo.burn_rate(objective, window.long, table)} > {factor}\nand\n"
+        f"{slo.burn_rate(objective, window.short, table)} > {factor}"
+    )
+    if s.slo_min_events > 0:
+        events = slo.recorded_events(objective.kind, window.long)
+        seconds = q.number(q.seconds(window.long))
+        expr += f"\nand\n{events} * {seconds} >= {q.number(s.slo_min_events)}"
+    return expr
+
+
+def _burn_rule(s: AlertSettings, objective: slo.Objective, window: slo.BurnWindow) -> dict[str, Any]:
+    """One objective's alert for one burn window: severity page or ticket, with the objective, the
+    burn rate and the windows in its labels (one name, several rules: the labels tell them apart)."""
+    alert = BURN_ALERTS[(objective.kind, window.severity)]
+    what, events, bad = _SLO_TEXT[objective.kind]
+    page = window.severity == slo.PAGE
+    budget_time = slo.duration_text(q.seconds(objective.window) / window.factor)
+    spent = window.factor * q.seconds(window.long) / q.seconds(objective.window)
+    target = _percent(objective.objective)
+    search = jaeger.overflow_search_url if objective.kind == slo.OVERFLOW else jaeger.ceiling_search_url
+    rate = '{{ $value | printf "%.1f" }}'
+    action = (
+        "Page: at this pace the budget is gone within days; act now."
+        if page
+        else "Ticket: no emergency, but the budget will not last the window; fix it this week."
+    )
+    return {
+        "alert": alert,
+        "expr": burn_expression(s, objective, window),
+        "for": s.slo_page_for if page else s.slo_ticket_for,
+        "labels": {
+            "severity": window.severity,
+            "slo": objective.name,
+            "objective": target,
+            "burn_rate": q.number(window.factor),
+            "long_window": window.long,
+            "short_window": window.short,
+        },
+        "annotations": {
+            "summary": (
+                f"{_JOB}: {_TASK} spends its {what} error budget {rate}× as fast as a {target} "
+                f"objective over {objective.window} allows ({window.severity} above "
+                f"{q.number(window.factor)}× over {window.long} and {window.short})"
+            ),
+            "description": (
+                f"Over the last {window.long}, the {_TASK} {events} of {_JOB} that {bad} spent the "
+                f"task type's error budget ({_percent(objective.error_budget)} of its {events} "
+                f"over {objective.window}) {rate}× as fast as the objective allows, and the last "
+                f"{window.short} still burn above {q.number(window.factor)}×: at "
+                f"{q.number(window.factor)}× the whole budget lasts {budget_time}, and this "
+                f"window alone spent {spent:.0%} of it. {action}\n"
+                f"Look: on {_OVERVIEW}, filter task type {_TASK}: the error-budget row shows the "
+                "budget left, the burn per window and who burns it (a row opens the task type's "
+                "breakdown: which line grew); the jaeger link lists the runs that burned it"
+                f"{'' if objective.kind == slo.OVERFLOW else _CEILING_ALSO}"
+                ".\nFix: as for "
+                f"{OVERFLOW_RATE if objective.kind == slo.OVERFLOW else CEILING_STOP_RATE} (its "
+                "runbook); if the task type's traffic is simply harder than the objective, change "
+                "the objective with the owning team (--objective), not the alert."
+            ),
+            "dashboard": dashboard_link(s),
+            "jaeger": search(s.jaeger_url, _JOB, lookback=window.long),
+            "runbook_url": f"{s.runbook_url}#{alert.lower()}",
+        },
+    }
+
+
+def burn_rules(s: AlertSettings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
+    """The error-budget alerts: per kind, the pages then the tickets, each objective's rules
+    together (its task types first, the default for every other task type last)."""
+    windows = slo.burn_windows(s.slo_burn_window)
+    return [
+        _burn_rule(s, objective, window)
+        for kind in slo.KINDS
+        for severity in slo.SEVERITIES
+        for objective in slo.of_kind(kind, s.objectives)
+        for window in windows
+        if window.severity == severity
+    ]
+
+
 def check_target(names_: str, backend: str) -> None:
     """Refuse a naming and backend that do not go together: VictoriaMetrics with the
     underscore names only (the rules and dashboards for it are tested with those)."""
@@ -658,7 +838,8 @@ def build(
         # costs too much).
         alerting = [_overflow_rule(settings), _utilization_rule(settings), _drift_rule(settings)]
         alerting += [_absent_rule(settings), _ceiling_rule(settings), _cost_rule(settings)]
-        rules: list[dict[str, Any]] = [*recording_rules(settings), *alerting]
+        alerting += burn_rules(settings)
+        rules: list[dict[str, Any]] = [*recording_rules(settings), *slo_recording_rules(settings), *alerting]
     return naming.rules({"groups": [{"name": GROUP_NAME, "rules": rules}]}, names_)
 
 
@@ -718,3 +899,9 @@ def rule_tests(text: str, names_: str) -> str:
     if naming.check_naming(names_) == naming.UNDERSCORE:
         return text
     return dump(naming.rule_tests(yaml.safe_load(text), names_), UTF8_TESTS_HEADER)
+
+
+def slo_records(settings: AlertSettings = DEFAULT_SETTINGS) -> frozenset[str]:
+    """The SLO recording rules' names (error ratios, budgets, budget left, time left): derived
+    from the recorded rates, so named by what they hold rather than ``...:rate<window>``."""
+    return frozenset(rule["record"] for rule in slo_recording_rules(settings))

@@ -44,7 +44,20 @@ def overflow_search_url(
     milliseconds (``${__from}``) and Jaeger wants in microseconds; or, for a link sent with
     an alert, ``lookback`` before now (``1h``).
     """
-    span_tags = {names.OUTCOME: names.OUTCOME_OVERFLOW, **(tags or {})}
+    return search_url(
+        base, service, {names.OUTCOME: names.OUTCOME_OVERFLOW, **(tags or {})}, lookback=lookback
+    )
+
+
+def ceiling_search_url(base: str, service: str, *, lookback: str | None = None) -> str:
+    """Jaeger search for the traces with a fit span whose next request would have crossed the
+    run's ceiling (the runs the ceiling stopped)."""
+    return search_url(base, service, {names.RUN_CEILING_CROSSED: "true"}, lookback=lookback)
+
+
+def search_url(base: str, service: str, span_tags: dict[str, str], *, lookback: str | None = None) -> str:
+    """Jaeger search for ``service``'s traces with a span carrying every one of ``span_tags``
+    (the window as :func:`overflow_search_url` describes)."""
     window = (
         [("lookback", lookback)]
         if lookback is not None

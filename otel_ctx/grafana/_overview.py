@@ -13,6 +13,7 @@ import otel_ctx.grafana._conventions as conventions
 import otel_ctx.grafana._jaeger as jaeger
 import otel_ctx.grafana._panels as p
 import otel_ctx.grafana._promql as q
+import otel_ctx.grafana._slo as slo
 from otel_ctx import names
 
 UID = conventions.OVERVIEW_UID
@@ -380,6 +381,143 @@ def _trim_panels() -> list[p.PanelBuilder]:
     ]
 
 
+def _slo_selector(series: str) -> str:
+    """``series{job=~"$service", <task type>=~"$task_type"}``: an SLO record, filtered (it has no
+    model label: the objectives are per task type)."""
+    return f'{series}{{{q.JOB}=~"${q.VAR_SERVICE}", {q.TASK_TYPE}=~"${q.VAR_TASK_TYPE}"}}'
+
+
+def _per_task(expr: str) -> str:
+    return q.summed(expr, (q.JOB, q.TASK_TYPE))
+
+
+def _burn(window: str) -> str:
+    """The overflow burn rate over ``window`` per service and task type: error ratio ÷ budget.
+
+    Both sides are summed to the service and task type first, so they match one to one without
+    an ``on`` list, and a Prometheus whose series lack the task type label (the other naming)
+    answers nothing instead of refusing duplicate match groups."""
+    ratio = _per_task(_slo_selector(slo.ratio_record(slo.OVERFLOW, window)))
+    return f"{ratio}\n/\n{_per_task(_slo_selector(slo.budget_record(slo.OVERFLOW)))}"
+
+
+_KIND_TEXT = {slo.OVERFLOW: "overflow (share of fits)", slo.CEILING: "ceiling (share of tickets)"}
+
+
+def _slo_panels() -> list[p.PanelBuilder]:
+    """Per task type: the error budget left over the objective's window, the burn rate over each
+    alert window, the time left at the last hour's burn, and who burns it (links to the breakdown
+    and to the overflowed runs)."""
+    settings = alerts.current()
+    windows = slo.burn_windows(settings.slo_burn_window)
+    legend = "{{" + q.TASK_TYPE + "}}"
+    panels: list[p.PanelBuilder] = []
+    for kind in slo.KINDS:
+        panels.append(
+            p.panel(
+                stat.Panel,
+                f"Error budget left: {_KIND_TEXT[kind]}",
+                "Share of each task type's error budget not yet spent over its objective's window "
+                "(28 days by default): 1 - error ratio ÷ (1 - objective). 100% untouched, 0 spent, "
+                "negative overspent. The objectives are set when the rules are built (see the SRE "
+                "guide, 'Error budgets').",
+                p.query(_per_task(_slo_selector(slo.remaining_record(kind))), legend, instant=True),
+                size=(6, 6),
+            )
+            .unit("percentunit")
+            .decimals(0)
+            .thresholds(p.thresholds("red", (0.0, "orange"), (0.25, "green")))
+            .color_mode(common_m.BigValueColorMode("background"))
+            .graph_mode(common_m.BigValueGraphMode("area"))
+            .text_mode(common_m.BigValueTextMode("value_and_name"))
+            .reduce_options(p.reduce_last())
+            .no_value("no events in the window")
+        )
+    panels.append(
+        p.panel(
+            stat.Panel,
+            "Time until the overflow budget is spent (at the last hour's burn)",
+            "The overflow budget left × the objective's window ÷ the burn rate over the fast page's "
+            "long window: how long the budget lasts if the last hour goes on. Nothing shown: "
+            "nothing burns.",
+            p.query(_per_task(_slo_selector(slo.seconds_left_record(slo.OVERFLOW))), legend, instant=True),
+            size=(6, 6),
+        )
+        .unit("s")
+        .decimals(0)
+        .thresholds(p.thresholds("red", (2 * 86400.0, "orange"), (7 * 86400.0, "green")))
+        .color_mode(common_m.BigValueColorMode("background"))
+        .graph_mode(common_m.BigValueGraphMode("none"))
+        .text_mode(common_m.BigValueTextMode("value_and_name"))
+        .reduce_options(p.reduce_last())
+        .no_value("not burning"),
+    )
+    long_windows = list(dict.fromkeys(b.long for b in windows))
+    burn = [p.query(_burn(w), f"{legend} {w}") for w in long_windows]
+    page = min(b.factor for b in windows if b.severity == slo.PAGE)
+    panels.append(
+        p.series(
+            "Overflow burn rate by window",
+            "Error ratio ÷ error budget per task type over each alert's long window: 1 spends the "
+            "budget in exactly the objective's window. The fast-burn page needs "
+            + ", ".join(
+                f"{q.number(b.factor)}× over {b.long} and {b.short}"
+                for b in windows
+                if b.severity == slo.PAGE
+            )
+            + "; the ticket "
+            + ", ".join(
+                f"{q.number(b.factor)}× over {b.long} and {b.short}"
+                for b in windows
+                if b.severity == slo.TICKET
+            )
+            + f". The dashed line is {q.number(page)}×.",
+            *burn,
+            size=(6, 6),
+            unit="x",
+        )
+        .thresholds(p.thresholds("transparent", (page, "red")))
+        .thresholds_style(p.dashed()),
+    )
+    panels.append(_burners(long_windows[0]))
+    return panels
+
+
+def _burners(window: str) -> table.Panel:
+    """Who burns the budget: service and task type by burn rate, each row linking to the task
+    type's breakdown and to its overflowed runs in Jaeger."""
+    link = jaeger.overflow_search_url(
+        "${" + q.VAR_JAEGER_URL + "}",
+        "${__data.fields." + q.JOB + "}",
+        {names.TASK_TYPE: "${__data.fields." + q.TASK_TYPE + "}"},
+    )
+    breakdown = (
+        f"/d/{conventions.TASK_TYPE_UID}?var-{q.VAR_SERVICE}=${{__data.fields.{q.JOB}}}"
+        f"&var-{q.VAR_TASK_TYPE}=${{__data.fields.{q.TASK_TYPE}}}&from=${{__from}}&to=${{__to}}"
+    )
+    burners: table.Panel = (
+        p.panel(
+            table.Panel,
+            f"Who burns the overflow budget (burn rate over {window}): click for the breakdown or the runs",
+            f"Each service and task type by its burn rate over the last {window}, highest first. "
+            "Click a row: 'Which component' opens the task type's drill-down (which breakdown line "
+            "grew: tool schema, system prompt, skills, tool results), 'Overflowed runs' Jaeger's "
+            f"search for its traces tagged `{names.OUTCOME}=overflow` in the same time range.",
+            p.table_query(f"sort_desc(\n{_burn(window)}\n)"),
+            size=(24, 6),
+        )
+        .with_transformation(p.renamed({"Value": f"burn rate ({window})"}))
+        .decimals(1)
+        .data_links(
+            [
+                dash_b.DashboardLink("Which component: the task type's breakdown").url(breakdown),
+                dash_b.DashboardLink("Overflowed runs in Jaeger").url(link).target_blank(True),
+            ]
+        )
+    )
+    return burners
+
+
 def build() -> dash_b.Dashboard:
     return p.dashboard(
         TITLE,
@@ -388,6 +526,7 @@ def build() -> dash_b.Dashboard:
         "pinned floor overflows the budget. Emitted by otel-ctx.",
         multi_task_type=True,
         sections=[
+            ("Error budgets: the SLO per task type", _slo_panels()),
             ("When the floor overflowed", _overflow_panels()),
             ("Which component fills the window", _component_panels()),
             ("Utilization", _utilization_panels()),

@@ -530,6 +530,27 @@ class Emitter:
         for reason in names.UNOBSERVED_REASONS:
             self._unobserved.add(0, {names.TASK_TYPE: task, names.UNOBSERVED_REASON: reason}, _NO_SPAN)
 
+    def start_fit_counters(self, task: str, model: str) -> None:
+        """Start a task type and model's fit counters at 0 (once): every outcome, the provider's
+        refusals, the unmeasured calls and the trims.
+
+        A counter series that first appears at 1 hides that increment from rate(): started at 0
+        (and scraped so before the first fit, where a service calls this at start-up), the first
+        overflow counts, and so do the first fits an error budget divides by.
+        """
+        if (task, model) in self._seen_task_models:
+            return
+        self._seen_task_models.add((task, model))
+        for other in names.OUTCOMES:
+            self._fits.add(
+                0,
+                {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
+                _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
+            )
+        self._provider_overflows.add(0, {names.TASK_TYPE: task}, _NO_SPAN)
+        self._start_unobserved(task)  # the share of calls unmeasured reads 0, not nothing
+        self._totals.start_trims(task)  # the same for the first trim of each performer
+
     def _build_attributes(self, key: tuple[str, str, str, str]) -> _MetricAttributes:
         task, round_label, outcome, model = key
         fits = {names.TASK_TYPE: task, names.OUTCOME: outcome, names.GEN_AI_REQUEST_MODEL: model}
@@ -548,19 +569,7 @@ class Emitter:
             ),
             round_utilization={names.ROUND: round_label, names.TASK_TYPE: task},
         )
-        if (task, model) not in self._seen_task_models:
-            # A counter series that first appears at 1 hides that increment from rate(): start
-            # every outcome of a new task type and model at 0, so the first overflow counts.
-            self._seen_task_models.add((task, model))
-            for other in names.OUTCOMES:
-                self._fits.add(
-                    0,
-                    {names.TASK_TYPE: task, names.OUTCOME: other, names.GEN_AI_REQUEST_MODEL: model},
-                    _NO_SPAN,  # a start at 0 belongs to no trace: no exemplar
-                )
-            self._provider_overflows.add(0, {names.TASK_TYPE: task}, _NO_SPAN)
-            self._start_unobserved(task)  # the share of calls unmeasured reads 0, not nothing
-            self._totals.start_trims(task)  # the same for the first trim of each performer
+        self.start_fit_counters(task, model)
         if len(self._attr_cache) >= _CACHE_LIMIT:  # model names are the one open-ended key
             self._attr_cache.clear()
             self._seen_task_models.clear()

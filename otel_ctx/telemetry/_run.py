@@ -64,17 +64,19 @@ def _start_ceiling_stops(emitter: Emitter, task: str, model: str) -> None:
 def start_counters(
     fitter: ContextFitter, *, model: str | None = None, emitter: Emitter | None = None
 ) -> None:
-    """Start the ceiling-stop counter at 0 for every task type of ``fitter``. Never raises.
+    """Start the ceiling-stop and fit counters at 0 for every task type of ``fitter``. Never raises.
 
-    A run starts its own task type's counter; call this at start-up, before the first
-    ticket, so that Prometheus scrapes the 0 of every task type before its first stop and
-    ``rate()`` sees that stop.
+    A run starts its own task type's counters; call this at start-up, before the first
+    ticket, so that Prometheus scrapes the 0 of every task type before its first stop or fit
+    and ``rate()`` sees them: an error budget over a young service divides every fit it had.
     """
     try:
         em = emitter or default_emitter()
         for task in fitter.task_types:
             task_label = em.labels.task_label(task, fitter.task_types)
-            _start_ceiling_stops(em, task_label, em.labels.model_label(model or fitter.model))
+            model_label = em.labels.model_label(model or fitter.model)
+            _start_ceiling_stops(em, task_label, model_label)
+            em.start_fit_counters(task_label, model_label)
     except Exception as exc:
         log_failure("starting the ceiling-stop counters", exc)
 

@@ -345,6 +345,8 @@ def test_every_panel_target_answers_the_workloads_totals(stack: OtlpStack) -> No
         where = f"{board}: {title}"
         if support.needs_distributions(underscore_expr):
             continue  # answers nothing here (asserted above): no distributions on classic buckets
+        if any(record in underscore_expr for record in alerts.slo_records(FAST)):
+            continue  # the error-budget row reads ratios of recorded rates: test_prometheus.py checks it
         underscore_expr = support.substitute(underscore_expr)
         if values.recorded(underscore_expr) and later is None:
             later = _settled(stack)
@@ -397,6 +399,8 @@ def test_every_recording_rule_holds_series(stack: OtlpStack) -> None:
     for rule in alerts.recording_rules(FAST):
         if rule["record"] in alerts.native_records(FAST):
             continue  # the workload pushes classic (explicit-bucket) histograms
+        if names.PROVIDER_OVERFLOWS.prometheus in rule["expr"]:
+            continue  # no provider refuses the workload's windows: the rate is 0
         held = stack.query(f'{rule["record"]}{{job="{SERVICE}"}}')
         assert held, rule["record"]
         assert any(_value(s) > 0 for s in held), rule["record"]
@@ -432,10 +436,11 @@ def test_dashboards_for_the_other_naming_answer_nothing(stack: OtlpStack) -> Non
     """Why the setting must match: most targets of the dashboards built for the other naming find
     nothing. The few that answer read only recorded rates (named alike under both settings, and
     recorded here by the rules for this one), grouped by labels that are not there: one series
-    where there should be one per task type (7 of 60, measured)."""
+    where there should be one per task type (15 of 68, measured: 7 of the other panels' targets
+    and the error-budget row's 8, which read recordings only)."""
     other = names.NAMES_UTF8 if stack.naming == names.NAMES_UNDERSCORE else names.NAMES_UNDERSCORE
     queries = support.panel_queries(_models(other))
     answered = [title for _, title, expr in queries if stack.query(support.substitute(expr))]
     print(f"{stack.naming} Prometheus: {len(answered)}/{len(queries)} {other} panel targets answer")
-    assert len(answered) <= len(queries) // 5
+    assert len(answered) <= len(queries) // 4
     assert all("job:" in expr for _, title, expr in queries if title in answered)

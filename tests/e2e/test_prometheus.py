@@ -32,6 +32,8 @@ import yaml
 from otel_ctx import names
 from otel_ctx.grafana import _alerts as alerts
 from otel_ctx.grafana import _conventions as conventions
+from otel_ctx.grafana import _slo as slo
+from otel_ctx.grafana import build_dashboards
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -66,9 +68,15 @@ OUTCOME = names.prometheus_label(names.OUTCOME)
 COMPONENT = names.prometheus_label(names.COMPONENT)
 
 
+#: The objectives the test's rules enforce: disputes promise 99.9% (the workload overflows a few
+#: percent of their fits: a burn far over the fast page's 14.4x, as a deploy that breaks one task
+#: type would), every other task type keeps its default (the workload overflows none of theirs).
+TEST_OBJECTIVES = slo.merged(slo.DEFAULT_OBJECTIVES, [slo.Objective("dispute", 0.999)])
+
 #: The rules the test's Prometheus loads: the shipped expressions, fast windows, test thresholds.
 STACK_SETTINGS = alerts.AlertSettings.fast(
     WINDOW,
+    objectives=TEST_OBJECTIVES,
     overflow_ratio=TEST_OVERFLOW_RATIO,
     ceiling_stop_ratio=TEST_CEILING_STOP_RATIO,
     cost_threshold=TEST_COST_THRESHOLD,
@@ -359,6 +367,8 @@ def test_every_recording_rule_records_the_raw_rate_summed_over_processes(stack: 
     for rule in alerts.recording_rules(settings):
         if rule["record"] in alerts.native_records(settings):
             continue  # nothing native is scraped from the SDK: tests/e2e/test_native.py checks these
+        if names.PROVIDER_OVERFLOWS.prometheus in rule["expr"]:
+            continue  # no provider refuses the workload's windows: the rate is there, and 0
         raw = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['expr']})")}
         recorded = {s["metric"]["job"]: _value(s) for s in stack.query(f"sum by (job) ({rule['record']})")}
         assert raw.get(SERVICE, 0) > 0, rule
@@ -392,7 +402,7 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
         a for a in stack.get("/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == alerts.OVERFLOW_RATE
     ]
     for alert in active:
-        assert alert["labels"]["severity"] == "critical"
+        assert alert["labels"]["severity"] == "warning"
         # Templates rendered with the alert's own labels: a link an on-call can click.
         assert f"var-service={alert['labels']['job']}" in alert["annotations"]["dashboard"]
         assert f"var-task_type={alert['labels'][TASK]}" in alert["annotations"]["dashboard"]
@@ -426,6 +436,108 @@ def test_the_overflow_alert_fires_for_the_task_types_that_overflowed(stack: Stac
         for a in stack.get("/api/v1/alerts")["alerts"]
         if a["labels"]["alertname"] == alerts.TELEMETRY_ABSENT
     ]
+
+
+def _objective(task: str, kind: str = slo.OVERFLOW) -> slo.Objective:
+    own = {o.task_type: o for o in TEST_OBJECTIVES if o.kind == kind}
+    return own.get(task, own[slo.ANY_TASK_TYPE])
+
+
+def test_the_fast_burn_page_fires_for_exactly_the_task_type_that_burns(stack: Stack) -> None:
+    """Disputes overflow a few percent of their fits against a 99.9% objective: the page fires
+    for them, with the objective and burn rate in its labels; no other task type pages."""
+    overflowed = {task for (task, outcome) in stack.fits() if outcome == "overflow"}
+    assert overflowed == {"dispute"}
+
+    def paging() -> list[dict[str, Any]] | None:
+        found = [
+            a
+            for a in stack.get("/api/v1/alerts")["alerts"]
+            if a["labels"]["alertname"] == alerts.OVERFLOW_FAST_BURN
+            and a["labels"]["job"] == SERVICE
+            and a["state"] == "firing"
+        ]
+        return found if {a["labels"][TASK] for a in found} == overflowed else None
+
+    pages = support.wait(f"{alerts.OVERFLOW_FAST_BURN} to fire for {sorted(overflowed)}", 20, paging)
+    for alert in pages:
+        labels = alert["labels"]
+        assert labels["severity"] == slo.PAGE
+        assert labels["slo"] == "overflow-dispute" and labels["objective"] == "99.9%"
+        assert labels["burn_rate"] in {q_number(b.factor) for b in slo.BURN_WINDOWS if b.severity == slo.PAGE}
+        assert float(alert["value"]) > float(labels["burn_rate"])
+        assert "{{" not in alert["annotations"]["description"]
+        assert "var-task_type=dispute" in alert["annotations"]["dashboard"]
+        assert f"service={SERVICE}" in alert["annotations"]["jaeger"]
+        assert alert["annotations"]["runbook_url"].endswith("#" + alerts.OVERFLOW_FAST_BURN.lower())
+    # The ceiling objective (70% of disputes) is not what burns here: no ceiling page for status.
+    assert not [
+        a
+        for a in stack.get("/api/v1/alerts")["alerts"]
+        if a["labels"]["alertname"] in (alerts.OVERFLOW_FAST_BURN, alerts.OVERFLOW_SLOW_BURN)
+        and a["labels"][TASK] != "dispute"
+    ]
+
+
+def q_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _panel_expr(title: str) -> list[str]:
+    """A panel's queries on the overview built for the test's rules (their windows), for the
+    workload's service and every task type."""
+    board = build_dashboards(STACK_SETTINGS)[f"{conventions.OVERVIEW_UID}.json"]
+    for panel in _panels(board):
+        if panel.get("title") == title:
+            return [
+                t["expr"].replace("$service", SERVICE).replace("$task_type", ".*") for t in panel["targets"]
+            ]
+    raise AssertionError(f"no panel {title!r}")
+
+
+def _panels(board: Any) -> Iterator[dict[str, Any]]:
+    for panel in board["panels"]:
+        yield panel
+        yield from panel.get("panels", ())
+
+
+def test_the_error_budget_panels_answer_with_the_workloads_figures(stack: Stack) -> None:
+    """Budget left = 1 - overflowed/fits ÷ (1 - objective) per task type, from the workload's
+    own counts; the burn rate and time left follow; who burns it lists disputes first."""
+    fits = collections.Counter[str]()
+    bad = collections.Counter[str]()
+    for (task, outcome), count in stack.fits().items():
+        fits[task] += count
+        bad[task] += count if outcome == "overflow" else 0
+    (left_expr,) = _panel_expr("Error budget left: overflow (share of fits)")
+    left = {s["metric"][TASK]: _value(s) for s in stack.query(left_expr)}
+    assert set(left) == set(fits)
+    for task, total in fits.items():
+        budget = _objective(task).error_budget
+        used = bad[task] / total / budget
+        if not bad[task]:
+            assert left[task] == 1.0, task
+            continue
+        # The first overflow of a task type starts its series: Prometheus counts from the first
+        # sample it scraped, so the used share may come out a scrape's worth short.
+        assert 0.6 * used <= 1 - left[task] <= 1.05 * used, (task, left[task], used)
+    burn = {
+        s["metric"][TASK]: _value(s)
+        for expr in _panel_expr("Overflow burn rate by window")
+        for s in stack.query(expr)
+    }
+    assert burn["dispute"] > 14.4
+    assert all(burn[t] == 0 for t in fits if not bad[t])
+    (seconds_expr,) = _panel_expr("Time until the overflow budget is spent (at the last hour's burn)")
+    seconds = {s["metric"][TASK]: _value(s) for s in stack.query(seconds_expr)}
+    assert set(seconds) == {"dispute"}  # nothing else burns
+    assert seconds["dispute"] == 0.0  # overspent: a 99.9% objective is no match for the workload
+    hour = slo.burn_windows(STACK_SETTINGS.slo_burn_window)[0].long
+    (who,) = _panel_expr(
+        f"Who burns the overflow budget (burn rate over {hour}): click for the breakdown or the runs"
+    )
+    ranked = stack.query(who)
+    assert ranked and ranked[0]["metric"][TASK] == "dispute"
 
 
 # --- the dashboards -------------------------------------------------------------------

@@ -18,11 +18,17 @@ import yaml
 from otel_ctx import names
 from otel_ctx.grafana import _alerts as alerts
 from otel_ctx.grafana import _conventions as conventions
+from otel_ctx.grafana import _slo as slo
+from otel_ctx.grafana import _slo_tests as slo_tests
 
 TICKET_ALERTS = (alerts.CEILING_STOP_RATE, alerts.COST_PER_TICKET_HIGH)
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "dashboards" / "alerts.yml"
 RULE_TESTS = ROOT / "dashboards" / "alerts.test.yml"
+#: The error-budget alerts' promtool tests, generated from the objectives (days of samples).
+SLO_TESTS = ROOT / "dashboards" / "slo.test.yml"
+#: The SLO recording rules: error ratios, budgets and budget left, named by what they hold.
+SLO_RECORDS = alerts.slo_records()
 
 # Every series a histogram or counter in the registry can become: a histogram is its classic
 # series, or one native series where it is pushed with exponential buckets.
@@ -32,8 +38,10 @@ REGISTRY_SERIES = {
     for suffix in (("", "_bucket", "_sum", "_count") if m.kind == "histogram" else ("",))
 }
 # The windows a recorded rate can have: the dashboards' one and every alert's.
-WINDOWS = {names.DASHBOARD_WINDOW} | {
-    value for key, value in dataclasses.asdict(alerts.DEFAULT_SETTINGS).items() if key.endswith("_window")
+WINDOWS = {names.DASHBOARD_WINDOW, *alerts.slo_windows(alerts.DEFAULT_SETTINGS)} | {
+    value
+    for key, value in dataclasses.asdict(alerts.DEFAULT_SETTINGS).items()
+    if key.endswith("_window") and value
 }
 # ... and the recording rule that can hold each one's rate, summed to the service.
 METRIC_OF = {
@@ -96,9 +104,11 @@ def test_write_creates_the_rendered_file(tmp_path: Path) -> None:
 
 def test_every_alert_is_actionable_and_links_the_overview_dashboard() -> None:
     rules = _rules()
-    assert [r["alert"] for r in rules] == list(alerts.ALERT_NAMES)
+    # Each name once, in order; an error-budget alert has one rule per objective and window.
+    assert list(dict.fromkeys(r["alert"] for r in rules)) == list(alerts.ALERT_NAMES)
+    assert [r["alert"] for r in rules][: len(alerts.THRESHOLD_ALERTS)] == list(alerts.THRESHOLD_ALERTS)
     for rule in rules:
-        assert rule["labels"]["severity"] in ("critical", "warning"), rule["alert"]
+        assert rule["labels"]["severity"] in ("critical", "warning", "page", "ticket"), rule["alert"]
         ann = rule["annotations"]
         assert ann["summary"].strip(), rule["alert"]
         assert "\n" not in ann["summary"], rule["alert"]
@@ -112,9 +122,12 @@ def test_every_alert_is_actionable_and_links_the_overview_dashboard() -> None:
 def test_expressions_use_only_registry_series_and_labels() -> None:
     metric_of = METRIC_OF
     exprs = {**alerts.expressions(), **{r["record"]: r["expr"] for r in _recording()}}
+    burning = [r for r in _rules() if "slo" in r["labels"]]
+    exprs |= {f"{r['alert']} {r['labels']['slo']} {r['labels']['long_window']}": r["expr"] for r in burning}
     for name, expr in exprs.items():
         used = set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:[{\[]|\)|$)", expr)) & set(METRIC_OF)
-        assert used, name
+        # An error budget or budget left reads the SLO's recorded error ratio, built from these.
+        assert used or any(record in expr for record in SLO_RECORDS), name
         assert used <= set(METRIC_OF), f"{name} uses series outside the registry: {used - set(METRIC_OF)}"
         allowed = {"job", "le"} | {
             names.prometheus_label(a) for series in used for a in metric_of[series].attributes
@@ -182,10 +195,13 @@ def test_fast_settings_keep_the_expressions_but_not_the_waiting() -> None:
     assert all(r["for"] == "0s" for r in fast if "alert" in r)
     # The alerts read rates recorded over the (fast) windows; the dashboards' rates keep theirs.
     dashboard = {names.recorded(m, sfx) for m, sfx in _DASHBOARD_RATES}
+    # The objectives keep their own window (28 days): the budget left is the same question.
+    objective = {o.window for o in alerts.DEFAULT_SETTINGS.objectives}
+    objective |= set(slo.ratio_windows(slo.BURN_WINDOWS))  # recorded for the shipped dashboards
     for rule in fast:
-        if "record" in rule:
-            window = "[" + (names.DASHBOARD_WINDOW if rule["record"] in dashboard else "30s") + "]"
-            assert window in rule["expr"], rule["record"]
+        if "record" in rule and rule["record"] not in alerts.slo_records(alerts.AlertSettings.fast("30s")):
+            windows = {names.DASHBOARD_WINDOW} if rule["record"] in dashboard else {"30s", *objective}
+            assert any(f"[{w}]" in rule["expr"] for w in windows), rule["record"]
     assert {r["record"] for r in fast if "record" in r} >= dashboard
     assert {w for r in fast if "alert" in r for _, w in RECORDED.findall(r["expr"])} == {"30s"}
 
@@ -207,6 +223,7 @@ def test_every_recording_rule_is_named_by_the_window_it_averages() -> None:
     stands for two windows (dividing one by the other would divide different minutes)."""
     for settings in (alerts.DEFAULT_SETTINGS, alerts.AlertSettings.fast("30s")):
         records = [r for r in alerts.build(settings)["groups"][0]["rules"] if "record" in r]
+        records = [r for r in records if r["record"] not in alerts.slo_records(settings)]
         assert len({r["record"] for r in records}) == len(records)
         for rule in records:
             series, window = RECORDED.fullmatch(rule["record"]).groups()  # type: ignore[union-attr]
@@ -260,6 +277,8 @@ def test_every_alert_reads_recorded_rates_that_the_group_records_before_it() -> 
 def test_recording_rules_sum_away_only_the_process() -> None:
     """Every recorded rate keeps its metric's labels (and job, le) and drops instance."""
     for rule in _recording():
+        if rule["record"] in SLO_RECORDS:
+            continue  # a ratio of the recorded rates, per service and task type (test_slo.py)
         metric = METRIC_OF[rule["record"]]
         kept = set(
             re.fullmatch(r"sum by \(([^)]*)\) \((?:histogram_sum\()?rate\(.*\)\)", rule["expr"])
@@ -273,16 +292,18 @@ def test_recording_rules_sum_away_only_the_process() -> None:
 
 
 def test_unit_tests_cover_a_firing_and_a_silent_case_for_every_alert() -> None:
-    spec = yaml.safe_load(RULE_TESTS.read_text(encoding="utf-8"))
-    assert spec["rule_files"] == [RULES.name]
     fires: set[str] = set()
     silent: set[str] = set()
     recorded: set[str] = set()
-    for group in spec["tests"]:
-        for case in group.get("alert_rule_test") or ():
-            (fires if case.get("exp_alerts") else silent).add(case["alertname"])
-        for case in group.get("promql_expr_test") or ():
-            recorded |= {m.group(0) for m in RECORDED.finditer(case["expr"])}
+    for path in (RULE_TESTS, SLO_TESTS):
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert spec["rule_files"] == [RULES.name]
+        for group in spec["tests"]:
+            for case in group.get("alert_rule_test") or ():
+                (fires if case.get("exp_alerts") else silent).add(case["alertname"])
+            for case in group.get("promql_expr_test") or ():
+                recorded |= {m.group(0) for m in RECORDED.finditer(case["expr"])}
+                recorded |= {r for r in SLO_RECORDS if r in case["expr"]}
     assert fires == set(alerts.ALERT_NAMES)
     assert silent == set(alerts.ALERT_NAMES)
     # Every recording rule's value is checked on its own, with two processes to sum.
@@ -404,7 +425,7 @@ def test_the_victoriametrics_rules_read_no_native_histogram() -> None:
         n for n in names_of(shipped) if n not in native or n in alerts.native_records(backend=VM)
     ]
     assert alerts.native_records(backend=VM) == {names.recorded(names.LINE_TOKENS, "_sum")}
-    by_name = {r.get("alert") or r["record"]: r for r in shipped["groups"][0]["rules"]}
+    in_order = iter(r for r in shipped["groups"][0]["rules"] if "alert" in r)
     for rule in built["groups"][0]["rules"]:
         expr = rule["expr"]
         assert "histogram_count(" not in expr and "histogram_sum(" not in expr, rule
@@ -412,7 +433,7 @@ def test_the_victoriametrics_rules_read_no_native_histogram() -> None:
         if "_bucket" in expr:
             assert "vmrange" in expr, rule
         if "alert" in rule:
-            original = by_name[rule["alert"]]
+            original = next(in_order)
             assert {k: v for k, v in rule.items() if k != "expr"} == {
                 k: v for k, v in original.items() if k != "expr"
             }
@@ -440,3 +461,65 @@ def test_the_victoriametrics_rules_take_the_underscore_names_only() -> None:
         alerts.build(names_=names.NAMES_UTF8, backend=VM)
     with pytest.raises(ValueError, match="backend must be one of"):
         alerts.build(backend="mimir")
+
+
+# --- the error-budget alerts' generated promtool tests -------------------------------------------
+
+
+def test_committed_slo_tests_equal_the_generator_output() -> None:
+    assert SLO_TESTS.read_text(encoding="utf-8") == slo_tests.render(), (
+        "dashboards/slo.test.yml is stale: run `otel-ctx dashboards build` (or `make dashboards`)"
+    )
+
+
+def test_slo_tests_cover_every_objective_and_behaviour() -> None:
+    """Per objective: a burn that pages (or, for a budget too large for any burn to page, one
+    that cannot), a steady leak that opens a ticket, a burst and a quiet task type that alert
+    nobody; and the arithmetic of every SLO recording."""
+    spec = yaml.safe_load(SLO_TESTS.read_text(encoding="utf-8"))
+    titles = [group["name"] for group in spec["tests"]]
+    for objective in alerts.DEFAULT_SETTINGS.objectives:
+        own = [t for t in titles if t.startswith(objective.name + ":")]
+        assert any("pages within" in t or "too slow to page" in t for t in own), objective
+        assert any("opens a ticket" in t and "never pages" in t for t in own), objective
+        assert any("burst" in t and "alerts nobody" in t for t in own), objective
+        assert any("quiet task type" in t for t in own), objective
+    checked = {
+        r
+        for group in spec["tests"]
+        for case in group.get("promql_expr_test") or ()
+        for r in SLO_RECORDS
+        if r in case["expr"]
+    }
+    assert checked == SLO_RECORDS
+
+
+@pytest.mark.e2e
+def test_promtool_runs_the_slo_tests() -> None:
+    promtool = support.prometheus_tool("promtool")
+    result = subprocess.run(
+        [promtool, "test", "rules", str(SLO_TESTS)], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.e2e
+def test_the_slo_tests_catch_a_changed_objective(tmp_path: Path) -> None:
+    """Not vacuous: rules for a stricter status objective (a burn is worth more of its budget)
+    page where the committed tests expect silence, and fail them."""
+    (tmp_path / SLO_TESTS.name).write_text(SLO_TESTS.read_text(encoding="utf-8"), encoding="utf-8")
+    stricter = alerts.AlertSettings(
+        objectives=slo.merged(slo.DEFAULT_OBJECTIVES, [slo.Objective("status", 0.999)])
+    )
+    alerts.write(tmp_path / RULES.name, stricter)
+    promtool = support.prometheus_tool("promtool")
+    result = subprocess.run(
+        [promtool, "test", "rules", "--run", "overflow-status", str(tmp_path / SLO_TESTS.name)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert alerts.OVERFLOW_FAST_BURN in result.stdout + result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -55,9 +56,13 @@ for _metric in names.ALL_METRICS:
     for _suffix in ("", "_bucket", "_sum", "_count") if _metric.kind == "histogram" else ("",):
         SERIES[_metric.series(_suffix)] = _metric
         SERIES[names.recorded(_metric, _suffix)] = _metric
+# The SLO recordings: per service and task type, of the events they divide (fits or tickets).
+for _record in alerts.slo_records():
+    _events = names.FITS if ":overflow_" in _record else names.RUN_TOKENS
+    SERIES[_record] = dataclasses.replace(_events, attributes=(names.TASK_TYPE,))
 RECORDED = {s for s in SERIES if s.startswith("job:")}
 
-SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate\d+[smh])?)\s*\{([^}]*)\}")
+SELECTOR = re.compile(r"((?:job:)?context_budget_\w+(?::rate\d+[smh]|:\w+)?)\s*\{([^}]*)\}")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 GROUPING = re.compile(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)")
 
@@ -508,7 +513,8 @@ def jaeger_links() -> list[str]:
     found = []
     for panel in iter_panels(DASHBOARDS["otel-ctx-overview.json"]):
         for link in (panel.get("fieldConfig") or {}).get("defaults", {}).get("links", ()):
-            found.append(link["url"])
+            if "/search?" in link["url"]:
+                found.append(link["url"])
         found += re.findall(
             r"\]\((\$\{jaeger_url\}/search\?[^)]+)\)", panel.get("options", {}).get("content", "")
         )
@@ -517,7 +523,7 @@ def jaeger_links() -> list[str]:
 
 def test_jaeger_links_search_overflowed_traces_by_tag_on_every_path() -> None:
     links = jaeger_links()
-    assert len(links) == 2  # the table's row link and the text panel
+    assert len(links) == 3  # the two tables' row links (overflows, burners) and the text panel
     for url in links:
         parts = urlsplit(url)
         assert url.startswith("${jaeger_url}/search?")
@@ -568,7 +574,7 @@ def test_build_writes_files_that_check_then_accepts(tmp_path: Path) -> None:
     out = tmp_path / "dash"
     result = runner.invoke(app, ["dashboards", "build", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == sorted([*DASHBOARDS, "alerts.yml"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*DASHBOARDS, "alerts.yml", "slo.test.yml"])
     assert json.loads((out / "otel-ctx-overview.json").read_text())["uid"] == "otel-ctx-overview"
     result = runner.invoke(app, ["dashboards", "build", "--out", str(out), "--check"])
     assert result.exit_code == 0, result.output

@@ -19,6 +19,7 @@ from otel_ctx import grafana, names
 from otel_ctx.cli import app
 from otel_ctx.grafana import _alerts as alerts
 from otel_ctx.grafana import _naming as naming
+from otel_ctx.grafana import _slo_tests as slo_tests
 
 ROOT = support.ROOT
 UTF8 = names.NAMES_UTF8
@@ -194,3 +195,22 @@ def test_kubernetes_export_names_utf8_holds_the_utf8_rules_and_dashboards() -> N
     boards = [json.loads(next(iter(d["data"].values()))) for d in documents if d["kind"] == "ConfigMap"]
     assert sorted(b["uid"] for b in boards) == sorted(m["uid"] for m in grafana.build_dashboards().values())
     assert all(not naming.leftovers(b) for b in boards)
+
+
+def test_the_utf8_rules_pass_the_error_budget_tests_rewritten_the_same_way(tmp_path: Path) -> None:
+    """The generated error-budget tests, rewritten for UTF-8 names, pass on the UTF-8 rules (the
+    arithmetic and one objective's behaviours: the rest differ only in their numbers)."""
+    promtool = support.prometheus_tool("promtool")
+    alerts.write(tmp_path / "alerts.yml", names_=UTF8)
+    tests = slo_tests.render(names_=UTF8)
+    (tmp_path / slo_tests.TESTS_FILENAME).write_text(tests, encoding="utf-8")
+    assert "context_budget_fits_total{" not in tests
+    result = subprocess.run(
+        [promtool, "test", "rules", "--run", "every task type|overflow-status", slo_tests.TESTS_FILENAME],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]

@@ -18,7 +18,7 @@ from telemetry_capture import Capture, attrs_of
 from otel_ctx import BudgetPolicy, ContextFitter, FitResult, InvalidMessageError, Source
 from otel_ctx import names as n
 from otel_ctx.demo import SUPPORT_DESK
-from otel_ctx.telemetry import LabelPolicy, component_values, observed, run
+from otel_ctx.telemetry import LabelPolicy, component_values, observed, run, start_counters
 
 TOOLS = [
     {
@@ -565,3 +565,20 @@ def test_span_and_metric_closure_holds_for_any_request(
     headroom, overflow = points[n.COMPONENT_HEADROOM], points[n.COMPONENT_OVERFLOW]
     assert headroom - overflow == a[n.REMAINING_TOKENS] and min(headroom, overflow) == 0
     cap.close()
+
+
+def test_start_counters_starts_every_task_types_fits_at_0_before_its_first_fit(
+    cap: Capture, fitter: ContextFitter
+) -> None:
+    """An error budget divides by every fit: a service that starts its counters at start-up has
+    each task type's fit and provider-refusal series at 0 before its first fit, so rate() counts
+    the first fits too (a series first seen at its first fit's 1 would hide that fit)."""
+    start_counters(fitter, emitter=cap.emitter)
+    fits = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p.value for p in cap.points(n.FITS.name)}
+    assert fits == {(task, outcome): 0 for task in fitter.task_types for outcome in n.OUTCOMES}
+    refused = {attrs_of(p)[n.TASK_TYPE]: p.value for p in cap.points(n.PROVIDER_OVERFLOWS.name)}
+    assert refused == dict.fromkeys(fitter.task_types, 0)
+    with run(fitter, task_type="status", emitter=cap.emitter) as r:
+        r.fit(long_dispute(20))
+    after = {(attrs_of(p)[n.TASK_TYPE], attrs_of(p)[n.OUTCOME]): p.value for p in cap.points(n.FITS.name)}
+    assert sum(after.values()) == 1 and set(after) == set(fits)
