@@ -87,17 +87,19 @@ class Objective:
 
 
 #: The demo's support desk (``status``, ``returns``, ``dispute``) and every other task type.
-#: Status lookups and returns are short runs whose floor fits with room to spare: 1 overflow in
-#: 100 fits is already a regression. Disputes carry pasted threads and a growing case state, so
-#: a share of them outgrow any budget by design; promising 99% there would page on the design,
-#: so their overflow objective is 90% (what a dispute's escalation path is sized for).
-#: Ceiling stops are escalations: 95% of tickets should finish under their ceiling, disputes 90%.
+#: Status lookups and returns are short runs whose floor fits with room to spare (the demo
+#: workload overflows none of them): 1 overflow in 100 fits is already a regression. Disputes
+#: carry pasted threads and a growing case state, so some outgrow any budget by design (2-5% of
+#: their fits over 600-ticket demo runs of three seeds); a 90% objective leaves them a burn of
+#: about 0.3-0.45x: a ticket only if that more than doubles for days. The ceiling stops 13-27%
+#: of demo disputes (the escalation path working) and no other ticket: 70% for disputes, 95%
+#: for everything else.
 DEFAULT_OBJECTIVES: tuple[Objective, ...] = (
     Objective("status", 0.99),
     Objective("returns", 0.99),
     Objective("dispute", 0.90),
     Objective(ANY_TASK_TYPE, 0.99),
-    Objective("dispute", 0.90, kind=CEILING),
+    Objective("dispute", 0.70, kind=CEILING),
     Objective(ANY_TASK_TYPE, 0.95, kind=CEILING),
 )
 
@@ -331,3 +333,76 @@ def of_kind(kind: str, table: Iterable[Objective]) -> tuple[Objective, ...]:
     """The objectives of one kind, the task types' own first and the default last."""
     chosen = [o for o in table if o.kind == kind]
     return tuple(sorted(chosen, key=lambda o: o.task_type == ANY_TASK_TYPE))
+
+
+# --- the same from the recorded rates (what the shipped rules evaluate) ---------------------
+
+#: Per kind: the rates an SLO reads, as (metric, suffix) for :func:`otel_ctx.names.recorded`.
+RECORDED_RATES: dict[str, tuple[tuple[names.Metric, str], ...]] = {
+    OVERFLOW: ((names.FITS, ""), (names.PROVIDER_OVERFLOWS, "")),
+    CEILING: ((names.CEILING_STOPS, ""), (names.RUN_TOKENS, "_count")),
+}
+
+
+def recorded_events(kind: str, window: str) -> str:
+    """:func:`all_events` from the recorded rates (``job:<series>:rate<window>``)."""
+    if kind == OVERFLOW:
+        return q.summed(names.recorded(names.FITS, window=window), PER_TASK)
+    runs = names.RUN_TOKENS
+    classic = q.summed(names.recorded(runs, "_count", window), PER_TASK)
+    native = q.summed(f"histogram_count({names.recorded(runs, '', window)})", PER_TASK)
+    return q.or_native(classic, native)
+
+
+def recorded_bad(kind: str, window: str) -> str:
+    """:func:`bad_events` from the recorded rates, 0 where there were events and none was bad."""
+    zero = f"{recorded_events(kind, window)} * 0"
+    if kind == OVERFLOW:
+        fits = names.recorded(names.FITS, window=window)
+        floor = q.summed(q.matching(fits, {q.OUTCOME: names.OUTCOME_OVERFLOW}), PER_TASK)
+        refused = q.summed(names.recorded(names.PROVIDER_OVERFLOWS, window=window), PER_TASK)
+        return f"(\n  ({floor} or {zero})\n  +\n  ({refused} or {zero})\n)"
+    stops = q.summed(names.recorded(names.CEILING_STOPS, window=window), PER_TASK)
+    return f"({stops} or {zero})"
+
+
+def recorded_error_ratio(kind: str, window: str) -> str:
+    """:func:`error_ratio` from the recorded rates: what :func:`ratio_record` records."""
+    return f"{recorded_bad(kind, window)}\n/\n({recorded_events(kind, window)} > 0)"
+
+
+def seconds_left_record(kind: str) -> str:
+    """The recording rule of the time until the budget is spent if the last hour's burn goes on
+    (seconds; no series while nothing burns)."""
+    return f"job:{_base(kind)}:{kind}_budget_seconds_left"
+
+
+def budget_expressions(
+    objective: Objective, table: Iterable[Objective], current: str = BURN_WINDOWS[0].long
+) -> dict[str, str]:
+    """Record name -> PromQL of one objective's error budget, budget left and time left.
+
+    Budget left = 1 - (error ratio over the objective's window) ÷ (1 - objective): 1 untouched,
+    0 spent, negative overspent. Time left = budget left × the window ÷ the burn rate over
+    ``current`` (the fast page's long window): at a burn of 1 a whole budget lasts the window.
+    """
+    table = tuple(table)
+    budget = q.number(objective.error_budget)
+    ratio = select(ratio_record(objective.kind, objective.window), objective, table)
+    left = f"1 - {ratio} / {budget}"
+    window = q.number(q.seconds(objective.window))
+    burn = f"({burn_rate(objective, current, table)} > 0)"
+    return {
+        budget_record(objective.kind): f"{ratio} * 0 + {budget}",
+        remaining_record(objective.kind): left,
+        seconds_left_record(objective.kind): f"clamp_min({left}, 0) * {window}\n/\n{burn}",
+    }
+
+
+def duration_text(seconds: float) -> str:
+    """``2d 4h``, ``3h``, ``50m``: a duration for an alert's text."""
+    minutes = round(seconds / 60)
+    days, rest = divmod(minutes, 1440)
+    hours, mins = divmod(rest, 60)
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (mins, "m")) if n]
+    return " ".join(parts[:2]) or "0m"
