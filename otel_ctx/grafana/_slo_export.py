@@ -40,8 +40,9 @@ ALERT_NAMES = {
     slo.OVERFLOW: "ContextBudgetOverflowBudgetBurn",
     slo.CEILING: "ContextBudgetCeilingBudgetBurn",
 }
-#: The ``severity`` label of each Sloth alert, as otel-ctx's own rules label pages and tickets.
-SEVERITY_LABELS = {slo.PAGE: "critical", slo.TICKET: "warning"}
+#: The ``severity`` label of each Sloth alert: ``page`` or ``ticket``, as otel-ctx's own
+#: error-budget alerts label theirs, so one route serves either set of rules.
+SEVERITY_LABELS = {slo.PAGE: slo.PAGE, slo.TICKET: slo.TICKET}
 #: Sloth's spec keys for the page and ticket alerts, by severity.
 _SLOTH_ALERT_KEYS = {slo.PAGE: "page_alert", slo.TICKET: "ticket_alert"}
 #: Sloth's plugin chain that checks the queries as MetricsQL instead of PromQL (vmalert evaluates
