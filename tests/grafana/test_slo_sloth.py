@@ -1,16 +1,16 @@
 """The SLOs handed to Sloth alert as otel-ctx's own error-budget rules do.
 
 The exported Sloth spec is validated and turned into rules by the real Sloth (``make servers``
-builds it), then Sloth's rules and otel-ctx's are each run by promtool on the same two days of
-one-minute samples:
+builds it), then Sloth's rules and otel-ctx's are each run by promtool on the same day of
+one-minute samples (a day keeps promtool's run short; every window but the 3-day one fills):
 
-* ``surge``: quiet for a day, then a 15x burn for three hours: both page (fast and slow windows),
-  then ticket while the long windows remember it;
-* ``leak``: a steady 4x burn from the twelfth hour, counted by the provider's refusals: a ticket
+* ``surge``: clean for eight hours, then a 15x burn for three hours: both page (fast and slow
+  windows), then ticket while the long windows remember it;
+* ``leak``: a steady 4x burn from the second hour, counted by the provider's refusals: a ticket
   and never a page;
 * ``blip``: one six-minute burst of failures: a five-minute overflow alert would fire, no
   burn-rate alert does;
-* ``quiet``: one fit an hour, and one overflow on the second day.
+* ``quiet``: two fits an hour, and one overflow in the twentieth hour.
 
 At every checked minute both rule sets must fire the same (severity, SLO, task type) alerts.
 The times checked are those where what fires has not changed for 20 minutes: otel-ctx's alerts
@@ -19,8 +19,8 @@ both resolve at once.
 
 What differs, and is checked as a difference: otel-ctx pages only on at least
 ``slo_min_events`` (20) events in the long window; Sloth has no such guard, so on the quiet
-task type's single overflow Sloth pages (one failure in the hour's one fit is a 100% error
-ratio) and otel-ctx does not. Both raise the ticket (24 fits in a day are enough events).
+task type's single overflow Sloth pages (one failure among the hour's three fits is a 33% error
+ratio) and otel-ctx does not. Both raise the ticket (the day's 40 fits are enough events).
 Sloth's own 28-day window table would also page at 13.44x instead of 14.4x: the export carries
 alert windows that give otel-ctx's factors, which :func:`test_sloth_thresholds_are_otel_ctx_factors`
 checks in the rules Sloth generates.
@@ -44,7 +44,9 @@ from otel_ctx.grafana import _promql as q
 from otel_ctx.grafana import _slo as slo
 from otel_ctx.grafana import _slo_export as slo_export
 
-MINUTES = 2 * 1440
+MINUTES = 1440
+#: When each task type's trouble starts (minutes from the first sample).
+LEAK_AT, SURGE_AT, BLIP_AT, QUIET_AT = 120, 480, 900, 1200
 JOB = "agent"
 #: Counters start high, as in a process that has run for a while: a rate never extrapolates a
 #: series back to zero, so every series' rate over a window has the same extrapolation and the
@@ -85,16 +87,16 @@ class Traffic:
 def _traffic() -> dict[str, Traffic]:
     zero = [0.0] * (MINUTES + 1)
     surge = Traffic([10.0] * (MINUTES + 1), list(zero), list(zero))
-    for m in range(1440, 1440 + 180):
+    for m in range(SURGE_AT, SURGE_AT + 180):
         surge.good[m], surge.overflow[m] = 8.5, 1.5  # 15% of 10 fits: 15x a 1% budget
     leak = Traffic([10.0] * (MINUTES + 1), list(zero), list(zero))
-    for m in range(720, MINUTES + 1):
+    for m in range(LEAK_AT, MINUTES + 1):
         leak.refused[m] = 0.4  # 4% of the fits refused by the provider: 4x a 1% budget
     blip = Traffic([10.0] * (MINUTES + 1), list(zero), list(zero))
-    for m in range(2000, 2006):
+    for m in range(BLIP_AT, BLIP_AT + 6):
         blip.good[m], blip.overflow[m] = 0.0, 10.0
-    quiet = Traffic([1.0 if m % 60 == 30 else 0.0 for m in range(MINUTES + 1)], list(zero), list(zero))
-    quiet.overflow[2400] = 1.0
+    quiet = Traffic([1.0 if m % 30 == 15 else 0.0 for m in range(MINUTES + 1)], list(zero), list(zero))
+    quiet.overflow[QUIET_AT] = 1.0
     return {"surge": surge, "leak": leak, "blip": blip, "quiet": quiet}
 
 
@@ -175,7 +177,8 @@ GUARD = alerts.AlertSettings().slo_min_events
 def _checked_times(guard: float) -> list[int]:
     """Every half hour, and the minutes around the quiet overflow and the blip, where what fires
     has stayed the same for :data:`SETTLED` minutes."""
-    wanted = sorted({*range(60, MINUTES + 1, 30), 2003, 2005, 2010, 2404, 2425, 2440, 2460})
+    around = [BLIP_AT + 3, BLIP_AT + 5, BLIP_AT + 10, QUIET_AT + 4, QUIET_AT + 25, QUIET_AT + 40]
+    wanted = sorted({*range(60, MINUTES + 1, 30), *around})
     return [
         t for t in wanted if len({MODEL.firing(m, guard) for m in range(max(0, t - SETTLED), t + 1)}) == 1
     ]
