@@ -10,7 +10,11 @@ one-minute samples (a day keeps promtool's run short; every window but the 3-day
   and never a page;
 * ``blip``: one six-minute burst of failures: a five-minute overflow alert would fire, no
   burn-rate alert does;
-* ``quiet``: two fits an hour, and one overflow in the twentieth hour.
+* ``quiet``: two fits an hour, and one overflow in the twentieth hour;
+
+and of the ceiling's objectives (finished tickets the per-run ceiling stopped): ``surge``'s
+tickets burn 15x during its surge (an objective of its own), ``escalate``'s a steady 4x (the
+default objective).
 
 At every checked minute both rule sets must fire the same (severity, SLO, task type) alerts.
 The times checked are those where what fires has not changed for 20 minutes: otel-ctx's alerts
@@ -54,7 +58,13 @@ JOB = "agent"
 START = 100_000
 TABLE = slo.merged(
     (),
-    (slo.Objective("surge", 0.99), slo.Objective("blip", 0.95), slo.Objective(slo.ANY_TASK_TYPE, 0.99)),
+    (
+        slo.Objective("surge", 0.99),
+        slo.Objective("blip", 0.95),
+        slo.Objective(slo.ANY_TASK_TYPE, 0.99),
+        slo.Objective("surge", 0.99, kind=slo.CEILING),
+        slo.Objective(slo.ANY_TASK_TYPE, 0.95, kind=slo.CEILING),
+    ),
 )
 TASK = q.TASK_TYPE
 #: What fires, normalised: severity, SLO name and task type. Sloth names its SLO in ``sloth_slo``.
@@ -100,7 +110,28 @@ def _traffic() -> dict[str, Traffic]:
     return {"surge": surge, "leak": leak, "blip": blip, "quiet": quiet}
 
 
+@dataclass
+class Tickets:
+    """One task type's finished tickets per minute, and how many of them the ceiling stopped."""
+
+    runs: list[float]
+    stops: list[float]
+
+    cumulative = Traffic.cumulative
+
+
+def _tickets() -> dict[str, Tickets]:
+    surge = Tickets([2.0] * (MINUTES + 1), [0.0] * (MINUTES + 1))
+    for m in range(SURGE_AT, SURGE_AT + 180):
+        surge.stops[m] = 0.3  # 15% of the tickets: 15x a 1% budget
+    escalate = Tickets([2.0] * (MINUTES + 1), [0.0] * (MINUTES + 1))
+    for m in range(LEAK_AT, MINUTES + 1):
+        escalate.stops[m] = 0.4  # 20% of the tickets: 4x a 5% budget
+    return {"surge": surge, "escalate": escalate}
+
+
 TRAFFIC = _traffic()
+TICKETS = _tickets()
 
 
 def _input_series() -> list[dict[str, str]]:
@@ -112,15 +143,23 @@ def _input_series() -> list[dict[str, str]]:
             (f'{fits}{{job="{JOB}", {TASK}="{task}", {q.OUTCOME}="{names.OUTCOME_OVERFLOW}"}}', "overflow"),
             (f'{refused}{{job="{JOB}", {TASK}="{task}"}}', "refused"),
         ):
-            out.append({"series": series, "values": " ".join(f"{v:g}" for v in traffic.cumulative(which))})
+            out.append({"series": series, "values": " ".join(f"{v:.12g}" for v in traffic.cumulative(which))})
+    runs, stops = names.RUN_TOKENS.series("_count"), names.CEILING_STOPS.prometheus
+    resolution = names.prometheus_label(names.RESOLUTION)
+    for task, tickets in TICKETS.items():
+        for series, which in (
+            (f'{runs}{{job="{JOB}", {TASK}="{task}", {resolution}="{names.RESOLUTIONS[0]}"}}', "runs"),
+            (f'{stops}{{job="{JOB}", {TASK}="{task}"}}', "stops"),
+        ):
+            out.append({"series": series, "values": " ".join(f"{v:.12g}" for v in tickets.cumulative(which))})
     return out
 
 
 # --- what should fire: the burn-rate conditions on the generated counts ---------------------
 
 
-def _objective(task: str) -> slo.Objective:
-    own = {o.task_type: o for o in TABLE if o.kind == slo.OVERFLOW}
+def _objective(task: str, kind: str = slo.OVERFLOW) -> slo.Objective:
+    own = {o.task_type: o for o in TABLE if o.kind == kind}
     return own.get(task, own[slo.ANY_TASK_TYPE])
 
 
@@ -133,38 +172,43 @@ class Model:
     Prometheus range selector of one-minute samples reads them."""
 
     def __init__(self) -> None:
-        self.bad: dict[str, list[float]] = {}
-        self.total: dict[str, list[float]] = {}
+        #: (kind, task type) -> cumulative bad events and all events, per minute.
+        self.bad: dict[tuple[str, str], list[float]] = {}
+        self.total: dict[tuple[str, str], list[float]] = {}
         for task, traffic in TRAFFIC.items():
             good, overflow, refused = (traffic.cumulative(w) for w in ("good", "overflow", "refused"))
-            self.bad[task] = [o + r for o, r in zip(overflow, refused, strict=True)]
-            self.total[task] = [g + o for g, o in zip(good, overflow, strict=True)]
+            self.bad[(slo.OVERFLOW, task)] = [o + r for o, r in zip(overflow, refused, strict=True)]
+            self.total[(slo.OVERFLOW, task)] = [g + o for g, o in zip(good, overflow, strict=True)]
+        for task, tickets in TICKETS.items():
+            self.bad[(slo.CEILING, task)] = tickets.cumulative("stops")
+            self.total[(slo.CEILING, task)] = tickets.cumulative("runs")
 
     def _delta(self, series: list[float], minute: int, window: str) -> float | None:
         first = max(0, minute - _window_minutes(window) + 1)
         return None if minute - first < 1 else series[minute] - series[first]
 
-    def ratio(self, task: str, minute: int, window: str) -> float | None:
+    def ratio(self, task: tuple[str, str], minute: int, window: str) -> float | None:
         bad, total = (
             self._delta(self.bad[task], minute, window),
             self._delta(self.total[task], minute, window),
         )
         return None if bad is None or not total else bad / total
 
-    def events(self, task: str, minute: int, window: str) -> float:
+    def events(self, task: tuple[str, str], minute: int, window: str) -> float:
         return self._delta(self.total[task], minute, window) or 0.0
 
     def firing(self, minute: int, guard: float) -> frozenset[tuple[str, str, str]]:
         """(severity, SLO, task type) whose burn conditions hold at ``minute`` (``guard``: events
         the long window needs, 0 for none)."""
         out = set()
-        for task in TRAFFIC:
-            objective = _objective(task)
+        for key in self.bad:
+            kind, task = key
+            objective = _objective(task, kind)
             for burn in slo.BURN_WINDOWS:
                 threshold = burn.factor * objective.error_budget
-                ratios = [self.ratio(task, minute, w) for w in (burn.long, burn.short)]
+                ratios = [self.ratio(key, minute, w) for w in (burn.long, burn.short)]
                 if all(r is not None and r > threshold for r in ratios) and (
-                    self.events(task, minute, burn.long) >= guard
+                    self.events(key, minute, burn.long) >= guard
                 ):
                     out.add((burn.severity, objective.name, task))
         return frozenset(out)
@@ -313,6 +357,9 @@ def test_scenario_is_telling() -> None:
     seen = {item for items in fired.values() for item in items}
     overflow_any = _objective("leak").name
     assert (slo.PAGE, _objective("surge").name, "surge") in seen
+    assert (slo.PAGE, _objective("surge", slo.CEILING).name, "surge") in seen
+    assert (slo.TICKET, _objective("escalate", slo.CEILING).name, "escalate") in seen
+    assert (slo.PAGE, _objective("escalate", slo.CEILING).name, "escalate") not in seen
     assert (slo.TICKET, _objective("surge").name, "surge") in seen
     assert (slo.TICKET, overflow_any, "leak") in seen
     assert (slo.PAGE, overflow_any, "leak") not in seen
