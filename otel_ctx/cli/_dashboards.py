@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from otel_ctx.grafana._alerts import AlertSettings
     from otel_ctx.grafana._push import GrafanaTarget, PushResult
+    from otel_ctx.grafana._slo import Objective
 
 app = typer.Typer(no_args_is_help=True, help="Build or push the shipped Grafana dashboards.")
 
@@ -50,6 +51,43 @@ NAMES_HELP = (
     "the OTLP receiver with translation_strategy: NoUTF8EscapingWithSuffixes)."
 )
 NamesOption = Annotated[Names, typer.Option("--names", help=NAMES_HELP, case_sensitive=False)]
+
+
+#: ``--slo-config`` and ``--objective``: the SLOs the error-budget alerts and panels enforce.
+SloConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--slo-config",
+        help=(
+            "YAML or JSON file of objectives per task type (objectives: [{task_type, objective, "
+            "kind, window}]); see the SRE guide."
+        ),
+    ),
+]
+ObjectiveOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--objective",
+        help=(
+            "An objective as [KIND:]TASK_TYPE=SHARE (repeatable), e.g. dispute=0.95, "
+            "ceiling:status=99%, '*=0.995' for every other task type; over --slo-config."
+        ),
+    ),
+]
+
+
+def _objectives(
+    command: str, config: Path | None, overrides: list[str] | None
+) -> tuple[Objective, ...] | None:
+    """The objectives ``--slo-config`` and ``--objective`` give, or None when neither is given."""
+    if config is None and not overrides:
+        return None
+    from otel_ctx.grafana import _slo as slo
+
+    try:
+        return slo.objectives(config, overrides or [])
+    except ValueError as exc:
+        _fail(command, str(exc))
 
 
 class Backend(str, Enum):
@@ -314,20 +352,6 @@ _FormatOption = Annotated[
         case_sensitive=False,
     ),
 ]
-_SloConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--slo-config",
-        help="A YAML or JSON file of objectives (task_type, objective, window, kind) over the defaults.",
-    ),
-]
-_ObjectiveOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--objective",
-        help="An objective [kind:]TASK_TYPE=SHARE (repeatable), e.g. dispute=0.95 or ceiling:status=99%.",
-    ),
-]
 _ExportFolderOption = Annotated[
     str | None,
     typer.Option(
@@ -358,6 +382,7 @@ _ExportFolderOption = Annotated[
 def export(
     out: _ExportOutOption,
     force: _ForceOption = False,
+    slo_format: _FormatOption = None,
     kubernetes: _KubernetesOption = None,
     source: _SourceOption = None,
     namespace: _NamespaceOption = None,
@@ -367,9 +392,8 @@ def export(
     folder: _ExportFolderOption = None,
     names: NamesOption = Names.underscore,
     backend: BackendOption = Backend.prometheus,
-    slo_format: _FormatOption = None,
-    slo_config: _SloConfigOption = None,
-    objective: _ObjectiveOption = None,
+    slo_config: SloConfigOption = None,
+    objective: ObjectiveOption = None,
 ) -> None:
     """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config,
     or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects, or with
@@ -384,28 +408,26 @@ def export(
     victoriametrics``: the dashboards and rules generated for VictoriaMetrics and vmalert (with
     the default settings, as shipped; no promtool tests, which are Prometheus's).
     """
-    _check_target("export", names, backend)
     if slo_format is not None:
+        # The SLOs for another tool: of the options above, the objectives, names, backend and
+        # (for Sloth's Kubernetes objects) namespace and labels apply.
         if kubernetes:
             _fail("export", "--format writes SLOs and --kubernetes dashboards and rules: pass one")
         if source is not None or sidecar_label is not None or instance_selector or folder is not None:
-            _fail(
-                "export", "--format takes --namespace and --label (sloth-k8s) only of the Kubernetes options"
-            )
+            _fail("export", "of the Kubernetes options --format takes --namespace and --label only")
+        _check_target("export", names, backend)
         _export_slos(
             out,
             force,
             slo_format,
             names=names.value,
             backend=backend.value,
-            slo_config=slo_config,
-            overrides=objective or [],
+            objectives=_objectives("export", slo_config, objective),
             namespace=namespace,
             labels=labels or [],
         )
         return
-    if slo_config is not None or objective:
-        _fail("export", "--slo-config and --objective shape the SLOs: pass --format too")
+    _check_target("export", names, backend)
     if kubernetes:
         _export_kubernetes(
             out,
@@ -431,80 +453,6 @@ def export(
     if given:
         _fail("export", f"{given[0]} shapes the Kubernetes manifests: pass --kubernetes KIND too")
     _export_files(out, force, names.value, backend.value)
-
-
-def _export_slos(
-    out: Path,
-    force: bool,
-    slo_format: SloFormat,
-    *,
-    names: str,
-    backend: str,
-    slo_config: Path | None,
-    overrides: list[str],
-    namespace: str | None,
-    labels: list[str],
-) -> None:
-    """Write the SLOs for Sloth or OpenSLO: into ``out``, or (but Sloth's specs, which come with
-    their alert windows) to stdout for ``-``."""
-    _grafana("export")
-    from otel_ctx.grafana import _alerts as alerts
-    from otel_ctx.grafana import _kubernetes as k8s
-    from otel_ctx.grafana import _slo as slo
-    from otel_ctx.grafana import _slo_export as slo_export
-
-    if slo_format is not SloFormat.sloth_k8s and (namespace is not None or labels):
-        _fail("export", "--namespace and --label shape Kubernetes objects: --format sloth-k8s")
-    to_stdout = str(out) == "-"
-    if to_stdout and slo_format is SloFormat.sloth:
-        _fail("export", "--format sloth writes specs and their alert windows: give a directory")
-    if not to_stdout and out.exists() and not out.is_dir():
-        _fail("export", f"{out} exists and is not a directory")
-    runbook = alerts.DEFAULT_SETTINGS.runbook_url
-    try:
-        table = slo.objectives(slo_config, overrides)
-        if slo_format is SloFormat.sloth:
-            files = slo_export.sloth_files(table, names, backend, runbook)
-        elif slo_format is SloFormat.sloth_k8s:
-            options = k8s.Options(
-                namespace=namespace, labels=dict(k8s.parse_label(item, "--label") for item in labels)
-            )
-            objects = slo_export.prometheus_service_levels(table, options, names, backend, runbook)
-            files = {_SLO_FILES[slo_format]: slo_export.dump_all(objects)}
-        else:
-            files = {_SLO_FILES[slo_format]: slo_export.dump_all(slo_export.openslo(table, names, backend))}
-    except (ValueError, k8s.KubernetesError) as exc:
-        _fail("export", str(exc))
-    if to_stdout:
-        typer.echo("".join(files.values()), nl=False)
-        return
-    existing = [name for name in files if (out / name).exists()]
-    if existing and not force:
-        _fail("export", f"{existing[0]} is already in {out}; pass --force")
-    try:
-        for name, text in files.items():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        _fail("export", f"cannot write to {out}: {exc.strerror or exc}")
-    console = Console()
-    for name in files:
-        console.print(f"  {out / name}")
-    console.print(f"{len(table)} SLOs written to {out}")
-    if slo_format is SloFormat.sloth:
-        for window in slo_export.windows_of(table):
-            spec = out / slo_export.sloth_filename(window)
-            console.print(
-                f"Generate the rules with: sloth generate -i {spec} --default-slo-period {window} "
-                f"--slo-period-windows-path {out / slo_export.WINDOWS_DIR} -o {out}/sloth-rules-{window}.yml",
-                soft_wrap=True,
-            )
-    elif slo_format is SloFormat.sloth_k8s:
-        console.print(
-            "Run the Sloth controller with --default-slo-period and --slo-period-windows-path "
-            f"(export --format sloth writes the windows), then: kubectl apply -f {out}",
-            soft_wrap=True,
-        )
 
 
 def _export_files(out: Path, force: bool, names: str, backend: str) -> None:
@@ -678,6 +626,79 @@ def _export_kubernetes(
     where = f" in namespace {namespace}" if namespace else ""
     console.print(f"{len(targets)} manifest file(s) written to {out}{where}")
     console.print(f"Apply with: kubectl apply --server-side -f {out}")
+
+
+def _export_slos(
+    out: Path,
+    force: bool,
+    slo_format: SloFormat,
+    *,
+    names: str,
+    backend: str,
+    objectives: tuple[Objective, ...] | None,
+    namespace: str | None,
+    labels: list[str],
+) -> None:
+    """Write the SLOs for Sloth or OpenSLO: into ``out``, or (but Sloth's specs, which come with
+    their alert windows) to stdout for ``-``."""
+    _grafana("export")
+    from otel_ctx.grafana import _alerts as alerts
+    from otel_ctx.grafana import _kubernetes as k8s
+    from otel_ctx.grafana import _slo as slo
+    from otel_ctx.grafana import _slo_export as slo_export
+
+    if slo_format is not SloFormat.sloth_k8s and (namespace is not None or labels):
+        _fail("export", "--namespace and --label shape Kubernetes objects: --format sloth-k8s")
+    to_stdout = str(out) == "-"
+    if to_stdout and slo_format is SloFormat.sloth:
+        _fail("export", "--format sloth writes specs and their alert windows: give a directory")
+    if not to_stdout and out.exists() and not out.is_dir():
+        _fail("export", f"{out} exists and is not a directory")
+    runbook = alerts.DEFAULT_SETTINGS.runbook_url
+    try:
+        table = slo.DEFAULT_OBJECTIVES if objectives is None else objectives
+        if slo_format is SloFormat.sloth:
+            files = slo_export.sloth_files(table, names, backend, runbook)
+        elif slo_format is SloFormat.sloth_k8s:
+            options = k8s.Options(
+                namespace=namespace, labels=dict(k8s.parse_label(item, "--label") for item in labels)
+            )
+            objects = slo_export.prometheus_service_levels(table, options, names, backend, runbook)
+            files = {_SLO_FILES[slo_format]: slo_export.dump_all(objects)}
+        else:
+            files = {_SLO_FILES[slo_format]: slo_export.dump_all(slo_export.openslo(table, names, backend))}
+    except (ValueError, k8s.KubernetesError) as exc:
+        _fail("export", str(exc))
+    if to_stdout:
+        typer.echo("".join(files.values()), nl=False)
+        return
+    existing = [name for name in files if (out / name).exists()]
+    if existing and not force:
+        _fail("export", f"{existing[0]} is already in {out}; pass --force")
+    try:
+        for name, text in files.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}")
+    console = Console()
+    for name in files:
+        console.print(f"  {out / name}")
+    console.print(f"{len(table)} SLOs written to {out}")
+    if slo_format is SloFormat.sloth:
+        for window in slo_export.windows_of(table):
+            spec = out / slo_export.sloth_filename(window)
+            console.print(
+                f"Generate the rules with: sloth generate -i {spec} --default-slo-period {window} "
+                f"--slo-period-windows-path {out / slo_export.WINDOWS_DIR} -o {out}/sloth-rules-{window}.yml",
+                soft_wrap=True,
+            )
+    elif slo_format is SloFormat.sloth_k8s:
+        console.print(
+            "Run the Sloth controller with --default-slo-period and --slo-period-windows-path "
+            f"(export --format sloth writes the windows), then: kubectl apply -f {out}",
+            soft_wrap=True,
+        )
 
 
 def _basic_auth(user: str | None) -> tuple[str, str] | None:

@@ -163,17 +163,19 @@ def _percent(share: float) -> float:
     return round(share * 100, 10)
 
 
-def _alerting(objective: slo.Objective, runbook_url: str) -> dict[str, Any]:
+def _alerting(objective: slo.Objective, names_: str, runbook_url: str) -> dict[str, Any]:
     alert = ALERT_NAMES[objective.kind]
     task = "{{ $labels." + q.TASK_TYPE + " }}"
     job = "{{ $labels." + q.JOB + " }}"
+    summary = (
+        f"{job}: {task} is spending its {objective.kind} error budget too fast "
+        f"(objective {_percent(objective.objective):g}% over {objective.window})"
+    )
     return {
         "name": alert,
         "annotations": {
-            "summary": (
-                f"{job}: {task} is spending its {objective.kind} error budget too fast "
-                f"(objective {_percent(objective.objective):g}% over {objective.window})"
-            ),
+            # Under UTF-8 names a dotted label is read with index (a Go template field cannot be).
+            "summary": naming.template(summary) if names_ == naming.UTF8 else summary,
             "runbook_url": f"{runbook_url}#{alert.lower()}",
         },
         **{
@@ -210,7 +212,7 @@ def sloth_slos(
                 "description": _description(objective),
                 "labels": {"slo_kind": objective.kind},
                 "sli": {"events": {"error_query": error, "total_query": total}},
-                "alerting": _alerting(objective, runbook_url),
+                "alerting": _alerting(objective, names_, runbook_url),
             }
         )
     return out

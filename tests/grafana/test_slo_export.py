@@ -142,6 +142,8 @@ def test_utf8_and_victoriametrics_queries() -> None:
     table = slo.DEFAULT_OBJECTIVES
     _, total = slo_export.sli_queries(objective, table, naming.UTF8, q.PROMETHEUS)
     assert '{"context_budget.fits_total", ' in total and "context_budget_fits_total" not in total
+    summary = slo_export.sloth_slos(table, naming.UTF8)[0]["alerting"]["annotations"]["summary"]
+    assert 'index $labels "context_budget.task_type"' in summary
     _, total = slo_export.sli_queries(objective, table, naming.UNDERSCORE, q.VICTORIAMETRICS)
     assert "increase_pure(" in total and "/ {{.window}}" in total and "rate(" not in total
     spec = slo_export.sloth_spec(table, "28d", backend=q.VICTORIAMETRICS)
@@ -196,7 +198,6 @@ def test_export_slo_config_and_stdout(tmp_path: Path) -> None:
         (["-", "--format", "sloth"], "give a directory"),
         (["out", "--format", "openslo", "--kubernetes", "prometheusrule"], "pass one"),
         (["out", "--format", "openslo", "--namespace", "x"], "sloth-k8s"),
-        (["out", "--objective", "dispute=0.95"], "pass --format too"),
         (["-", "--format", "openslo", "--objective", "dispute=2"], "must be a share"),
         (["-", "--format", "sloth-k8s", "--label", "bad label=x"], "label"),
     ],

@@ -215,7 +215,11 @@ class Model:
 
 
 MODEL = Model()
-GUARD = alerts.AlertSettings().slo_min_events
+
+
+def _guard() -> float:
+    """The events otel-ctx's burn-rate alerts need in their long window (``slo_min_events``)."""
+    return float(alerts.AlertSettings().slo_min_events)
 
 
 def _checked_times(guard: float) -> list[int]:
@@ -299,7 +303,8 @@ def sloth_rules(sloth: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_sloth_validates_the_export(sloth: Path, tmp_path: Path, names_: str, backend: str) -> None:
     """Sloth reads every export: the default objectives, each naming and backend (MetricsQL is
-    checked by Sloth's VictoriaMetrics plugin), and the rules it generates load in promtool."""
+    checked by Sloth's VictoriaMetrics plugin), and what it generates loads where it runs:
+    ``promtool check rules`` (expressions and annotation templates), vmalert's ``-dryRun``."""
     spec = _export(tmp_path, slo.DEFAULT_OBJECTIVES, names_=names_, backend=backend)
     _sloth_ok(sloth, "validate", spec)
     generated = tmp_path / "rules.yml"
@@ -309,6 +314,12 @@ def test_sloth_validates_the_export(sloth: Path, tmp_path: Path, names_: str, ba
     # A page and a ticket per objective.
     assert len(alerting) == 2 * len(slo.DEFAULT_OBJECTIVES)
     assert {r["labels"]["severity"] for r in alerting} == {slo.PAGE, slo.TICKET}
+    if backend == q.VICTORIAMETRICS:
+        check = [str(support.built_servers("vmalert")["vmalert"]), "-dryRun", f"-rule={generated}"]
+    else:
+        check = [support.prometheus_tool("promtool"), "check", "rules", str(generated)]
+    result = subprocess.run(check, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
 
 
 def test_sloth_validate_refuses_a_broken_spec(sloth: Path, tmp_path: Path) -> None:
@@ -352,7 +363,8 @@ def test_scenario_is_telling() -> None:
     """The series make every case happen: a page and a ticket on the 15x burn, a ticket and no
     page on the 4x one, nothing on the blip, and on the quiet task type a page without the
     minimum-events guard and none with it."""
-    fired = {m: MODEL.firing(m, GUARD) for m in range(MINUTES + 1)}
+    guard = _guard()
+    fired = {m: MODEL.firing(m, guard) for m in range(MINUTES + 1)}
     unguarded = {m: MODEL.firing(m, 0) for m in range(MINUTES + 1)}
     seen = {item for items in fired.values() for item in items}
     overflow_any = _objective("leak").name
@@ -378,17 +390,17 @@ def test_otel_ctx_rules_fire_as_the_model_says(promtool: str, tmp_path: Path) ->
     """otel-ctx's own rules (minimum-events guard included) on the series, checked by promtool."""
     rules = tmp_path / "alerts.yml"
     rules.write_text(alerts.render(alerts.AlertSettings(objectives=TABLE)), encoding="utf-8")
-    _run(promtool, _unit_tests(rules, OURS_FIRING, GUARD, _checked_times(GUARD)), tmp_path)
+    _run(promtool, _unit_tests(rules, OURS_FIRING, _guard(), _checked_times(_guard())), tmp_path)
 
 
 def test_sloth_rules_fire_as_otel_ctx_rules_do(promtool: str, sloth_rules: Path, tmp_path: Path) -> None:
     """Sloth's rules on the same series fire the same alerts at the same times, but for the quiet
     task type's page, which only the minimum-events guard holds back."""
     unguarded = set(_checked_times(0))
-    times = [t for t in _checked_times(GUARD) if t in unguarded]
+    times = [t for t in _checked_times(_guard()) if t in unguarded]
     _run(promtool, _unit_tests(sloth_rules, SLOTH_FIRING, 0, times), tmp_path)
     # Away from the quiet task type the two expectations are one and the same.
     for t in times:
-        ours = {item for item in MODEL.firing(t, GUARD) if item[2] != "quiet"}
+        ours = {item for item in MODEL.firing(t, _guard()) if item[2] != "quiet"}
         theirs = {item for item in MODEL.firing(t, 0) if item[2] != "quiet"}
         assert ours == theirs, t
