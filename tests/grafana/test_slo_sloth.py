@@ -44,6 +44,7 @@ import yaml
 
 from otel_ctx import names
 from otel_ctx.grafana import _alerts as alerts
+from otel_ctx.grafana import _kubernetes as k8s
 from otel_ctx.grafana import _promql as q
 from otel_ctx.grafana import _slo as slo
 from otel_ctx.grafana import _slo_export as slo_export
@@ -320,6 +321,22 @@ def test_sloth_validates_the_export(sloth: Path, tmp_path: Path, names_: str, ba
         check = [support.prometheus_tool("promtool"), "check", "rules", str(generated)]
     result = subprocess.run(check, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+
+
+def test_sloth_turns_its_kubernetes_objects_into_prometheus_rules(sloth: Path, tmp_path: Path) -> None:
+    """The PrometheusServiceLevel objects are what Sloth's controller reads: ``sloth generate``
+    turns each into a Prometheus Operator PrometheusRule in the same namespace."""
+    _export(tmp_path)  # the alert windows next to the objects
+    objects = slo_export.prometheus_service_levels(TABLE, k8s.Options(namespace="monitoring"))
+    spec = tmp_path / "servicelevels.yaml"
+    spec.write_text(slo_export.dump_all(objects), encoding="utf-8")
+    _sloth_ok(sloth, "validate", spec)
+    out = tmp_path / "prometheusrules.yaml"
+    _sloth_ok(sloth, "generate", spec, "-o", str(out))
+    rules = [doc for doc in yaml.safe_load_all(out.read_text(encoding="utf-8")) if doc]
+    assert [(r["kind"], r["metadata"]["namespace"]) for r in rules] == [("PrometheusRule", "monitoring")]
+    alerting = [rule for g in rules[0]["spec"]["groups"] for rule in g["rules"] if "alert" in rule]
+    assert len(alerting) == 2 * len(TABLE)
 
 
 def test_sloth_validate_refuses_a_broken_spec(sloth: Path, tmp_path: Path) -> None:
