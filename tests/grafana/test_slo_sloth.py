@@ -349,6 +349,26 @@ def test_sloth_validate_refuses_a_broken_spec(sloth: Path, tmp_path: Path) -> No
     assert "window" in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("names_", ["underscore", "utf8"])
+def test_oslo_validates_the_openslo_documents(tmp_path: Path, names_: str) -> None:
+    """OpenSLO's own validator (oslo, the version Sloth reads OpenSLO with) accepts the Service,
+    SLI and SLO documents, and refuses them with a budgeting method OpenSLO does not have."""
+    oslo = str(support.built_servers("oslo")["oslo"])
+    documents = tmp_path / "openslo.yaml"
+    text = slo_export.dump_all(slo_export.openslo(slo.DEFAULT_OBJECTIVES, names_))
+    documents.write_text(text, encoding="utf-8")
+    result = subprocess.run(
+        [oslo, "validate", "-f", str(documents)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0 and "Valid" in result.stdout, result.stdout + result.stderr
+    documents.write_text(text.replace("budgetingMethod: Occurrences", "budgetingMethod: Events"))
+    result = subprocess.run(
+        [oslo, "validate", "-f", str(documents)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode != 0, result.stdout
+    assert "BudgetingMethod" in result.stdout + result.stderr
+
+
 def test_sloth_thresholds_are_otel_ctx_factors(sloth_rules: Path) -> None:
     """Each Sloth alert compares each window's error ratio with otel-ctx's factor times the
     objective's budget (the exported alert windows; Sloth's own 28d table would give 13.44x)."""
