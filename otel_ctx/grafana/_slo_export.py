@@ -62,7 +62,7 @@ _SLOTH_WINDOW = "{{.window}}"
 _MARKED = re.compile(
     r"(?<![\w:\"])([A-Za-z_:][A-Za-z0-9_:]*)(\{[^{}]*\})?\[" + re.escape(_WINDOW_MARK) + r"\]"
 )
-#: A name Sloth and OpenSLO accept for an SLO: alphanumerics, ``.``, ``_`` and ``-`` inside.
+#: A name both Sloth and OpenSLO accept for an SLO: a DNS label (lower-case alphanumerics, ``-`` inside).
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 _DESCRIPTIONS = {
@@ -291,8 +291,12 @@ def sloth_files(
     return out
 
 
-def _camel(spec: Mapping[str, Any]) -> Any:
-    """A ``prometheus/v1`` SLO in the CRD's spelling (``error_query`` -> ``errorQuery``)."""
+#: The ``prometheus/v1`` keys the CRD spells in camel case.
+_SNAKE = frozenset({"error_query", "total_query", "page_alert", "ticket_alert", "slo_plugins"})
+
+
+def _camel(spec: Any) -> Any:
+    """A ``prometheus/v1`` spec in the CRD's spelling (``error_query`` -> ``errorQuery``)."""
     if isinstance(spec, Mapping):
         return {
             (re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k) if k in _SNAKE else k): _camel(v)
@@ -301,9 +305,6 @@ def _camel(spec: Mapping[str, Any]) -> Any:
     if isinstance(spec, list):
         return [_camel(v) for v in spec]
     return spec
-
-
-_SNAKE = frozenset({"error_query", "total_query", "page_alert", "ticket_alert", "slo_plugins"})
 
 
 def prometheus_service_levels(
@@ -373,12 +374,7 @@ def openslo(
                     "indicatorRef": f"{name}-sli",
                     "timeWindow": [{"duration": objective.window, "isRolling": True}],
                     "budgetingMethod": "Occurrences",
-                    "objectives": [
-                        {
-                            "displayName": f"{objective.kind} {objective.task_type}",
-                            "target": objective.objective,
-                        }
-                    ],
+                    "objectives": [{"displayName": _display(objective), "target": objective.objective}],
                 },
             }
         )
@@ -386,6 +382,7 @@ def openslo(
 
 
 def _display(objective: slo.Objective) -> str:
+    """``overflow dispute``, ``ceiling *``: the objective as a dashboard lists it."""
     return f"{objective.kind} {objective.task_type}"
 
 
