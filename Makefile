@@ -28,8 +28,8 @@ demo: $(STAMP)
 ## the real Collector and Jaeger)
 test: lint typecheck servers unit
 
-## servers: build the Collector, Jaeger and Prometheus the compose file pins (once; reused from a cache outside
-## the repo, ~/.cache/otel-ctx/servers or OTEL_CTX_SERVER_CACHE)
+## servers: build the Collector, Jaeger and Prometheus the compose file pins, VictoriaMetrics, Sloth, oslo (once;
+## reused from a cache outside the repo, ~/.cache/otel-ctx/servers or OTEL_CTX_SERVER_CACHE)
 servers:
 	bash stack/build-servers.sh
 

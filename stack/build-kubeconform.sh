@@ -8,6 +8,9 @@
 #                               example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml
 #   grafanadashboards CRD       grafana-operator v5's module,
 #                               config/crd/bases/grafana.integreatly.org_grafanadashboards.yaml
+#   prometheusservicelevels CRD Sloth's module,
+#                               pkg/kubernetes/gen/crd/sloth.slok.dev_prometheusservicelevels.yaml
+#                               (the SLOs exported with --format sloth-k8s)
 #   core/v1 OpenAPI (ConfigMap) the Kubernetes module's published OpenAPI v3 document,
 #                               api/openapi-spec/v3/api__v1_openapi.json (what the API server
 #                               serves at /openapi/v3/api/v1)
@@ -30,30 +33,35 @@ KUBECONFORM_VERSION=v0.8.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 GRAFANA_OPERATOR_VERSION=v5.18.0
 KUBERNETES_VERSION=v1.35.4
+# The Sloth stack/build-servers.sh builds: its one pin, SLOTH_VERSION, read from there.
+SLOTH_VERSION="v$(sed -n 's/^SLOTH_VERSION=//p' "$(dirname "$0")/build-servers.sh")"
 
 PROMETHEUS_OPERATOR=github.com/prometheus-operator/prometheus-operator
 GRAFANA_OPERATOR=github.com/grafana/grafana-operator/v5
 KUBERNETES=k8s.io/kubernetes
+SLOTH=github.com/slok/sloth
 PROMETHEUSRULE_CRD=example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml
 GRAFANADASHBOARD_CRD=config/crd/bases/grafana.integreatly.org_grafanadashboards.yaml
 CORE_OPENAPI=api/openapi-spec/v3/api__v1_openapi.json
+SERVICELEVEL_CRD=pkg/kubernetes/gen/crd/sloth.slok.dev_prometheusservicelevels.yaml
 
 NAME=build-kubeconform
 # shellcheck source=stack/go-env.sh
 . "$(dirname "$0")/go-env.sh"
 dir="$CACHE/kubeconform-$KUBECONFORM_VERSION-$(key "$KUBECONFORM_VERSION" \
-    "$PROMETHEUS_OPERATOR_VERSION" "$GRAFANA_OPERATOR_VERSION" "$KUBERNETES_VERSION")"
+    "$PROMETHEUS_OPERATOR_VERSION" "$GRAFANA_OPERATOR_VERSION" "$KUBERNETES_VERSION" "$SLOTH_VERSION")"
 KUBECONFORM="$dir/kubeconform"
 SOURCES="$dir/sources"
 declare -A files=(
     [prometheusrule_crd]="$SOURCES/$(basename "$PROMETHEUSRULE_CRD")"
     [grafanadashboard_crd]="$SOURCES/$(basename "$GRAFANADASHBOARD_CRD")"
     [core_openapi]="$SOURCES/$(basename "$CORE_OPENAPI")"
+    [servicelevel_crd]="$SOURCES/$(basename "$SERVICELEVEL_CRD")"
 )
 
 print_paths() {
     echo "kubeconform=$KUBECONFORM"
-    for name in prometheusrule_crd grafanadashboard_crd core_openapi; do echo "$name=${files[$name]}"; done
+    for name in prometheusrule_crd grafanadashboard_crd core_openapi servicelevel_crd; do echo "$name=${files[$name]}"; done
 }
 
 complete() {
@@ -97,7 +105,8 @@ build() { # each step checked: `set -e` does not hold in a function run as a con
         "${files[prometheusrule_crd]}" || return 1
     fetch "$GRAFANA_OPERATOR@$GRAFANA_OPERATOR_VERSION" "$GRAFANADASHBOARD_CRD" \
         "${files[grafanadashboard_crd]}" || return 1
-    fetch "$KUBERNETES@$KUBERNETES_VERSION" "$CORE_OPENAPI" "${files[core_openapi]}"
+    fetch "$KUBERNETES@$KUBERNETES_VERSION" "$CORE_OPENAPI" "${files[core_openapi]}" || return 1
+    fetch "$SLOTH@$SLOTH_VERSION" "$SERVICELEVEL_CRD" "${files[servicelevel_crd]}"
 }
 
 # One run at a time per cache (a lock of its own: the servers' build may hold theirs for long).

@@ -18,6 +18,13 @@
 #            below (the compose stack runs Prometheus; docs/sre-guide.md, "VictoriaMetrics"),
 #            built pure Go (CGO_ENABLED=0) in the module's own directory, as the project's
 #            `make victoria-metrics-pure` does.
+#   sloth    Sloth (github.com/slok/sloth/cmd/sloth), at SLOTH_VERSION below: the SLO generator
+#            the exported Sloth spec is validated and turned into rules with, so the tests can
+#            check its rules alert as otel-ctx's own do (docs/sre-guide.md, "Handing the SLOs to
+#            Sloth or Pyrra"); built pure Go as its own scripts/build/bin/build-raw.sh does.
+#   oslo     OpenSLO's validator (github.com/OpenSLO/oslo/cmd/oslo), at OSLO_VERSION below (the
+#            version Sloth itself reads OpenSLO with), which the exported OpenSLO documents are
+#            checked with; built in its module's directory, as its Makefile does.
 #
 # Everything comes through the Go module proxy. Builds land in a cache folder outside the
 # work tree (a fresh clone on the same machine finds them) keyed on the version, the
@@ -28,6 +35,11 @@
 #   stack/build-servers.sh           build what is missing, then print name=path lines
 #   stack/build-servers.sh --paths   print name=path lines of what is built; build nothing
 #                                    (exit 1 when something is missing)
+#   stack/build-servers.sh NAME...   build only these (otelcol, jaeger, prometheus, promtool,
+#                                    victoriametrics, vmalert, sloth, oslo), then print their lines
+#
+# Each build holds a lock of its own in the cache, so a run that builds one server waits only
+# for another run building that same server, never for a long build of the others.
 #
 # OTEL_CTX_SERVER_CACHE  the cache folder (default ~/.cache/otel-ctx/servers)
 # OTEL_CTX_GOPROXY       the module proxy (default https://proxy.golang.org)
@@ -46,6 +58,10 @@ COMPOSE="$ROOT/docker-compose.yml"
 JAEGER_REPLACES='replace github.com/Shopify/sarama => github.com/Shopify/sarama v1.33.0'
 # The one pin of VictoriaMetrics and vmalert (one Go module, one release tag for both).
 VICTORIAMETRICS_VERSION=1.151.0
+# The one pin of Sloth.
+SLOTH_VERSION=0.16.0
+# The one pin of oslo: the OpenSLO module Sloth $SLOTH_VERSION requires.
+OSLO_VERSION=0.12.0
 
 pinned() { # the tag docker-compose.yml pins for an image, without a leading v
     sed -n "s#^ *image: $1:v\\{0,1\\}\\([0-9][0-9.]*\\) *\$#\\1#p" "$COMPOSE"
@@ -88,6 +104,12 @@ victoriametrics_module="v$VICTORIAMETRICS_VERSION"
 victoriametrics_dir="$CACHE/victoriametrics-$VICTORIAMETRICS_VERSION-$(key "$VICTORIAMETRICS_VERSION" "$victoriametrics_module" pure)"
 VICTORIAMETRICS="$victoriametrics_dir/victoria-metrics"
 VMALERT="$victoriametrics_dir/vmalert"
+sloth_module="v$SLOTH_VERSION"
+sloth_dir="$CACHE/sloth-$SLOTH_VERSION-$(key "$SLOTH_VERSION" "$sloth_module" pure)"
+SLOTH="$sloth_dir/sloth"
+oslo_module="v$OSLO_VERSION"
+oslo_dir="$CACHE/oslo-$OSLO_VERSION-$(key "$OSLO_VERSION" "$oslo_module")"
+OSLO="$oslo_dir/oslo"
 
 print_paths() {
     echo "otelcol=$OTELCOL"
@@ -96,11 +118,13 @@ print_paths() {
     echo "promtool=$PROMTOOL"
     echo "victoriametrics=$VICTORIAMETRICS"
     echo "vmalert=$VMALERT"
+    echo "sloth=$SLOTH"
+    echo "oslo=$OSLO"
 }
 
 all_built() {
     [ -x "$OTELCOL" ] && [ -x "$JAEGER" ] && [ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ] &&
-        [ -x "$VICTORIAMETRICS" ] && [ -x "$VMALERT" ]
+        [ -x "$VICTORIAMETRICS" ] && [ -x "$VMALERT" ] && [ -x "$SLOTH" ] && [ -x "$OSLO" ]
 }
 
 if [ "${1:-}" = "--paths" ]; then
@@ -108,11 +132,35 @@ if [ "${1:-}" = "--paths" ]; then
     all_built
     exit
 fi
-[ $# -eq 0 ] || die "usage: $0 [--paths]"
 
-if all_built; then
+# Which builds to run: all of them, or the ones that make the names given.
+want_otelcol=1 want_jaeger=1 want_prometheus=1 want_victoriametrics=1 want_sloth=1 want_oslo=1
+if [ $# -gt 0 ]; then
+    want_otelcol=0 want_jaeger=0 want_prometheus=0 want_victoriametrics=0 want_sloth=0 want_oslo=0
+    for name in "$@"; do
+        case "$name" in
+            otelcol | jaeger | sloth | oslo) eval "want_$name=1" ;;
+            prometheus | promtool) want_prometheus=1 ;;
+            victoriametrics | vmalert) want_victoriametrics=1 ;;
+            *) die "usage: $0 [--paths | NAME...] (NAME: otelcol jaeger prometheus promtool victoriametrics vmalert sloth oslo)" ;;
+        esac
+    done
+fi
+
+print_wanted() {
+    print_paths | while IFS='=' read -r name _; do
+        case "$name" in
+            promtool) [ "$want_prometheus" = 1 ] ;;
+            vmalert) [ "$want_victoriametrics" = 1 ] ;;
+            *) [ "$(eval "echo \$want_$name")" = 1 ] ;;
+        esac && echo "$name=$(print_paths | sed -n "s/^$name=//p")"
+    done
+}
+
+if [ $# -eq 0 ] && all_built; then
     echo "build-servers: Collector $collector_version, Jaeger $jaeger_version, Prometheus" \
-        "$prometheus_version and VictoriaMetrics $VICTORIAMETRICS_VERSION already built in $CACHE" >&2
+        "$prometheus_version, VictoriaMetrics $VICTORIAMETRICS_VERSION, Sloth $SLOTH_VERSION and oslo $OSLO_VERSION" \
+        "already built in $CACHE" >&2
     print_paths
     exit 0
 fi
@@ -198,6 +246,32 @@ build_victoriametrics() {
     rm -rf "$work"
 }
 
+build_sloth() {
+    local work
+    work="$(mktemp -d "$CACHE/.sloth-build.XXXXXX")"
+    CGO_ENABLED=0 GOBIN="$work" "$GO" install -trimpath \
+        -ldflags "-s -w -X github.com/slok/sloth/internal/info.Version=$sloth_module" \
+        "github.com/slok/sloth/cmd/sloth@$sloth_module"
+    mkdir -p "$sloth_dir"
+    mv "$work/sloth" "$SLOTH.tmp" && mv "$SLOTH.tmp" "$SLOTH"
+    rm -rf "$work"
+}
+
+build_oslo() {
+    local work src
+    work="$(mktemp -d "$CACHE/.oslo-build.XXXXXX")"
+    src="$(module_dir "github.com/OpenSLO/oslo@$oslo_module")"
+    [ -d "$src" ] || { echo "no source directory for oslo@$oslo_module" >&2; exit 1; }
+    (
+        cd "$src"
+        CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w -X main.version=$oslo_module" \
+            -o "$work/oslo" ./cmd/oslo
+    )
+    mkdir -p "$oslo_dir"
+    mv "$work/oslo" "$OSLO.tmp" && mv "$OSLO.tmp" "$OSLO"
+    rm -rf "$work"
+}
+
 timed() { # name, function: run it, say how long it took
     local started=$SECONDS
     echo "build-servers: building $1 (first time: tens of minutes on 2 cores)..." >&2
@@ -214,20 +288,33 @@ export CACHE MANIFEST GO collector_version otelcol_dir OTELCOL
 export jaeger_version jaeger_module JAEGER_REPLACES jaeger_dir JAEGER
 export prometheus_version prometheus_module PROMETHEUS_TAGS prometheus_dir PROMETHEUS PROMTOOL
 export victoriametrics_module victoriametrics_dir VICTORIAMETRICS VMALERT
+export sloth_module sloth_dir SLOTH oslo_module oslo_dir OSLO
 
-# One build at a time per cache: make and a CI run on the same machine may both start one.
-exec 9>"$CACHE/.lock"
-flock 9
+locked() { # name, function, binaries...: build them unless built, one build per name at a time
+    local name=$1 build=$2
+    shift 2
+    (
+        # make and a CI run on the same machine may both start this build: the second waits,
+        # then finds the binaries built.
+        exec 9>"$CACHE/.$name.lock"
+        flock 9
+        for binary in "$@"; do [ -x "$binary" ] || { timed "$name" "$build"; exit; }; done
+    )
+}
+
 failed=0
-[ -x "$OTELCOL" ] || timed "otelcol-$collector_version" build_otelcol || failed=1
-[ -x "$JAEGER" ] || timed "jaeger-$jaeger_version" build_jaeger || failed=1
-[ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ] ||
-    timed "prometheus-$prometheus_version" build_prometheus || failed=1
-[ -x "$VICTORIAMETRICS" ] && [ -x "$VMALERT" ] ||
-    timed "victoriametrics-$VICTORIAMETRICS_VERSION" build_victoriametrics || failed=1
+[ "$want_otelcol" = 0 ] || locked "otelcol-$collector_version" build_otelcol "$OTELCOL" || failed=1
+[ "$want_jaeger" = 0 ] || locked "jaeger-$jaeger_version" build_jaeger "$JAEGER" || failed=1
+[ "$want_prometheus" = 0 ] ||
+    locked "prometheus-$prometheus_version" build_prometheus "$PROMETHEUS" "$PROMTOOL" || failed=1
+[ "$want_victoriametrics" = 0 ] ||
+    locked "victoriametrics-$VICTORIAMETRICS_VERSION" build_victoriametrics "$VICTORIAMETRICS" "$VMALERT" ||
+    failed=1
+[ "$want_sloth" = 0 ] || locked "sloth-$SLOTH_VERSION" build_sloth "$SLOTH" || failed=1
+[ "$want_oslo" = 0 ] || locked "oslo-$OSLO_VERSION" build_oslo "$OSLO" || failed=1
 if [ "$failed" = 1 ]; then
     [ "$in_ci" = 1 ] && die "a server build failed (CI=true: the end-to-end tests need them all)"
     echo "build-servers: WARNING: a server build failed; the tests that need it will skip" >&2
     exit 0
 fi
-print_paths
+print_wanted

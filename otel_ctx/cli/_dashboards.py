@@ -291,6 +291,21 @@ class Kind(str, Enum):
 _KUBERNETES_ONLY = ("--from", "--namespace", "--label", "--sidecar-label", "--instance-selector", "--folder")
 
 
+class SloFormat(str, Enum):
+    """An SLO tool ``export --format`` writes the SLOs for."""
+
+    sloth = "sloth"
+    sloth_k8s = "sloth-k8s"
+    openslo = "openslo"
+
+
+#: The file each SLO format is written to (Sloth's specs are one per window, named by it).
+_SLO_FILES = {
+    SloFormat.sloth_k8s: "otel-ctx-sloth-servicelevels.yaml",
+    SloFormat.openslo: "otel-ctx-openslo.yaml",
+}
+
+
 _ExportOutOption = Annotated[
     Path,
     typer.Argument(help="Directory to write into (created if missing); with --kubernetes, - for stdout."),
@@ -342,6 +357,19 @@ _InstanceSelectorOption = Annotated[
         ),
     ),
 ]
+_FormatOption = Annotated[
+    SloFormat | None,
+    typer.Option(
+        "--format",
+        help=(
+            "Write the SLOs (error budgets per task type) for an SLO tool instead, where a team "
+            "already runs one: sloth (Sloth specs and the alert windows that make Sloth page at "
+            "otel-ctx's burn rates), sloth-k8s (Sloth's PrometheusServiceLevel objects), openslo "
+            "(OpenSLO v1 Service, SLI and SLO documents)."
+        ),
+        case_sensitive=False,
+    ),
+]
 _ExportFolderOption = Annotated[
     str | None,
     typer.Option(
@@ -363,12 +391,16 @@ _ExportFolderOption = Annotated[
         "  otel-ctx dashboards export /etc/otel-ctx --force  # overwrite earlier copies\n\n"
         "  otel-ctx dashboards export - --kubernetes prometheusrule --kubernetes configmap "
         "--namespace monitoring --label release=kube-prometheus-stack | kubectl apply --server-side -f -\n\n"
-        "  otel-ctx dashboards export ./k8s -k grafanadashboard --instance-selector dashboards=grafana"
+        "  otel-ctx dashboards export ./k8s -k grafanadashboard --instance-selector dashboards=grafana\n\n"
+        "  otel-ctx dashboards export ./slos --format sloth   # then: sloth generate (printed)\n\n"
+        "  otel-ctx dashboards export - --format sloth-k8s -n monitoring | kubectl apply -f -\n\n"
+        "  otel-ctx dashboards export ./slos --format openslo --objective dispute=0.95"
     )
 )
 def export(
     out: _ExportOutOption,
     force: _ForceOption = False,
+    slo_format: _FormatOption = None,
     kubernetes: _KubernetesOption = None,
     source: _SourceOption = None,
     namespace: _NamespaceOption = None,
@@ -382,7 +414,8 @@ def export(
     objective: ObjectiveOption = None,
 ) -> None:
     """Write the shipped dashboards, alert rules (with their promtool tests) and Collector config,
-    or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects.
+    or with ``--kubernetes`` the same dashboards and rules as Kubernetes objects, or with
+    ``--format`` the SLOs for Sloth or an OpenSLO tool.
 
     They are the files the package was built with, so no extra is needed: provision
     ``dashboards/*.json`` in Grafana, load ``dashboards/alerts.yml`` into Prometheus, run the
@@ -395,6 +428,25 @@ def export(
     ``--slo-config``/``--objective`` the dashboards, rules and error-budget tests are generated
     for those objectives (the extra again).
     """
+    if slo_format is not None:
+        # The SLOs for another tool: of the options above, the objectives, names, backend and
+        # (for Sloth's Kubernetes objects) namespace and labels apply.
+        if kubernetes:
+            _fail("export", "--format writes SLOs and --kubernetes dashboards and rules: pass one")
+        if source is not None or sidecar_label is not None or instance_selector or folder is not None:
+            _fail("export", "of the Kubernetes options --format takes --namespace and --label only")
+        _check_target("export", names, backend)
+        _export_slos(
+            out,
+            force,
+            slo_format,
+            names=names.value,
+            backend=backend.value,
+            objectives=_objectives("export", slo_config, objective),
+            namespace=namespace,
+            labels=labels or [],
+        )
+        return
     _check_target("export", names, backend)
     objectives = _objectives("export", slo_config, objective)
     if kubernetes and objectives is not None:
@@ -619,6 +671,79 @@ def _export_kubernetes(
     where = f" in namespace {namespace}" if namespace else ""
     console.print(f"{len(targets)} manifest file(s) written to {out}{where}")
     console.print(f"Apply with: kubectl apply --server-side -f {out}")
+
+
+def _export_slos(
+    out: Path,
+    force: bool,
+    slo_format: SloFormat,
+    *,
+    names: str,
+    backend: str,
+    objectives: tuple[Objective, ...] | None,
+    namespace: str | None,
+    labels: list[str],
+) -> None:
+    """Write the SLOs for Sloth or OpenSLO: into ``out``, or (but Sloth's specs, which come with
+    their alert windows) to stdout for ``-``."""
+    _grafana("export")
+    from otel_ctx.grafana import _alerts as alerts
+    from otel_ctx.grafana import _kubernetes as k8s
+    from otel_ctx.grafana import _slo as slo
+    from otel_ctx.grafana import _slo_export as slo_export
+
+    if slo_format is not SloFormat.sloth_k8s and (namespace is not None or labels):
+        _fail("export", "--namespace and --label shape Kubernetes objects: --format sloth-k8s")
+    to_stdout = str(out) == "-"
+    if to_stdout and slo_format is SloFormat.sloth:
+        _fail("export", "--format sloth writes specs and their alert windows: give a directory")
+    if not to_stdout and out.exists() and not out.is_dir():
+        _fail("export", f"{out} exists and is not a directory")
+    runbook = alerts.DEFAULT_SETTINGS.runbook_url
+    try:
+        table = slo.DEFAULT_OBJECTIVES if objectives is None else objectives
+        if slo_format is SloFormat.sloth:
+            files = slo_export.sloth_files(table, names, backend, runbook)
+        elif slo_format is SloFormat.sloth_k8s:
+            options = k8s.Options(
+                namespace=namespace, labels=dict(k8s.parse_label(item, "--label") for item in labels)
+            )
+            objects = slo_export.prometheus_service_levels(table, options, names, backend, runbook)
+            files = {_SLO_FILES[slo_format]: slo_export.dump_all(objects)}
+        else:
+            files = {_SLO_FILES[slo_format]: slo_export.dump_all(slo_export.openslo(table, names, backend))}
+    except (ValueError, k8s.KubernetesError) as exc:
+        _fail("export", str(exc))
+    if to_stdout:
+        typer.echo("".join(files.values()), nl=False)
+        return
+    existing = [name for name in files if (out / name).exists()]
+    if existing and not force:
+        _fail("export", f"{existing[0]} is already in {out}; pass --force")
+    try:
+        for name, text in files.items():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail("export", f"cannot write to {out}: {exc.strerror or exc}")
+    console = Console()
+    for name in files:
+        console.print(f"  {out / name}")
+    console.print(f"{len(table)} SLOs written to {out}")
+    if slo_format is SloFormat.sloth:
+        for window in slo_export.windows_of(table):
+            spec = out / slo_export.sloth_filename(window)
+            console.print(
+                f"Generate the rules with: sloth generate -i {spec} --default-slo-period {window} "
+                f"--slo-period-windows-path {out / slo_export.WINDOWS_DIR} -o {out}/sloth-rules-{window}.yml",
+                soft_wrap=True,
+            )
+    elif slo_format is SloFormat.sloth_k8s:
+        console.print(
+            "Run the Sloth controller with --default-slo-period and --slo-period-windows-path "
+            f"(export --format sloth writes the windows), then: kubectl apply -f {out}",
+            soft_wrap=True,
+        )
 
 
 def _basic_auth(user: str | None) -> tuple[str, str] | None:

@@ -1,7 +1,8 @@
-"""``otel-ctx dashboards export --kubernetes``: PrometheusRule, sidecar ConfigMaps, GrafanaDashboards.
+"""``otel-ctx dashboards export --kubernetes``: PrometheusRule, sidecar ConfigMaps, GrafanaDashboards
+(and ``--format sloth-k8s``: Sloth's PrometheusServiceLevels).
 
 Every manifest is validated by kubeconform (``-strict``) against the operators' own schemas: the
-Prometheus Operator's and grafana-operator's CRDs, and for the ConfigMap the core/v1 OpenAPI
+Prometheus Operator's, grafana-operator's and Sloth's CRDs, and for the ConfigMap the core/v1 OpenAPI
 document Kubernetes publishes, all fetched from their Go modules by stack/build-kubeconform.sh.
 kubeconform's default schemas are downloaded at run time; none is used here (no network).
 """
@@ -107,14 +108,14 @@ def resolved(schemas: dict[str, Any], name: str, seen: tuple[str, ...] = ()) -> 
 
 @pytest.fixture(scope="module")
 def kubeconform(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """kubeconform and a schema location template holding exactly the three kinds exported."""
+    """kubeconform and a schema location template holding exactly the four kinds exported."""
     paths = _paths()
     root = tmp_path_factory.mktemp("schemas")
     core = json.loads(paths["core_openapi"].read_text())["components"]["schemas"]
     object_meta = resolved(core, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
     # ConfigMap is core (apiVersion v1): kubeconform's {{.Group}} and {{.ResourceAPIVersion}} are both "v1".
     written = {("v1", "configmap", "v1"): resolved(core, "io.k8s.api.core.v1.ConfigMap")}
-    for crd_path in (paths["prometheusrule_crd"], paths["grafanadashboard_crd"]):
+    for crd_path in (paths["prometheusrule_crd"], paths["grafanadashboard_crd"], paths["servicelevel_crd"]):
         crd = yaml.safe_load(crd_path.read_text())
         for version in crd["spec"]["versions"]:
             schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
@@ -147,6 +148,23 @@ def test_kubeconform_accepts_every_exported_manifest(kubeconform: tuple[Path, st
     boards = len(SHIPPED)
     # Every object was checked against a schema (none skipped for want of one).
     assert f"Valid: {1 + 2 * boards}, Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout, proc.stdout
+
+
+def test_kubeconform_accepts_the_sloth_service_levels(kubeconform: tuple[Path, str], tmp_path: Path) -> None:
+    """The SLOs as Sloth's PrometheusServiceLevel: valid against Sloth's CRD, for both namings."""
+    for names_ in ("underscore", "utf8"):
+        out = tmp_path / names_
+        result = export(str(out), "--format", "sloth-k8s", "--names", names_, "--namespace", "monitoring")
+        assert result.exit_code == 0, result.output
+        proc = validate(kubeconform, out / "otel-ctx-sloth-servicelevels.yaml")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "Valid: 1, Invalid: 0, Errors: 0, Skipped: 0" in proc.stdout, proc.stdout
+    # The CRD does hold the spec: a misspelt field is refused.
+    broken = tmp_path / "broken.yaml"
+    text = (tmp_path / "underscore" / "otel-ctx-sloth-servicelevels.yaml").read_text()
+    broken.write_text(text.replace("errorQuery:", "error_query:"))
+    proc = validate(kubeconform, broken)
+    assert proc.returncode != 0, proc.stdout
 
 
 def test_kubeconform_refuses_what_the_operators_would(kubeconform: tuple[Path, str], tmp_path: Path) -> None:
