@@ -147,5 +147,13 @@ def test_each_round_is_counted_in_its_model_familys_vocabulary(replay: Replay) -
             by_project[project(o.case)] = by_project.get(project(o.case), 0) + 1
     print(f"rounds of an open-weight family, by project: {by_project}")
     assert wrong == [], f"{len(wrong)} rounds not counted in their family's vocabulary: {wrong[:10]}"
+    # One family, one vocabulary, however a host spells the model (a router's ``vendor/`` path,
+    # Ollama's ``:tag``, Bedrock's ``vendor.`` id).
+    vocabularies: dict[str, set[str]] = {}
+    for (_, family_name), outs in groups.items():
+        if family_name != "-":
+            vocabularies.setdefault(family_name, set()).update(str(o.attrs.get(n.ENCODING)) for o in outs)
+    mixed = {name: sorted(used) for name, used in vocabularies.items() if len(used) > 1}
+    assert mixed == {}, f"a family counted in more than one vocabulary: {mixed}"
     # The check is not empty: family tokenizers were exercised (not only OpenAI's encodings).
     assert by_project
