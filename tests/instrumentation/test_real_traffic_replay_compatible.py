@@ -157,3 +157,30 @@ def test_each_round_is_counted_in_its_model_familys_vocabulary(replay: Replay) -
     assert mixed == {}, f"a family counted in more than one vocabulary: {mixed}"
     # The check is not empty: family tokenizers were exercised (not only OpenAI's encodings).
     assert by_project
+
+
+def test_a_round_flagged_exact_is_the_bill(replay: Replay) -> None:
+    """On these hosts only OpenAI's own models (routed or served locally) may be flagged exact;
+    of the rounds flagged so whose bill the body decides, at most one in a hundred misses it by
+    more than max(2 tokens, 1%)."""
+    exact = [
+        o
+        for o in replay.outcomes
+        if o.attrs.get(n.EXACT) is True
+        and compared(o.case)
+        and o.attrs.get(n.FIGURE_SOURCE) == n.FIGURE_REQUEST
+        and n.USAGE_INPUT_TOKENS in o.attrs
+    ]
+    off = [
+        (_where(o.case), o.attrs[n.ESTIMATED_TOKENS], billed(o.case))
+        for o in exact
+        if abs(o.attrs[n.ESTIMATED_TOKENS] - billed(o.case)) > max(2.0, 0.01 * billed(o.case))
+    ]
+    print(f"\nflagged exact: {len(exact)}, off by more than max(2, 1%): {len(off)}")
+    others = {
+        str(o.case["model"])
+        for o in replay.outcomes
+        if o.attrs.get(n.EXACT) is True and encodings.encoding_name_for_model(str(o.case["model"])) is None
+    }
+    assert others == set(), "flagged exact without OpenAI's own encoding"
+    assert len(off) <= 0.01 * len(exact), off
