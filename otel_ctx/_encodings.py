@@ -49,6 +49,9 @@ EXTRA_MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("gpt-realtime", "o200k_base"),
     ("gpt-audio", "o200k_base"),
     ("computer-use-preview", "o200k_base"),
+    # gpt-oss under a tag instead of its size suffix (Ollama's ``gpt-oss:20b``), which tiktoken's
+    # ``gpt-oss-`` prefix misses: the same open-weight model, the same vocabulary.
+    ("gpt-oss", "o200k_harmony"),
 )
 
 
@@ -62,11 +65,13 @@ class EncodingUnavailableError(OtelCtxError, RuntimeError):
 
 def base_model(model: str) -> str:
     """The model a name is for: ``ft:gpt-4.1-mini-2025-04-14:org::id`` → ``gpt-4.1-mini-2025-04-14``,
-    ``openai/gpt-4o`` → ``gpt-4o`` (the router prefix LiteLLM and OpenRouter use)."""
+    ``openai/gpt-4o`` → ``gpt-4o`` (the router prefix LiteLLM and OpenRouter use),
+    ``openai.gpt-oss-120b-1:0`` → ``gpt-oss-120b-1:0`` (Bedrock's vendor prefix, which the
+    OpenAI-compatible endpoints of Bedrock take too)."""
     name = model.strip()
     if name.startswith("ft:"):
         name = name[3:].split(":", 1)[0]
-    return name.removeprefix("openai/")
+    return name.removeprefix("openai/").removeprefix("openai.")
 
 
 def encoding_name_for_model(model: str) -> str | None:

@@ -247,6 +247,9 @@ def test_no_download_happens(monkeypatch: pytest.MonkeyPatch) -> None:
         ("ft:gpt-4o-mini-2024-07-18:acme::x", "o200k_base"),
         ("openai/gpt-4o", "o200k_base"),
         ("gpt-oss-120b", "o200k_harmony"),
+        ("gpt-oss:20b", "o200k_harmony"),  # Ollama's tag
+        ("openai.gpt-oss-120b-1:0", "o200k_harmony"),  # Bedrock's id
+        ("openai.gpt-oss-safeguard-20b", "o200k_harmony"),
         ("gpt-4", "cl100k_base"),
         ("gpt-4-turbo", "cl100k_base"),
         ("gpt-3.5-turbo", "cl100k_base"),

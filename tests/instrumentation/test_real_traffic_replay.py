@@ -12,20 +12,15 @@ accuracy of the counts against what the provider really billed.
 
 from __future__ import annotations
 
-import inspect
-import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-import anthropic
-import openai
 import pytest
-from fake_provider import FakeProvider, Reply
-from instrument_support import Instrumented
+import replay_support
+from fake_provider import Reply
 from real_traffic import OPENAI_ANTHROPIC_GLOBS, billed, contradicted, features, files, project, rows
 
-import otel_ctx.instrumentation as oi
 from otel_ctx import names as n
 
 #: Of the rounds flagged exact, at most this share may miss the bill by more than the tolerance
@@ -57,19 +52,8 @@ class Case:
         return billed({"api": self.api, "usage": self.usage})
 
 
-@dataclass
-class Outcome:
-    """One replayed call: what the caller got and what otel-ctx emitted for it."""
-
-    case: Case
-    error: str | None = None
-    plain_body: bytes | None = None
-    sent_body: bytes | None = None
-    spans: list[Any] = field(default_factory=list)
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        return dict(self.spans[0].attributes or {}) if len(self.spans) == 1 else {}
+Outcome = replay_support.Outcome[Case]
+Replay = replay_support.Replay[Case]
 
 
 def _files() -> list[str]:
@@ -94,101 +78,13 @@ def _cases() -> list[Case]:
     ]
 
 
-class _Sender:
-    """Sends a recorded body as the SDK's own method would be called with it: the parameters the
-    method declares as keywords, any other top-level key through ``extra_body``."""
-
-    def __init__(self, fake: FakeProvider) -> None:
-        oc = openai.OpenAI(base_url=fake.openai_url, api_key="test-key", max_retries=0)
-        # A timeout of its own, as the projects that sent a large ``max_tokens`` without streaming
-        # had: with the default one the SDK refuses such a call itself, before any instrumentation.
-        ac = anthropic.Anthropic(base_url=fake.anthropic_url, api_key="test-key", max_retries=0, timeout=60.0)
-        self.methods: dict[str, Callable[..., Any]] = {
-            "openai.chat": oc.chat.completions.create,
-            "openai.responses": oc.responses.create,
-            "anthropic.messages": ac.messages.create,
-        }
-        self.params = {api: set(inspect.signature(m).parameters) for api, m in self.methods.items()}
-
-    def send(self, case: Case) -> None:
-        known = self.params[case.api]
-        kwargs = {k: v for k, v in case.body.items() if k in known}
-        extra = {k: v for k, v in case.body.items() if k not in known}
-        if extra:
-            kwargs["extra_body"] = extra
-        answer = self.methods[case.api](**kwargs)
-        if case.body.get("stream") is True:
-            for _ in answer:  # consumed to the end, as an agent reading the whole answer does
-                pass
-
-
-class _Logs(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-@dataclass
-class Replay:
-    outcomes: list[Outcome]
-    capture: Instrumented
-    logs: list[str]
-
-
 def _reply(case: Case) -> Reply:
     return Reply(usage=case.usage, input_tokens=case.bill)
 
 
 @pytest.fixture(scope="module")
 def replay() -> Iterator[Replay]:
-    cases = _cases()
-    fake = FakeProvider()
-    fake.hold_unknown = True
-    fake.start()
-    sender = _Sender(fake)
-    outcomes = [Outcome(c) for c in cases]
-    try:
-        # Without otel-ctx: the bytes each body becomes on the wire.
-        for outcome in outcomes:
-            fake.queue(_reply(outcome.case))
-            before = len(fake.requests)
-            try:
-                sender.send(outcome.case)
-            except Exception as exc:
-                outcome.error = f"uninstrumented: {type(exc).__name__}"
-            if len(fake.requests) > before:
-                outcome.plain_body = fake.requests[-1].body
-        capture = Instrumented()
-        handler = _Logs()
-        logger = logging.getLogger("otel_ctx")
-        level = logger.level
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
-        oi.instrument(
-            tracer_provider=capture.tracer_provider, meter_provider=capture.meter_provider, langchain=False
-        )
-        try:
-            for outcome in outcomes:
-                fake.queue(_reply(outcome.case))
-                before = len(fake.requests)
-                try:
-                    sender.send(outcome.case)
-                except Exception as exc:
-                    outcome.error = outcome.error or f"instrumented: {type(exc).__name__}"
-                if len(fake.requests) > before:
-                    outcome.sent_body = fake.requests[-1].body
-                outcome.spans = capture.rounds()
-                capture.span_exporter.clear()
-        finally:
-            oi.uninstrument()
-            logger.removeHandler(handler)
-            logger.setLevel(level)
-        yield Replay(outcomes, capture, handler.messages)
-    finally:
-        fake.stop()
+    yield from replay_support.replay(_cases(), lambda sender, case: sender.send(case.api, case.body), _reply)
 
 
 def test_every_call_went_through_unchanged_and_none_was_dark(replay: Replay) -> None:
@@ -221,57 +117,9 @@ def test_every_call_went_through_unchanged_and_none_was_dark(replay: Replay) -> 
     assert counted == unmeasured  # the counter tells the same story as the spans
 
 
-#: Keys whose values are identifiers, not content: a model name, a stored response or conversation
-#: (the round's ``gen_ai.conversation.id``), a cache key.
-_IDENTIFIERS = frozenset({"model", "previous_response_id", "conversation", "prompt_cache_key"})
-
-
-def _strings(value: Any, key: str = "") -> Iterator[str]:
-    if isinstance(value, str):
-        if key not in _IDENTIFIERS:
-            yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(v, str(k))
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v, key)
-
-
-def _telemetry_strings(replay: Replay) -> set[str]:
-    out: set[str] = set(replay.logs)
-    for o in replay.outcomes:
-        for span in o.spans:
-            values: list[Any] = list((span.attributes or {}).values())
-            for event in span.events:
-                values += list((event.attributes or {}).values())
-            for v in values:
-                if isinstance(v, str):
-                    out.add(v)
-                elif isinstance(v, (list, tuple)):
-                    out.update(x for x in v if isinstance(x, str))
-    metrics = replay.capture.reader.get_metrics_data()
-    if metrics is not None:
-        for rm in metrics.resource_metrics:
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    for point in m.data.data_points:
-                        out.update(v for v in (point.attributes or {}).values() if isinstance(v, str))
-    return out
-
-
 def test_no_request_content_reaches_a_span_a_metric_or_a_log(replay: Replay) -> None:
     """Every text of every body (its model name aside) looked for in everything otel-ctx emitted."""
-    content = {s for o in replay.outcomes for s in _strings(o.case.body) if len(s) >= 16}
-    telemetry = _telemetry_strings(replay)
-    assert telemetry, "nothing emitted"
-    leaks = [(t[:80], c[:40]) for t in telemetry if len(t) >= 16 for c in content if c in t]
-    assert leaks == []
-    # A fragment of a longer text (a message cut short in an error) is found by its pieces.
-    corpus = "\x00".join(content)
-    width = 32
-    pieces = {t[i : i + width] for t in telemetry for i in range(0, len(t) - width + 1, width)}
-    assert [p for p in pieces if p in corpus] == []
+    assert replay_support.leaks([o.case.body for o in replay.outcomes], replay) == []
 
 
 def _row(label: str, outs: list[Outcome]) -> tuple[str, int, int, int, int, int, int]:
