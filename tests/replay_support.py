@@ -21,6 +21,7 @@ from fake_provider import FakeProvider, Reply
 from instrument_support import Instrumented
 
 import otel_ctx.instrumentation as oi
+from otel_ctx import names as n
 
 C = TypeVar("C")
 
@@ -142,6 +143,23 @@ def replay(
 #: Keys whose values are identifiers, not content: a model name (or a router's list of fallback
 #: models), a stored response or conversation (the round's ``gen_ai.conversation.id``), a cache key.
 IDENTIFIERS = frozenset({"model", "models", "previous_response_id", "conversation", "prompt_cache_key"})
+
+
+def unmeasured_agree(replay: Replay[Any]) -> dict[str, int]:
+    """The rounds otel-ctx could not measure, by reason, from the spans; asserted equal to what the
+    ``context_budget.calls.unobserved`` counter says (the counter tells the same story)."""
+    unmeasured: dict[str, int] = {}
+    for o in replay.outcomes:
+        reason = o.attrs.get(n.UNOBSERVED_REASON)
+        if reason is not None:
+            unmeasured[reason] = unmeasured.get(reason, 0) + 1
+    counted = {
+        p.attributes[n.UNOBSERVED_REASON]: p.value
+        for p in replay.capture.points(n.UNOBSERVED_CALLS.name)
+        if p.value
+    }
+    assert counted == unmeasured
+    return unmeasured
 
 
 def strings(value: Any, key: str = "") -> Iterator[str]:
