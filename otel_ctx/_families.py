@@ -47,7 +47,9 @@ class ModelFamily:
     ``tokenizer`` names a loader in :data:`TOKENIZERS` (None: no vocabulary is published for
     the family, so every count is an estimate). ``fallback_ratio`` turns ``cl100k_base`` tokens
     into the family's when its tokenizer is not installed (measured from the family's bills).
-    ``rules`` is the dotted path of the module holding the family's framing, for the adapters.
+    ``template`` is ``module:function`` of the chat template an OpenAI-compatible host renders
+    for the family (None: the family's own dialect adapter frames it, and read through Chat
+    Completions it is counted with OpenAI's framing as an estimate).
     """
 
     name: str
@@ -55,7 +57,7 @@ class ModelFamily:
     tokenizer: str | None = None
     extra: str | None = None
     fallback_ratio: float = 1.0
-    rules: str | None = None
+    template: str | None = None
 
 
 _LLAMA = "otel_ctx.families._llama"
@@ -75,15 +77,14 @@ FAMILIES: tuple[ModelFamily, ...] = (
         tokenizer="gemma4",
         extra="gemini",
         fallback_ratio=1.1,
-        rules="otel_ctx.adapters._gemini_rules",
     ),
     # Amazon Nova and Titan: no vocabulary is published, so text is cl100k_base scaled by the
     # ratio their bills show (Nova's short English prompts bill as cl100k counts them; its
     # long texts run a few percent higher). Their framing is in the Bedrock rules module.
-    ModelFamily("amazon-nova", ("nova-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
-    ModelFamily("amazon-titan", ("titan-",), None, None, 1.05, "otel_ctx.adapters._bedrock_families"),
+    ModelFamily("amazon-nova", ("nova-",), None, None, 1.05),
+    ModelFamily("amazon-titan", ("titan-",), None, None, 1.05),
     # Open-weight families on OpenAI-compatible hosts and Ollama: each host renders the model's
-    # chat template (``rules``) and bills its tokens.
+    # chat template (``template``) and bills its tokens.
     ModelFamily(
         "llama3",
         ("llama3", "llama-3-", "meta-llama-3-"),

@@ -87,6 +87,26 @@ class Replay(Generic[C]):
     logs: list[str]
 
 
+def _sent(
+    fake: FakeProvider,
+    sender: Sender,
+    send: Callable[[Sender, C], None],
+    reply: Callable[[C], Reply],
+    outcome: Outcome[C],
+    phase: str,
+) -> bytes | None:
+    """Send ``outcome``'s case once with its recorded reply queued: the bytes that reached the
+    fake, or None when nothing did (the first error of either pass is kept on the outcome)."""
+    fake.queue(reply(outcome.case))
+    before = len(fake.requests)
+    try:
+        send(sender, outcome.case)
+    except Exception as exc:
+        outcome.error = outcome.error or f"{phase}: {type(exc).__name__}"
+    fake.replies.clear()  # a body the SDK refused sent nothing: its reply must not shift
+    return fake.requests[-1].body if len(fake.requests) > before else None
+
+
 def replay(
     cases: Sequence[C], send: Callable[[Sender, C], None], reply: Callable[[C], Reply]
 ) -> Iterator[Replay[C]]:
@@ -100,15 +120,7 @@ def replay(
     try:
         # Without otel-ctx: the bytes each body becomes on the wire.
         for outcome in outcomes:
-            fake.queue(reply(outcome.case))
-            before = len(fake.requests)
-            try:
-                send(sender, outcome.case)
-            except Exception as exc:
-                outcome.error = f"uninstrumented: {type(exc).__name__}"
-            fake.replies.clear()  # a body the SDK refused sent nothing: its reply must not shift
-            if len(fake.requests) > before:
-                outcome.plain_body = fake.requests[-1].body
+            outcome.plain_body = _sent(fake, sender, send, reply, outcome, "uninstrumented")
         capture = Instrumented()
         handler = LogLines()
         logger = logging.getLogger("otel_ctx")
@@ -120,15 +132,7 @@ def replay(
         )
         try:
             for outcome in outcomes:
-                fake.queue(reply(outcome.case))
-                before = len(fake.requests)
-                try:
-                    send(sender, outcome.case)
-                except Exception as exc:
-                    outcome.error = outcome.error or f"instrumented: {type(exc).__name__}"
-                fake.replies.clear()
-                if len(fake.requests) > before:
-                    outcome.sent_body = fake.requests[-1].body
+                outcome.sent_body = _sent(fake, sender, send, reply, outcome, "instrumented")
                 outcome.spans = capture.rounds()
                 capture.span_exporter.clear()
         finally:

@@ -1,7 +1,7 @@
 """The one call the Chat Completions adapter makes for a model whose host renders a chat template.
 
 The adapter reads the messages as usual (parts, tool calls, media, the transcript rules); for a
-model of a family with template rules (see :data:`otel_ctx._families.FAMILIES`), the request is
+model of a family with a chat template (see :data:`otel_ctx._families.FAMILIES`), the request is
 then rendered through that family's template and its total replaces OpenAI's framing: each
 message keeps its content's tokens, the template's markers are booked as the reply priming, its
 tool section as the tool schema. Media keep the adapter's price (the template renders text).
@@ -26,20 +26,20 @@ _MEDIA = ("image", "document")
 _renderers: dict[str, Render | None] = {}
 
 
-def renderer(rules: str) -> Render | None:
+def renderer(template: str) -> Render | None:
     """The render function a family row names (``module:function``), imported once."""
-    if rules not in _renderers:
-        module, _, name = rules.partition(":")
+    if template not in _renderers:
+        module, _, name = template.partition(":")
         found = getattr(importlib.import_module(module), name, None)
-        _renderers[rules] = found if callable(found) else None
-    return _renderers[rules]
+        _renderers[template] = found if callable(found) else None
+    return _renderers[template]
 
 
 @functools.lru_cache(maxsize=512)
 def _render_for(model: str) -> Render | None:
     """The template of ``model``'s family (kept by name: an OpenAI model's lookup costs one hit)."""
     family = families.family_for(model) if model else None
-    return renderer(family.rules) if family is not None and family.rules is not None else None
+    return renderer(family.template) if family is not None and family.template is not None else None
 
 
 def rendering(body: Mapping[str, Any], counter: TokenCounter) -> Rendering | None:
